@@ -1,0 +1,37 @@
+"""tau2-a2a: evaluate any A2A agent with tau2-bench, and offer tau2 evaluations over A2A.
+
+Importing this package registers, with tau2's registry, the agent `a2a_agent`,
+the native reference agent `oracle_agent` and the user `scripted_user`.
+Importing it again changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from tau2.registry import registry  # noqa: E402
+
+from tau2_a2a.client.agent import AGENT_NAME, A2AAgent  # noqa: E402
+from tau2_a2a.client.orchestration import install as _install_orchestrator  # noqa: E402
+from tau2_a2a.config import A2AConfig, RetryPolicy  # noqa: E402
+from tau2_a2a.reference.native_oracle import NATIVE_ORACLE_NAME, NativeOracleAgent  # noqa: E402
+from tau2_a2a.reference.scripted_user import USER_NAME, ScriptedUser  # noqa: E402
+
+
+def register() -> None:
+    """Register our agents and user with tau2 (idempotent)."""
+    info = registry.get_info()
+    if AGENT_NAME not in info.agents:
+        registry.register_agent(A2AAgent, AGENT_NAME)
+    if NATIVE_ORACLE_NAME not in info.agents:
+        registry.register_agent(NativeOracleAgent, NATIVE_ORACLE_NAME)
+    if USER_NAME not in info.users:
+        registry.register_user(ScriptedUser, USER_NAME)
+    _install_orchestrator()
+
+
+register()
+
+__all__ = ["A2AAgent", "A2AConfig", "RetryPolicy", "ScriptedUser", "NativeOracleAgent", "register"]

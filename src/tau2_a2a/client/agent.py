@@ -1,0 +1,173 @@
+"""A2AAgent: the tau2 agent type `a2a_agent`, a remote agent that only reasons.
+
+The remote agent receives the policy, the tools and the conversation, and
+answers with text or tool calls; tau2's orchestrator runs every tool call
+locally. One A2A context per simulation: a fresh agent (and state) per task
+and trial, the `context_id` the agent returns sent back with every message.
+"""
+
+from __future__ import annotations
+
+import logging
+from copy import deepcopy
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from tau2.agent.base import ValidAgentInputMessage
+from tau2.agent.llm_agent import LLMAgent
+from tau2.data_model.message import (
+    AssistantMessage,
+    Message,
+    MultiToolMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from tau2.environment.tool import Tool
+
+from tau2_a2a.client.errors import AgentMalformedReply
+from tau2_a2a.client.metrics import RAW_DATA_KEY
+from tau2_a2a.client.session import A2ASession, sessions
+from tau2_a2a.config import A2AConfig
+from tau2_a2a.protocol.messages import (
+    ToolResult,
+    conversation_start,
+    reply_content,
+    tool_results_turn,
+    user_turn,
+)
+from tau2_a2a.protocol.toolcalls import MalformedReply, parse_reply, restore_arguments
+
+AGENT_NAME = "a2a_agent"
+log = logging.getLogger("tau2_a2a.client")
+
+
+@dataclass
+class A2AAgentState:
+    """Per-simulation state: the conversation so far and the A2A ids to continue it."""
+
+    messages: list[Message]
+    context_id: str | None = None
+    task_id: str | None = None
+    turn: int = 0
+    pending_calls: dict[str, str] = field(default_factory=dict)  # call id -> tool name
+
+
+class A2AAgent(LLMAgent):
+    """tau2 agent backed by a remote A2A agent.
+
+    It subclasses LLMAgent only because tau2's `run_task` constructs LLMAgent
+    subclasses with `(tools, domain_policy, llm, llm_args)`; no LLM runs here.
+    """
+
+    def __init__(
+        self,
+        tools: list[Tool],
+        domain_policy: str,
+        llm: Optional[str] = None,
+        llm_args: Optional[dict] = None,
+    ) -> None:
+        super().__init__(tools=tools, domain_policy=domain_policy, llm=llm, llm_args=llm_args)
+        self.config = A2AConfig.from_llm_args(llm_args)
+        self.session: A2ASession = sessions.get(self.config)
+        self.tool_schemas = [tool.openai_schema for tool in tools]
+        self._parameters = {
+            s["function"]["name"]: s["function"].get("parameters", {}) for s in self.tool_schemas
+        }
+
+    def get_init_state(self, message_history: Optional[list[Message]] = None) -> A2AAgentState:
+        return A2AAgentState(messages=list(message_history or []))
+
+    def set_seed(self, seed: int) -> None:
+        """The remote agent owns its sampling; nothing to seed here."""
+
+    def generate_next_message(
+        self, message: ValidAgentInputMessage, state: A2AAgentState
+    ) -> tuple[AssistantMessage, A2AAgentState]:
+        parts = self._outgoing_parts(message, state)
+        incoming = message.tool_messages if isinstance(message, MultiToolMessage) else [message]
+        state.messages.extend(incoming)
+        exchange = self.session.send(parts, state.context_id, state.task_id, state.turn)
+        state.turn += 1
+        state.context_id = exchange.context_id
+        state.task_id = exchange.task_id
+        assistant = self._to_assistant_message(exchange, state)
+        state.messages.append(assistant)
+        return assistant, state
+
+    def _outgoing_parts(self, message: ValidAgentInputMessage, state: A2AAgentState) -> list:
+        if isinstance(message, UserMessage):
+            turn_parts = user_turn(message.content or "")
+        else:
+            tool_messages = message.tool_messages if isinstance(message, MultiToolMessage) else [message]
+            turn_parts = tool_results_turn([self._tool_result(m, state) for m in tool_messages])
+        if state.turn > 0:
+            return turn_parts
+        history = [_history_entry(m) for m in state.messages]
+        return conversation_start(self.system_prompt, self.tool_schemas, turn_parts, history)
+
+    def _tool_result(self, message: ToolMessage, state: A2AAgentState) -> ToolResult:
+        return ToolResult(
+            id=message.id,
+            name=state.pending_calls.pop(message.id, ""),
+            content=message.content or "",
+            error=message.error,
+        )
+
+    def _to_assistant_message(self, exchange: Any, state: A2AAgentState) -> AssistantMessage:
+        texts, datas = reply_content(exchange.reply)
+        record = exchange.records[-1]
+        try:
+            parsed = parse_reply(texts, datas)
+            if parsed.text is None and not parsed.tool_calls:
+                raise MalformedReply("expected text for the user or tool calls, got an empty reply")
+        except MalformedReply as error:
+            failure = AgentMalformedReply(
+                f"Malformed reply from {self.config.endpoint}: {error}. "
+                f"Got text {texts!r:.300} and data {datas!r:.300}. See docs/protocol.md for the accepted forms."
+            )
+            log.error("%s", failure)
+            record.error = failure.category.value
+            record.error_message = str(failure)
+            failure.records = exchange.records
+            raise failure from None
+        tool_calls = []
+        for index, call in enumerate(parsed.tool_calls):
+            call_id = call.id or f"call_{state.turn}_{index}"
+            parameters = self._parameters.get(call.name)
+            if parameters is None:
+                record.unknown_tool_calls += 1
+                arguments = call.arguments
+            else:
+                arguments = restore_arguments(call.arguments, parameters)
+            state.pending_calls[call_id] = call.name
+            tool_calls.append(ToolCall(id=call_id, name=call.name, arguments=arguments, requestor="assistant"))
+        return AssistantMessage(
+            role="assistant",
+            content=parsed.text,
+            tool_calls=tool_calls or None,
+            cost=0.0,
+            usage={
+                "prompt_tokens": sum(r.input_tokens for r in exchange.records),
+                "completion_tokens": sum(r.output_tokens for r in exchange.records),
+            },
+            raw_data={
+                RAW_DATA_KEY: {
+                    "context_id": exchange.context_id,
+                    "task_id": exchange.task_id,
+                    "requests": [r.as_dict() for r in exchange.records],
+                }
+            },
+        )
+
+
+def _history_entry(message: Message) -> dict[str, Any]:
+    """A prior message of the conversation, as the remote agent sees it."""
+    entry: dict[str, Any] = {"role": message.role, "content": getattr(message, "content", None)}
+    tool_calls = getattr(message, "tool_calls", None)
+    if tool_calls:
+        entry["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": deepcopy(c.arguments)} for c in tool_calls]
+    if isinstance(message, ToolMessage):
+        entry["id"] = message.id
+        entry["error"] = message.error
+    return entry

@@ -1,0 +1,62 @@
+"""One error type per way an A2A exchange can fail, each with its metrics category."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class ErrorCategory(str, Enum):
+    CONNECTION = "connection"
+    TIMEOUT = "timeout"
+    AUTH = "auth"
+    HTTP = "http"
+    PROTOCOL = "protocol"
+    MALFORMED_REPLY = "malformed-reply"
+
+
+class A2AFailure(Exception):
+    """Base of every failure talking to the agent under test. Never holds a secret."""
+
+    category: ErrorCategory = ErrorCategory.PROTOCOL
+    retryable: bool = False
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.records: list = []  # RequestRecords of the attempts, filled by the session
+
+
+class AgentUnreachable(A2AFailure):
+    category = ErrorCategory.CONNECTION
+    retryable = True
+
+
+class AgentTimeout(A2AFailure):
+    category = ErrorCategory.TIMEOUT
+    retryable = True
+
+
+class AgentAuthError(A2AFailure):
+    category = ErrorCategory.AUTH
+
+
+class AgentHTTPError(A2AFailure):
+    category = ErrorCategory.HTTP
+
+    @property
+    def retryable(self) -> bool:  # type: ignore[override]
+        return self.status is not None and (self.status == 429 or self.status >= 500)
+
+
+class AgentProtocolError(A2AFailure):
+    category = ErrorCategory.PROTOCOL
+
+
+class AgentMalformedReply(A2AFailure):
+    category = ErrorCategory.MALFORMED_REPLY
+
+
+class AgentCardError(A2AFailure):
+    """The agent card is missing or invalid: the run cannot start."""
+
+    category = ErrorCategory.PROTOCOL

@@ -1,0 +1,157 @@
+"""tau2 turns <-> A2A parts, both directions, no I/O.
+
+The client encodes what the agent under test receives; reference agents decode
+it with the same functions, so the convention lives in one place.
+Every part carries ``metadata["tau2_kind"]`` so that system instructions are
+never mixed into the user's words.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+from a2a.types import Message, Part, Task
+from google.protobuf.json_format import MessageToDict
+
+from tau2_a2a.protocol.toolcalls import ToolCallRequest, describe_tools
+
+KIND = "tau2_kind"
+SYSTEM = "system"
+TOOLS = "tools"
+USER = "user"
+TOOL_RESULTS = "tool_results"
+TOOL_CALLS = "tool_calls"
+HISTORY = "history"
+
+TOOL_CONVENTION = """\
+To call tools, answer with a data part {"tool_calls": [{"name": ..., "arguments": {...}}]}
+or with that JSON as text. Any other text is your message to the user.
+Available tools:"""
+
+
+@dataclass
+class ToolResult:
+    """The outcome of one tool call, as tau2's environment produced it."""
+
+    id: str
+    name: str
+    content: str
+    error: bool = False
+
+
+@dataclass
+class IncomingTurn:
+    """What an agent under test reads from one message (the decoder's view)."""
+
+    system: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    history: list[dict[str, Any]] | None = None
+    user_text: str | None = None
+    tool_results: list[ToolResult] = field(default_factory=list)
+
+
+def _part(kind: str, part: Part) -> Part:
+    part.metadata.update({KIND: kind})
+    return part
+
+
+def conversation_start(
+    system_prompt: str,
+    tool_schemas: list[dict[str, Any]],
+    turn_parts: list[Part],
+    history: list[dict[str, Any]],
+) -> list[Part]:
+    """Parts of a simulation's first message.
+
+    The system prompt (instructions and ``<policy>``), the tools as text and as
+    data, the conversation so far (tau2's greeting, or a task's prior history),
+    then the turn itself (the user's words, or tool results).
+    """
+    tools_text = f"<tools>\n{TOOL_CONVENTION}\n{describe_tools(tool_schemas)}\n</tools>"
+    return [
+        _part(SYSTEM, new_text_part(system_prompt)),
+        _part(TOOLS, new_text_part(tools_text)),
+        _part(TOOLS, new_data_part({"tools": tool_schemas})),
+        _part(HISTORY, new_data_part({"history": history})),
+        *turn_parts,
+    ]
+
+
+def user_turn(text: str) -> list[Part]:
+    """Parts of a later message carrying the user's words."""
+    return [_part(USER, new_text_part(text))]
+
+
+def tool_results_turn(results: list[ToolResult]) -> list[Part]:
+    """Parts of a message carrying all tool results of one turn: text and data."""
+    text = "\n".join(
+        f"Tool result{' (error)' if r.error else ''} for {r.name} (call {r.id}):\n{r.content}"
+        for r in results
+    )
+    data = {
+        "tool_results": [
+            {"id": r.id, "name": r.name, "content": r.content, "error": r.error}
+            for r in results
+        ]
+    }
+    return [_part(TOOL_RESULTS, new_text_part(text)), _part(TOOL_RESULTS, new_data_part(data))]
+
+
+def read_turn(message: Message) -> IncomingTurn:
+    """Decode a message built by the functions above (the agent-side view)."""
+    turn = IncomingTurn()
+    for part in message.parts:
+        kind = part.metadata[KIND] if KIND in part.metadata else USER
+        if part.HasField("text"):
+            if kind == SYSTEM:
+                turn.system = part.text
+            elif kind == USER:
+                turn.user_text = part.text if turn.user_text is None else turn.user_text + "\n" + part.text
+        elif part.HasField("data"):
+            data = MessageToDict(part.data)
+            if kind == TOOLS and isinstance(data, dict):
+                turn.tools = data.get("tools")
+            elif kind == HISTORY and isinstance(data, dict):
+                turn.history = data.get("history")
+            elif kind == TOOL_RESULTS and isinstance(data, dict):
+                turn.tool_results = [
+                    ToolResult(
+                        id=r["id"], name=r["name"], content=r["content"], error=bool(r["error"])
+                    )
+                    for r in data.get("tool_results", [])
+                ]
+    return turn
+
+
+def tool_calls_reply(calls: list[ToolCallRequest]) -> list[Part]:
+    """Parts of an agent's reply asking for tool calls (the canonical form)."""
+    payload = [
+        {"id": c.id, "name": c.name, "arguments": c.arguments} if c.id
+        else {"name": c.name, "arguments": c.arguments}
+        for c in calls
+    ]
+    return [_part(TOOL_CALLS, new_data_part({"tool_calls": payload}))]
+
+
+def reply_content(reply: Message | Task) -> tuple[list[str], list[Any]]:
+    """Text and data parts of an agent's reply, whether a Message or a Task.
+
+    For a Task, the status message and the artifacts carry the reply.
+    """
+    if isinstance(reply, Message):
+        parts = list(reply.parts)
+    else:
+        parts = list(reply.status.message.parts) if reply.status.HasField("message") else []
+        for artifact in reply.artifacts:
+            parts.extend(artifact.parts)
+    return get_text_parts(parts), get_data_parts(parts)
+
+
+def parts_size_text(parts: list[Part]) -> str:
+    """The text a tokenizer should count for a list of parts."""
+    chunks = get_text_parts(parts)
+    chunks += [json.dumps(d, sort_keys=True) for d in get_data_parts(parts)]
+    return "\n".join(chunks)

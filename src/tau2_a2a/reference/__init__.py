@@ -1,0 +1,1 @@
+"""Reference participants for offline runs: the oracle agent and the scripted user."""
