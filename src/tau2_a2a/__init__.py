@@ -11,6 +11,25 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+
+def _quiet_tau2_import() -> None:
+    """tau2 dumps its registry at DEBUG on import. If loguru still has only its
+    default sink (nobody configured it), show warnings and up instead."""
+    import sys
+
+    from loguru import logger
+
+    if "tau2.registry" in sys.modules:
+        return
+    try:
+        logger.remove(0)
+    except ValueError:
+        return  # configured by someone else: leave it alone
+    logger.add(sys.stderr, level="WARNING")
+
+
+_quiet_tau2_import()
+
 from tau2.registry import registry  # noqa: E402
 
 from tau2_a2a.client.agent import AGENT_NAME, A2AAgent  # noqa: E402

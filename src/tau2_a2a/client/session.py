@@ -359,6 +359,9 @@ def _card_failure(error: AgentCardResolutionError, endpoint: str, path: str, tok
         )
     if status is not None:
         return AgentCardError(f"Fetching the agent card {where} failed with HTTP {status}.", status=status)
+    transport_failure = _classify(error, None, token, f"Fetching the agent card {where}")
+    if isinstance(transport_failure, (AgentUnreachable, AgentTimeout)):
+        return transport_failure
     return AgentCardError(
         f"The agent card at {where} is not a valid A2A agent card: {redact(str(error), token)}"
     )
@@ -387,12 +390,18 @@ def _classify(error: BaseException, status: int | None, token: str | None, doing
         return AgentHTTPError(f"{doing} failed with HTTP {status}: {text[:300]}", status=status)
     if any(isinstance(e, httpx.TransportError) for e in chain):
         return AgentUnreachable(
-            f"{doing} failed: cannot connect ({text[:200]}). Is the agent running at that address?",
+            f"{doing} failed: cannot connect ({_root_message(chain, token)}). "
+            "Is the agent running, and is the URL right?",
             status=status,
         )
     if any(isinstance(e, (json.JSONDecodeError, ValueError)) and not isinstance(e, A2AError) for e in chain):
         return AgentMalformedReply(f"{doing}: the reply is not valid A2A JSON-RPC ({text[:300]})", status=status)
     return AgentProtocolError(f"{doing} failed: {text[:300]}", status=status)
+
+
+def _root_message(chain: list[BaseException], token: str | None) -> str:
+    """The innermost error's words: the one that says what actually happened."""
+    return redact(str(chain[-1]) or type(chain[-1]).__name__, token)[:200]
 
 
 class _SessionPool:

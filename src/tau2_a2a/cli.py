@@ -1,0 +1,206 @@
+"""tau2-a2a: run | card | agent | demo | serve."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+import tau2_a2a  # noqa: E402,F401  (registers our agents and user with tau2)
+from tau2.cli import add_run_args  # noqa: E402
+from tau2.data_model.simulation import RunConfig  # noqa: E402
+from tau2.config import DEFAULT_LLM_AGENT  # noqa: E402
+
+from tau2_a2a.client.agent import AGENT_NAME  # noqa: E402
+from tau2_a2a.client.errors import A2AFailure  # noqa: E402
+from tau2_a2a.client.metrics import format_summary  # noqa: E402
+from tau2_a2a.client.run import agent_model_name, discover, evaluate  # noqa: E402
+from tau2_a2a.config import AUTH_TOKEN_ENV, DEFAULT_TIMEOUT_SECONDS, A2AConfig, ConfigError  # noqa: E402
+
+EXIT_USAGE = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    _setup_logging(getattr(args, "a2a_debug", False))
+    try:
+        return int(args.func(args) or 0)
+    except (A2AFailure, ConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tau2-a2a", description=__doc__)
+    commands = parser.add_subparsers(dest="command")
+
+    run = commands.add_parser("run", help="Run tau2-bench; with --agent a2a_agent, against an A2A agent")
+    run.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
+    add_run_args(run)
+    add_a2a_args(run)
+    run.set_defaults(func=run_command)
+
+    card = commands.add_parser("card", help="Fetch, validate and show an agent card")
+    card.add_argument("url", help="The agent's base URL")
+    card.add_argument("--a2a-auth-token", default=None, help=f"Bearer token (or ${AUTH_TOKEN_ENV})")
+    card.add_argument("--a2a-timeout", type=float, default=30.0)
+    card.set_defaults(func=card_command)
+
+    agent = commands.add_parser("agent", help="Serve a reference A2A agent")
+    agent_kinds = agent.add_subparsers(dest="kind")
+    oracle = agent_kinds.add_parser("oracle", help="Replays each task's golden actions (use with scripted_user)")
+    oracle.add_argument("--host", default="127.0.0.1")
+    oracle.add_argument("--port", type=int, default=9100)
+    oracle.add_argument("--delay", type=float, default=0.0, help="Seconds to wait before each reply")
+    oracle.set_defaults(func=oracle_command)
+
+    demo = commands.add_parser("demo", help="Offline: evaluate the bundled oracle over A2A on a few tasks")
+    demo.add_argument("--domain", default="airline")
+    demo.add_argument("--num-tasks", type=int, default=5)
+    demo.add_argument("--max-concurrency", type=int, default=4)
+    demo.add_argument("--results-dir", default="results")
+    demo.set_defaults(func=demo_command)
+
+    return parser
+
+
+def add_a2a_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("A2A agent under test (with --agent a2a_agent)")
+    group.add_argument("--a2a-endpoint", default=None, help="Base URL of the A2A agent")
+    group.add_argument("--a2a-auth-token", default=None,
+                       help=f"Bearer token for the agent (default: ${AUTH_TOKEN_ENV})")
+    group.add_argument("--a2a-timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
+                       help="Seconds to wait for one reply (default: %(default)s)")
+    group.add_argument("--a2a-debug", action="store_true", help="Log every A2A request and reply in full")
+
+
+def run_config_from_args(args: argparse.Namespace) -> RunConfig:
+    """The RunConfig `tau2 run` builds from the same flags (tau2.cli.main's mapping)."""
+    return RunConfig(
+        domain=args.domain,
+        task_set_name=args.task_set_name,
+        task_split_name=args.task_split_name,
+        task_ids=args.task_ids,
+        num_tasks=args.num_tasks,
+        agent=args.agent,
+        llm_agent=args.agent_llm,
+        llm_args_agent=args.agent_llm_args,
+        user=args.user,
+        llm_user=args.user_llm,
+        llm_args_user=args.user_llm_args,
+        agent_api_key=args.agent_api_key,
+        user_api_key=args.user_api_key,
+        num_trials=args.num_trials,
+        max_steps=args.max_steps,
+        max_errors=args.max_errors,
+        save_to=args.save_to,
+        results_dir=args.results_dir,
+        max_concurrency=args.max_concurrency,
+        max_retries=args.max_retries,
+        seed=args.seed,
+        log_level=args.log_level,
+        enforce_communication_protocol=args.enforce_communication_protocol,
+        skip_failed_samples=args.skip_failed_samples,
+        llm_judge=args.judge_llm,
+        judge_api_key=args.judge_api_key,
+        llm_args_judge=args.judge_llm_args,
+        judge_window_size=args.judge_window_size,
+        judge_system_prompt=args.judge_system_prompt,
+    )
+
+
+def run_command(args: argparse.Namespace) -> int:
+    if args.domain_positional and args.domain and args.domain_positional != args.domain:
+        raise ConfigError(f"Two domains given: {args.domain_positional!r} and --domain {args.domain!r}.")
+    args.domain = args.domain or args.domain_positional
+    if not args.domain:
+        raise ConfigError("Name a domain: tau2-a2a run airline (or --domain airline).")
+    config = run_config_from_args(args)
+    if args.agent != AGENT_NAME:
+        evaluate(config)
+        return 0
+    a2a = a2a_config_from_args(args)
+    card = discover(a2a)
+    print(f"A2A agent: {card.name} at {a2a.endpoint}")
+    if config.llm_agent == DEFAULT_LLM_AGENT:
+        config.llm_agent = agent_model_name(card.name)
+    outcome = evaluate(config, a2a)
+    print(format_summary(outcome.report))
+    print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}")
+    return 0
+
+
+def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
+    if not args.a2a_endpoint:
+        raise ConfigError("--agent a2a_agent needs --a2a-endpoint URL (the agent's base URL).")
+    return A2AConfig(
+        endpoint=args.a2a_endpoint,
+        auth_token=args.a2a_auth_token or os.environ.get(AUTH_TOKEN_ENV) or None,
+        timeout=args.a2a_timeout,
+        debug=args.a2a_debug,
+    )
+
+
+def card_command(args: argparse.Namespace) -> int:
+    from tau2_a2a.client.card import describe_card
+
+    a2a = A2AConfig(endpoint=args.url, timeout=args.a2a_timeout,
+                    auth_token=args.a2a_auth_token or os.environ.get(AUTH_TOKEN_ENV) or None)
+    print(describe_card(discover(a2a), a2a.endpoint))
+    return 0
+
+
+def oracle_command(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+    from tau2_a2a.serving import a2a_app
+
+    url = f"http://{args.host}:{args.port}"
+    print(f"tau2 oracle agent at {url} (card: {url}/.well-known/agent-card.json)")
+    uvicorn.run(a2a_app(OracleExecutor(delay=args.delay), oracle_card(url)),
+                host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+    from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with BackgroundServer(a2a_app(OracleExecutor(), oracle_card(url)), port=port):
+        print(f"Reference oracle agent serving A2A at {url}")
+        config = RunConfig(
+            domain=args.domain, agent=AGENT_NAME, llm_agent="a2a-oracle",
+            user="scripted_user", llm_user="scripted", llm_args_user={}, llm_args_judge={},
+            num_tasks=args.num_tasks, max_concurrency=args.max_concurrency,
+            results_dir=args.results_dir,
+        )
+        outcome = evaluate(config, A2AConfig(endpoint=url))
+    print(format_summary(outcome.report))
+    print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}")
+    return 0
+
+
+def _setup_logging(debug: bool) -> None:
+    """Our own stdlib logging to stderr; tau2 resets loguru's sinks, not these."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("tau2_a2a")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO if debug else logging.WARNING)
+    root.propagate = False
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Run a tau2 evaluation of an A2A agent: discover, run tau2's run_domain, report.
+
+Used by `tau2-a2a run` and by the evaluation service, so both behave alike:
+the card is checked before any simulation, the results file and its protocol
+metrics file sit side by side, an existing results file is resumed without a
+prompt, and no secret is left in the results.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from tau2.data_model.simulation import Results, RunConfig
+from tau2.run import make_run_name, run_domain
+from tau2.utils.display import ConsoleDisplay
+from tau2.utils.utils import DATA_DIR
+
+from tau2_a2a.client.agent import AGENT_NAME
+from tau2_a2a.client.metrics import metrics_path, write_report
+from tau2_a2a.client.session import sessions
+from tau2_a2a.config import A2AConfig
+
+log = logging.getLogger("tau2_a2a.client")
+REDACTED = "***"
+_SECRET_KEYS = ("api_key", "auth_token", "token", "password")
+
+
+@dataclass
+class RunOutcome:
+    results: Results
+    results_path: Path
+    metrics_path: Path | None
+    report: dict[str, Any] | None
+
+
+def results_path_for(config: RunConfig) -> Path:
+    """Where tau2 will write this run's results; names the run if it has no name yet."""
+    if config.save_to is None:
+        config.save_to = make_run_name(config)
+    results_dir = Path(config.results_dir) if config.results_dir else DATA_DIR / "simulations"
+    return results_dir / f"{config.save_to}.json"
+
+
+def agent_model_name(card_name: str) -> str:
+    """A run-name-safe label for the agent under test (tau2 names runs after the agent's LLM)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", card_name).strip("-") or "agent"
+    return f"a2a-{slug}"
+
+
+def discover(a2a: A2AConfig) -> Any:
+    """Fetch and validate the agent card; raises an A2AFailure saying what to do."""
+    return sessions.get(a2a).card
+
+
+def evaluate(config: RunConfig, a2a: A2AConfig | None = None) -> RunOutcome:
+    """Run `config` with tau2; with `a2a`, evaluate that A2A agent and write its metrics."""
+    if a2a is None:
+        results = run_domain(config)
+        return RunOutcome(results, results_path_for(config), None, None)
+    config.agent = AGENT_NAME
+    config.llm_args_agent = {**(config.llm_args_agent or {}), **a2a.to_llm_args()}
+    config.agent_api_key = None
+    if config.llm_args_judge is None:
+        config.llm_args_judge = {}
+    discover(a2a)
+    path = results_path_for(config)
+    with _resume_without_prompt(path.exists()):
+        results = run_domain(config)
+    scrub_secrets(path)
+    report = write_report(path)
+    return RunOutcome(results, path, metrics_path(path), report)
+
+
+_prompt_lock = threading.Lock()
+
+
+@contextmanager
+def _resume_without_prompt(resuming: bool) -> Iterator[None]:
+    """tau2 asks on the terminal before resuming an existing results file; answer yes."""
+    if not resuming:
+        yield
+        return
+    console = ConsoleDisplay.console
+    with _prompt_lock:
+        original = console.input
+        console.input = lambda *args, **kwargs: "y"  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            console.input = original  # type: ignore[method-assign]
+
+
+def scrub_secrets(results_path: Path) -> None:
+    """Replace any credential tau2 copied from llm_args into the results file."""
+    if not results_path.exists():
+        return
+    data = json.loads(results_path.read_text())
+    changed = False
+    for role in ("agent_info", "user_info"):
+        llm_args = (data.get("info", {}).get(role) or {}).get("llm_args") or {}
+        for key in list(llm_args):
+            if key.lower() in _SECRET_KEYS and llm_args[key] not in (None, REDACTED):
+                llm_args[key] = REDACTED
+                changed = True
+    if changed:
+        results_path.write_text(json.dumps(data, indent=2))
