@@ -1,0 +1,69 @@
+"""Shared fixtures: real A2A servers on loopback, real tau2 runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import pytest  # noqa: E402
+
+import tau2_a2a  # noqa: E402,F401
+from tau2.data_model.simulation import RunConfig  # noqa: E402
+
+from tau2_a2a.client.run import RunOutcome, evaluate  # noqa: E402
+from tau2_a2a.config import A2AConfig  # noqa: E402
+from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card  # noqa: E402
+from tau2_a2a.serving import BackgroundServer, a2a_app, free_port  # noqa: E402
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., BackgroundServer]]:
+    """Start an ASGI app on a free loopback port: serve(lambda url: app) -> server."""
+    servers: list[BackgroundServer] = []
+
+    def start(app_for_url: Callable[[str], Any]) -> BackgroundServer:
+        port = free_port()
+        server = BackgroundServer(app_for_url(f"http://127.0.0.1:{port}"), port=port).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def oracle_url() -> Iterator[str]:
+    """The reference oracle agent, shared by the whole test session."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with BackgroundServer(a2a_app(OracleExecutor(), oracle_card(url)), port=port):
+        yield url
+
+
+def run_a2a(url: str, results_dir: Path, domain: str = "airline", *,
+            a2a: A2AConfig | None = None, **run_args: Any) -> RunOutcome:
+    """Evaluate the A2A agent at `url` with the scripted user, results under `results_dir`."""
+    config = RunConfig(
+        domain=domain, agent="a2a_agent", llm_agent="a2a-test", user="scripted_user",
+        llm_user="scripted", llm_args_user={}, llm_args_agent={}, llm_args_judge={},
+        results_dir=str(results_dir), save_to=run_args.pop("save_to", "run"),
+        max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
+    )
+    return evaluate(config, a2a or A2AConfig(endpoint=url, retry=tau2_a2a.RetryPolicy(backoff_seconds=0.05)))
+
+
+def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: Any):
+    """The same oracle, natively in tau2 (no A2A), for fidelity comparisons."""
+    from tau2.run import run_domain
+
+    config = RunConfig(
+        domain=domain, agent="oracle_agent", llm_agent="oracle", user="scripted_user",
+        llm_user="scripted", llm_args_user={}, llm_args_agent={}, llm_args_judge={},
+        results_dir=str(results_dir), save_to=run_args.pop("save_to", "native"),
+        max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
+    )
+    return run_domain(config)

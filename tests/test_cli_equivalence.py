@@ -1,0 +1,58 @@
+"""`tau2-a2a run` with a non-A2A agent is `tau2 run`: same config, files and output."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+BIN = Path(sys.executable).parent
+VOLATILE = {"timestamp", "start_time", "end_time", "duration", "id", "git_commit"}
+
+
+def _run(command: str, results_dir: Path) -> str:
+    args = [
+        str(BIN / command), "run", "--domain", "airline", "--agent", "llm_agent",
+        "--agent-llm", "gpt-4.1", "--agent-llm-args", '{"mock_response": "I can help with that."}',
+        "--user-llm", "gpt-4.1", "--user-llm-args", '{"mock_response": "###STOP###"}',
+        "--num-tasks", "2", "--max-concurrency", "1",
+        "--save-to", "same", "--results-dir", str(results_dir),
+    ]
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def _stable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    return value
+
+
+def _panels(stdout: str) -> list[str]:
+    """The output without times and paths, which differ from run to run."""
+    text = re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+|\d+\.\d+s|/\S+", "<x>", stdout)
+    return [line.rstrip() for line in text.splitlines() if line.strip()]
+
+
+def test_non_a2a_agent_runs_exactly_like_tau2_run(tmp_path: Path) -> None:
+    tau2_out = _run("tau2", tmp_path / "tau2")
+    ours_out = _run("tau2-a2a", tmp_path / "ours")
+    for name in ("same.json", "same_results.json", "same_termination_summary.json"):
+        theirs = json.loads((tmp_path / "tau2" / name).read_text())
+        ours = json.loads((tmp_path / "ours" / name).read_text())
+        assert _stable(ours) == _stable(theirs), name
+    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == sorted(
+        p.name for p in (tmp_path / "tau2").iterdir()
+    )
+    assert _panels(ours_out) == _panels(tau2_out)
+    results = json.loads((tmp_path / "ours" / "same.json").read_text())
+    assert results["info"]["agent_info"]["implementation"] == "llm_agent"
+    assert len(results["simulations"]) == 2
