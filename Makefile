@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python bench/oracle_overhead.py
+	$(BIN)/python bench/oracle_fidelity.py --domains airline retail
 	$(BIN)/python bench/request_overhead.py
 
 clean:

@@ -1,0 +1,72 @@
+"""The oracle over A2A against the same oracle natively, in one run.
+
+Prints, per domain: rewards of both arms, whether trajectories match, and the
+wall-time ratio A2A / native (target <= 1.15 on airline at concurrency 4).
+
+    .venv/bin/python bench/oracle_fidelity.py                    # airline, all 50 tasks
+    .venv/bin/python bench/oracle_fidelity.py --domains airline retail --num-trials 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import oracle_process  # noqa: E402
+
+import tau2_a2a  # noqa: E402,F401
+from tau2.data_model.simulation import RunConfig  # noqa: E402
+from tau2.run import run_domain  # noqa: E402
+
+from tau2_a2a.client.run import evaluate  # noqa: E402
+from tau2_a2a.config import A2AConfig  # noqa: E402
+from tau2_a2a.reference.fidelity import trajectory_differences  # noqa: E402
+from tau2_a2a.serving import free_port  # noqa: E402
+
+
+def config(domain: str, agent: str, results_dir: str, args: argparse.Namespace) -> RunConfig:
+    return RunConfig(
+        domain=domain, agent=agent, llm_agent=agent, user="scripted_user", llm_user="scripted",
+        llm_args_user={}, llm_args_agent={}, llm_args_judge={}, num_trials=args.num_trials,
+        num_tasks=args.num_tasks, max_concurrency=args.max_concurrency,
+        results_dir=results_dir, save_to=f"{domain}_{agent}",
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--domains", nargs="+", default=["airline"])
+    parser.add_argument("--num-trials", type=int, default=1)
+    parser.add_argument("--num-tasks", type=int, default=None)
+    parser.add_argument("--max-concurrency", type=int, default=4)
+    args = parser.parse_args()
+    lines, ok = [], True
+    with tempfile.TemporaryDirectory() as results_dir, oracle_process(free_port()) as url:
+        for domain in args.domains:
+            started = time.perf_counter()
+            native = run_domain(config(domain, "oracle_agent", results_dir, args))
+            native_s = time.perf_counter() - started
+            started = time.perf_counter()
+            over_a2a = evaluate(config(domain, "a2a_agent", results_dir, args), A2AConfig(endpoint=url)).results
+            a2a_s = time.perf_counter() - started
+            rewards = [s.reward_info.reward for s in over_a2a.simulations]
+            perfect = sum(r == 1.0 for r in rewards)
+            differences = trajectory_differences(over_a2a, native)
+            ok &= perfect == len(rewards) and not differences
+            lines.append(
+                f"{domain}: {len(rewards)} simulations, reward 1.0 on {perfect} over A2A, "
+                f"{sum(s.reward_info.reward == 1.0 for s in native.simulations)} natively; "
+                f"trajectories {'match' if not differences else 'DIFFER: ' + '; '.join(differences[:5])}; "
+                f"wall time A2A {a2a_s:.1f}s / native {native_s:.1f}s = {a2a_s / native_s:.3f} "
+                f"(max concurrency {args.max_concurrency})"
+            )
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
