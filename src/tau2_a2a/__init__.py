@@ -12,23 +12,35 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
-def _quiet_tau2_import() -> None:
-    """tau2 dumps its registry at DEBUG on import. If loguru still has only its
-    default sink (nobody configured it), show warnings and up instead."""
+def _quiet_tau2_import() -> int | None:
+    """tau2 logs its whole registry at DEBUG on import, and warns about a missing
+    .env file. If loguru still has only its default sink (nobody configured it),
+    show only errors while tau2 is imported, then warnings and up. Returns the
+    temporary sink's id."""
     import sys
 
     from loguru import logger
 
     if "tau2.registry" in sys.modules:
-        return
+        return None
     try:
         logger.remove(0)
     except ValueError:
-        return  # configured by someone else: leave it alone
-    logger.add(sys.stderr, level="WARNING")
+        return None  # configured by someone else: leave it alone
+    return logger.add(sys.stderr, level="ERROR")
 
 
-_quiet_tau2_import()
+def _after_tau2_import(sink: int | None) -> None:
+    import sys
+
+    from loguru import logger
+
+    if sink is not None:
+        logger.remove(sink)
+        logger.add(sys.stderr, level="WARNING")
+
+
+_import_sink = _quiet_tau2_import()
 
 from tau2.registry import registry  # noqa: E402
 
@@ -37,6 +49,8 @@ from tau2_a2a.client.orchestration import install as _install_orchestrator  # no
 from tau2_a2a.config import A2AConfig, RetryPolicy  # noqa: E402
 from tau2_a2a.reference.native_oracle import NATIVE_ORACLE_NAME, NativeOracleAgent  # noqa: E402
 from tau2_a2a.reference.scripted_user import USER_NAME, ScriptedUser  # noqa: E402
+
+_after_tau2_import(_import_sink)
 
 
 def register() -> None:

@@ -16,7 +16,11 @@ from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_
 from a2a.types import Message, Part, Task
 from google.protobuf.json_format import MessageToDict
 
-from tau2_a2a.protocol.toolcalls import ToolCallRequest, describe_tools
+from tau2_a2a.protocol.toolcalls import (
+    ToolCallRequest,
+    describe_tools,
+    restore_arguments,
+)
 
 KIND = "tau2_kind"
 SYSTEM = "system"
@@ -113,17 +117,73 @@ def read_turn(message: Message) -> IncomingTurn:
         elif part.HasField("data"):
             data = MessageToDict(part.data)
             if kind == TOOLS and isinstance(data, dict):
-                turn.tools = data.get("tools")
+                tools = data.get("tools")
+                turn.tools = restore_schema_numbers(tools) if isinstance(tools, list) else tools
             elif kind == HISTORY and isinstance(data, dict):
                 turn.history = data.get("history")
             elif kind == TOOL_RESULTS and isinstance(data, dict):
                 turn.tool_results = [
                     ToolResult(
-                        id=r["id"], name=r["name"], content=r["content"], error=bool(r["error"])
+                        id=str(r.get("id", "")), name=str(r.get("name", "")),
+                        content=str(r.get("content", "")), error=bool(r.get("error", False)),
                     )
                     for r in data.get("tool_results", [])
+                    if isinstance(r, dict)
                 ]
+    if turn.history:
+        turn.history = _restore_history(turn.history, turn.tools or [])
     return turn
+
+
+# Keys whose values are instances of the schema's own type, not schema numbers.
+_INSTANCE_KEYS = ("default", "const", "enum", "examples")
+
+
+def restore_schema_numbers(value: Any) -> Any:
+    """Tool schemas as sent: data parts carry every number as a double.
+
+    Integral numbers in a JSON schema are counts and bounds (``maxLength``,
+    ``minimum``, an integer's ``default``), so they come back as ints; the
+    ``default``/``const``/``enum``/``examples`` of a schema typed ``number``
+    keep their floats.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [restore_schema_numbers(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    kind = value.get("type")  # a property may itself be called "type": only strings count
+    kinds = {k for k in (kind if isinstance(kind, list) else [kind]) if isinstance(k, str)}
+    number_only = "number" in kinds and "integer" not in kinds
+    return {
+        key: item if number_only and key in _INSTANCE_KEYS else restore_schema_numbers(item)
+        for key, item in value.items()
+    }
+
+
+def _restore_history(history: list[Any], tools: list[dict[str, Any]]) -> list[Any]:
+    """Tool-call arguments in the history, typed again by their tools' schemas."""
+    parameters = {
+        t["function"]["name"]: t["function"].get("parameters", {})
+        for t in tools
+        if isinstance(t, dict) and isinstance(t.get("function"), dict) and "name" in t["function"]
+    }
+    restored = []
+    for entry in history:
+        calls = entry.get("tool_calls") if isinstance(entry, dict) else None
+        if isinstance(calls, list):
+            entry = {
+                **entry,
+                "tool_calls": [
+                    {**call, "arguments": restore_arguments(call["arguments"], parameters.get(call.get("name"), {}))}
+                    if isinstance(call, dict) and isinstance(call.get("arguments"), dict)
+                    else call
+                    for call in calls
+                ],
+            }
+        restored.append(entry)
+    return restored
 
 
 def tool_calls_reply(calls: list[ToolCallRequest]) -> list[Part]:

@@ -86,7 +86,7 @@ def parse_reply(texts: list[str], datas: list[Any]) -> ParsedReply:
         if not isinstance(content, str):
             raise MalformedReply(
                 'expected respond(content: string), got respond arguments '
-                f"{json.dumps(call.arguments)[:200]}"
+                f"{_snippet(call.arguments)}"
             )
         plain_texts.append(content)
     text = "\n".join(t for t in plain_texts if t.strip()) or None
@@ -101,7 +101,7 @@ def _calls_from_data(data: Any) -> list[ToolCallRequest]:
         raw_calls = data["tool_calls"]
         if not isinstance(raw_calls, list):
             raise MalformedReply(
-                f'expected "tool_calls" to be a list, got {type(raw_calls).__name__}'
+                f'expected "tool_calls" to be a list of calls, got {_described(raw_calls)}'
             )
         return [_call(raw) for raw in raw_calls]
     if "tool_call" in data:
@@ -135,12 +135,12 @@ def _json_candidates(text: str) -> list[str]:
 
 def _call(raw: Any) -> ToolCallRequest:
     if not isinstance(raw, dict):
-        raise MalformedReply(f"expected a tool call object, got {json.dumps(raw)[:200]}")
+        raise MalformedReply(f"expected a tool call object, got {_described(raw)}")
     name = raw.get("name", raw.get("tool_name"))
     if not isinstance(name, str) or not name:
         raise MalformedReply(
-            'expected a tool call with "name" (or "tool_name"), got '
-            f"{json.dumps(raw)[:200]}"
+            'expected a tool call with a "name" (or "tool_name") string, got '
+            f"{_snippet(raw)}"
         )
     arguments = raw.get("arguments", {})
     if isinstance(arguments, str):  # OpenAI style: arguments as a JSON string
@@ -153,10 +153,47 @@ def _call(raw: Any) -> ToolCallRequest:
     if not isinstance(arguments, dict):
         raise MalformedReply(
             f"tool call {name!r}: expected arguments to be an object, "
-            f"got {json.dumps(arguments)[:200]}"
+            f"got {_described(arguments)}"
         )
-    call_id = raw.get("id")
-    return ToolCallRequest(name=name, arguments=arguments, id=str(call_id) if call_id else None)
+    return ToolCallRequest(name=name, arguments=arguments, id=_call_id(raw.get("id")))
+
+
+def _call_id(value: Any) -> str | None:
+    """The call's id as a string; a numeric id from a data part arrives as a double (7.0)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def _described(value: Any) -> str:
+    """What came, for error messages: its JSON type, then the value itself."""
+    return "null" if value is None else f"{_kind(value)} {_snippet(value)}"
+
+
+def _kind(value: Any) -> str:
+    """The JSON name of a value's type."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _snippet(value: Any) -> str:
+    """A value as compact JSON, cut to a readable length."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def restore_types(value: Any, schema: dict[str, Any], defs: dict[str, Any]) -> Any:
@@ -193,6 +230,11 @@ def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     if isinstance(schema, dict) and "anyOf" in schema:
         options = [_resolve(o, defs) for o in schema["anyOf"]]
         objects = [o for o in options if o.get("type") in ("object", "array")]
+        if len(objects) > 1:
+            # pydantic's `list[Model | dict]` gives anyOf [Model, free object]: the
+            # model, the one option that describes its fields, is the schema to follow.
+            described = [o for o in objects if o.get("properties") or o.get("items")]
+            objects = described if len(described) == 1 else objects
         if len(objects) == 1:
             return objects[0]
     return schema if isinstance(schema, dict) else {}
