@@ -28,12 +28,15 @@ from tau2_a2a.reference.fidelity import trajectory_differences  # noqa: E402
 from tau2_a2a.serving import free_port  # noqa: E402
 
 
-def config(domain: str, agent: str, results_dir: str, args: argparse.Namespace) -> RunConfig:
+AGENTS = {"native": "oracle_agent", "a2a": "a2a_agent"}
+
+
+def config(domain: str, arm: str, save_to: str, results_dir: str, args: argparse.Namespace) -> RunConfig:
     return RunConfig(
-        domain=domain, agent=agent, llm_agent=agent, user="scripted_user", llm_user="scripted",
+        domain=domain, agent=AGENTS[arm], llm_agent=arm, user="scripted_user", llm_user="scripted",
         llm_args_user={}, llm_args_agent={}, llm_args_judge={}, num_trials=args.num_trials,
         num_tasks=args.num_tasks, max_concurrency=args.max_concurrency,
-        results_dir=results_dir, save_to=f"{domain}_{agent}",
+        results_dir=results_dir, save_to=save_to,
     )
 
 
@@ -43,16 +46,22 @@ def main() -> int:
     parser.add_argument("--num-trials", type=int, default=1)
     parser.add_argument("--num-tasks", type=int, default=None)
     parser.add_argument("--max-concurrency", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=2, help="runs per arm, alternating order")
     args = parser.parse_args()
     lines, ok = [], True
     with tempfile.TemporaryDirectory() as results_dir, oracle_process(free_port()) as url:
         for domain in args.domains:
-            started = time.perf_counter()
-            native = run_domain(config(domain, "oracle_agent", results_dir, args))
-            native_s = time.perf_counter() - started
-            started = time.perf_counter()
-            over_a2a = evaluate(config(domain, "a2a_agent", results_dir, args), A2AConfig(endpoint=url)).results
-            a2a_s = time.perf_counter() - started
+            native_s = a2a_s = 0.0
+            for repeat in range(args.repeats):  # ABBA order, so warm-up favours neither arm
+                for arm in (("native", "a2a") if repeat % 2 == 0 else ("a2a", "native")):
+                    run_config = config(domain, arm, f"{domain}_{arm}_{repeat}", results_dir, args)
+                    started = time.perf_counter()
+                    if arm == "native":
+                        native = run_domain(run_config)
+                        native_s += time.perf_counter() - started
+                    else:
+                        over_a2a = evaluate(run_config, A2AConfig(endpoint=url)).results
+                        a2a_s += time.perf_counter() - started
             rewards = [s.reward_info.reward for s in over_a2a.simulations]
             perfect = sum(r == 1.0 for r in rewards)
             differences = trajectory_differences(over_a2a, native)
@@ -62,7 +71,7 @@ def main() -> int:
                 f"{sum(s.reward_info.reward == 1.0 for s in native.simulations)} natively; "
                 f"trajectories {'match' if not differences else 'DIFFER: ' + '; '.join(differences[:5])}; "
                 f"wall time A2A {a2a_s:.1f}s / native {native_s:.1f}s = {a2a_s / native_s:.3f} "
-                f"(max concurrency {args.max_concurrency})"
+                f"(max concurrency {args.max_concurrency}, {args.repeats} runs per arm)"
             )
     print("\n".join(lines))
     return 0 if ok else 1
