@@ -23,6 +23,7 @@ _DEBUG = "a2a_debug"
 _CREDENTIAL = "a2a_credential"
 _MAX_ATTEMPTS = "a2a_max_attempts"
 _BACKOFF = "a2a_backoff_seconds"
+_MAX_BACKOFF = "a2a_max_backoff_seconds"
 
 
 class ConfigError(ValueError):
@@ -108,6 +109,7 @@ class A2AConfig:
             _TIMEOUT: self.timeout,
             _MAX_ATTEMPTS: self.retry.max_attempts,
             _BACKOFF: self.retry.backoff_seconds,
+            _MAX_BACKOFF: self.retry.max_backoff_seconds,
             _DEBUG: self.debug,
         }
         if self.credential_ref:
@@ -132,6 +134,7 @@ class A2AConfig:
             retry=RetryPolicy(
                 max_attempts=int(llm_args.get(_MAX_ATTEMPTS, RetryPolicy.max_attempts)),
                 backoff_seconds=float(llm_args.get(_BACKOFF, RetryPolicy.backoff_seconds)),
+                max_backoff_seconds=float(llm_args.get(_MAX_BACKOFF, RetryPolicy.max_backoff_seconds)),
             ),
             debug=bool(llm_args.get(_DEBUG, False)),
             credential_ref=llm_args.get(_CREDENTIAL),

@@ -3,14 +3,18 @@
 Records travel inside the trajectory (`AssistantMessage.raw_data["a2a"]`), so
 tau2 saves them with each simulation as it finishes: a killed run keeps them.
 The metrics file is derived from the results file and can be rebuilt anytime.
+Requests made before any simulation (the card fetch and the access check) are
+kept apart, in its "discovery" section, and survive a rebuild.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -20,9 +24,15 @@ METRICS_SUFFIX = "_a2a_metrics.json"
 
 @dataclass
 class RequestRecord:
-    """One A2A request: what it cost and how it ended. Failed requests too."""
+    """One A2A request: what it cost and how it ended. Failed requests too.
 
-    turn: int
+    `turn` counts the messages of a simulation from 0; it is None for the
+    requests made before any simulation (discovery). `context_id` is the A2A
+    context of the simulation, also for an attempt refused before the agent
+    had opened it; None only when no reply ever named one.
+    """
+
+    turn: int | None
     attempt: int
     method: str
     endpoint: str
@@ -52,6 +62,23 @@ class TokenCounter:
 
     def count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=())) if text else 0
+
+
+_discovery: dict[str, list[RequestRecord]] = {}
+_discovery_lock = threading.Lock()
+
+
+def note_discovery(endpoint: str, record: RequestRecord) -> None:
+    """Keep a request made before any simulation until the run's metrics file is written."""
+    with _discovery_lock:
+        _discovery.setdefault(endpoint, []).append(record)
+
+
+def take_discovery(endpoint: str) -> list[dict[str, Any]]:
+    """The discovery records of `endpoint` not yet written to a metrics file (and forget them)."""
+    with _discovery_lock:
+        records = _discovery.pop(endpoint, [])
+    return [record.as_dict() for record in records]
 
 
 def metrics_path(results_path: Path) -> Path:
@@ -101,8 +128,13 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def build_report(results: Any, simulations: Iterable[Any] | None = None) -> dict[str, Any]:
-    """The metrics file's content for a tau2 Results object."""
+def build_report(results: Any, simulations: Iterable[Any] | None = None,
+                 discovery: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The metrics file's content for a tau2 Results object.
+
+    "run" aggregates the requests of all simulations; "discovery" holds the
+    requests made before them; "simulations" has each simulation's records.
+    """
     per_simulation = []
     all_records: list[dict[str, Any]] = []
     local_seconds = 0.0
@@ -134,7 +166,12 @@ def build_report(results: Any, simulations: Iterable[Any] | None = None) -> dict
     run["simulations"] = len(per_simulation)
     run["a2a_time_s"] = round(run["latency_ms"]["total"] / 1000.0, 3)
     run["local_time_s"] = round(local_seconds, 3)
-    return {"run": run, "simulations": per_simulation}
+    discovery = list(discovery or [])
+    return {
+        "run": run,
+        "discovery": {"summary": summarize(discovery), "requests": discovery},
+        "simulations": per_simulation,
+    }
 
 
 def _value(reason: Any) -> str:
@@ -142,12 +179,27 @@ def _value(reason: Any) -> str:
 
 
 def write_report(results_path: Path) -> dict[str, Any]:
-    """Rebuild the metrics file beside a tau2 results file; returns the report."""
+    """Rebuild the metrics file beside a tau2 results file; returns the report.
+
+    Discovery records already in the file are kept; those of this process's
+    session with the run's endpoint, not yet written anywhere, are added.
+    """
     from tau2.data_model.simulation import Results
 
     results = Results.load(results_path)
-    report = build_report(results)
-    metrics_path(results_path).write_text(json.dumps(report, indent=2))
+    path = metrics_path(results_path)
+    discovery: list[dict[str, Any]] = []
+    if path.exists():
+        try:
+            discovery = json.loads(path.read_text()).get("discovery", {}).get("requests", [])
+        except (ValueError, AttributeError):
+            discovery = []
+    llm_args = getattr(getattr(results.info, "agent_info", None), "llm_args", None) or {}
+    endpoint = llm_args.get("a2a_endpoint")
+    if endpoint:
+        discovery += take_discovery(str(endpoint).rstrip("/"))
+    report = build_report(results, discovery=discovery)
+    path.write_text(json.dumps(report, indent=2))
     return report
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextvars
+import functools
 import json
 import logging
 import threading
@@ -32,7 +33,7 @@ from a2a.types import (
     Task,
     TaskState,
 )
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from tau2_a2a.client.errors import (
     A2AFailure,
@@ -44,13 +45,14 @@ from tau2_a2a.client.errors import (
     AgentTimeout,
     AgentUnreachable,
 )
-from tau2_a2a.client.metrics import RequestRecord, TokenCounter
+from tau2_a2a.client.metrics import RequestRecord, TokenCounter, note_discovery
 from tau2_a2a.config import A2AConfig, redact
 from tau2_a2a.protocol.messages import parts_size_text, reply_content
 
 log = logging.getLogger("tau2_a2a.client")
 wire_log = logging.getLogger("tau2_a2a.wire")
 
+POLL_SECONDS = 0.2
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 _PENDING_STATES = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
 _FAILED_STATES = (
@@ -68,6 +70,7 @@ class _Wire:
     status: int | None = None
     request_bytes: int = 0
     response_bytes: int = 0
+    error_body: str = ""  # the start of the body of a reply with status >= 400
 
 
 _current_wire: contextvars.ContextVar[_Wire | None] = contextvars.ContextVar(
@@ -76,25 +79,50 @@ _current_wire: contextvars.ContextVar[_Wire | None] = contextvars.ContextVar(
 
 
 class _MeteringTransport(httpx.AsyncBaseTransport):
-    """Counts bytes and keeps the HTTP status of each request; logs bodies in debug mode."""
+    """Counts bytes and keeps the HTTP status of each request; logs bodies in debug mode.
 
-    def __init__(self, inner: httpx.AsyncBaseTransport, debug: bool) -> None:
+    A request body counts as sent unless the connection could not even be
+    opened; the status counts as soon as the status line arrives, even if the
+    body is then cut off. Debug logs never show the bearer token, not even
+    when the agent echoes it back.
+    """
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, debug: bool, token: str | None) -> None:
         self._inner = inner
         self._debug = debug
+        self._token = token
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         wire = _current_wire.get()
         body = request.content
-        response = await self._inner.handle_async_request(request)
-        raw = b"".join([chunk async for chunk in response.stream])  # type: ignore[union-attr]
-        await response.aclose()
-        if wire is not None:
-            wire.status = response.status_code
-            wire.request_bytes += len(body)
-            wire.response_bytes += len(raw)
         if self._debug:
-            wire_log.info("A2A request %s %s\n%s", request.method, request.url, body.decode(errors="replace"))
-            wire_log.info("A2A reply %s\n%s", response.status_code, raw.decode(errors="replace"))
+            wire_log.info("A2A request %s %s\n%s", request.method, request.url,
+                          redact(body.decode(errors="replace"), self._token))
+        try:
+            response = await self._inner.handle_async_request(request)
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            raise  # nothing was sent
+        except BaseException:
+            if wire is not None:
+                wire.request_bytes += len(body)
+            raise
+        chunks: list[bytes] = []
+        if wire is not None:
+            wire.request_bytes += len(body)
+            wire.status = response.status_code
+        try:
+            async for chunk in response.stream:  # type: ignore[union-attr]
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+            if wire is not None:
+                wire.response_bytes += sum(len(c) for c in chunks)
+        raw = b"".join(chunks)
+        if wire is not None and response.status_code >= 400:
+            wire.error_body = raw[:2000].decode(errors="replace")
+        if self._debug:
+            wire_log.info("A2A reply %s\n%s", response.status_code,
+                          redact(raw.decode(errors="replace"), self._token))
         return httpx.Response(
             response.status_code,
             headers=response.headers,
@@ -141,6 +169,7 @@ class A2ASession:
         transport = _MeteringTransport(
             httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=256, max_keepalive_connections=64)),
             self.config.debug,
+            self.config.auth_token,
         )
         timeout = httpx.Timeout(self.config.timeout, connect=min(self.config.timeout, 10.0))
         return httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport)
@@ -152,13 +181,20 @@ class A2ASession:
 
     @property
     def card(self) -> AgentCard:
-        """The agent card, fetched and validated once per session."""
+        """The agent card, fetched and validated once per session.
+
+        When we hold a token or the card declares security, access to the
+        JSON-RPC interface is checked too, so a refused token stops a run
+        before any simulation. A failed discovery is not cached.
+        """
         with self._discover_lock:
             if self._card is None:
                 card = self._call(self._discover())
                 config = ClientConfig(streaming=False, httpx_client=self._http)
                 self._client = ClientFactory(config).create(card)
                 self.protocol_version = jsonrpc_version(card)
+                if self.config.auth_token or card.security_schemes or card.security_requirements:
+                    self._call(self._check_access(card))
                 self._card = card
         return self._card
 
@@ -166,17 +202,29 @@ class A2ASession:
         endpoint = self.config.endpoint
         last_error: A2AFailure | None = None
         for path in CARD_PATHS:
+            resolver = A2ACardResolver(self._http, endpoint, path)
             try:
-                card = await A2ACardResolver(self._http, endpoint, path).get_agent_card()
-            except AgentCardResolutionError as error:
-                failure = _card_failure(error, endpoint, path, self.config.auth_token)
-                if isinstance(failure, AgentCardError) and error.status_code == 404:
+                card, record = await self._request("GetAgentCard", None, 1, None, 0, resolver.get_agent_card(),
+                                                   discovery=True)
+            except _Failed as failed:
+                error = failed.cause
+                if isinstance(error, AgentCardResolutionError):
+                    failure = _card_failure(error, endpoint, path, self.config.auth_token)
+                else:  # connection, timeout, bad JSON
+                    failure = _classify(error, None, self.config.auth_token,
+                                        f"Fetching the agent card {endpoint}{path}", timeout=self.config.timeout)
+                failed.record.error = failure.category.value
+                failed.record.error_message = str(failure)
+                if isinstance(failure, AgentCardError) and failure.status == 404:
                     last_error = failure
                     continue
                 raise failure from None
-            except Exception as error:  # connection, timeout, bad JSON
-                raise _classify(error, None, self.config.auth_token, f"fetching the agent card of {endpoint}") from None
-            validate_card(card, endpoint)
+            try:
+                validate_card(card, endpoint)
+            except AgentCardError as invalid:
+                record.error = invalid.category.value
+                record.error_message = str(invalid)
+                raise
             return card
         assert last_error is not None
         raise AgentCardError(
@@ -185,19 +233,62 @@ class A2ASession:
             status=404,
         )
 
+    async def _check_access(self, card: AgentCard) -> None:
+        """Ask for a task that does not exist, before any simulation starts.
+
+        An agent that accepts our credentials answers "task not found". Many
+        agents serve their card to anyone and guard only JSON-RPC, so this is
+        where a missing or wrong token shows, and a card naming a JSON-RPC URL
+        nobody listens on.
+        """
+        endpoint = self.config.endpoint
+        rpc_url = jsonrpc_url(card)
+        probe = GetTaskRequest(id=f"tau2-a2a-access-check-{uuid.uuid4()}")
+        try:
+            await self._request("GetTask", None, 1, None, 0, self._client.get_task(probe), discovery=True)
+        except _Failed as failed:
+            failure, record = failed.failure, failed.record
+            if isinstance(failed.cause, TaskNotFoundError):
+                record.error = record.error_message = None  # the expected answer: access works
+                return
+            if isinstance(failure, AgentAuthError):
+                error: A2AFailure = AgentAuthError(
+                    f"The agent at {endpoint} refused a JSON-RPC request to {rpc_url} with HTTP {failure.status}. "
+                    "Pass a valid bearer token with --a2a-auth-token or TAU2_A2A_AUTH_TOKEN.",
+                    status=failure.status,
+                )
+            elif isinstance(failure, AgentUnreachable):
+                why = _root_message(_chain(failed.cause), self.config.auth_token)
+                error = AgentUnreachable(
+                    f"The agent card at {endpoint} names {rpc_url} for JSON-RPC, but nothing answers there "
+                    f"({why}). Fix the url in the agent's card, or start the agent there.",
+                )
+            elif isinstance(failure, AgentHTTPError) and failure.status in (404, 405):
+                error = AgentCardError(
+                    f"The agent card at {endpoint} names {rpc_url} for JSON-RPC, but that URL answers "
+                    f"HTTP {failure.status}. Fix the url in the agent's card.",
+                    status=failure.status,
+                )
+            else:
+                log.info("Access check of %s: %s (continuing)", endpoint, failure)
+                return
+            record.error = error.category.value
+            record.error_message = str(error)
+            error.records = [record]
+            raise error from None
+
     # -- sending -------------------------------------------------------------------
 
     def send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int) -> Exchange:
         """Send one message and wait for the agent's reply (retrying transient failures)."""
-        self.card  # discovery errors surface here, before any request
+        _ = self.card  # discovery errors surface here, before any request
         return self._call(self._send(parts, context_id, task_id, turn))
 
     async def _send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int) -> Exchange:
         records: list[RequestRecord] = []
         input_tokens = self._tokens.count(parts_size_text(parts))
-        attempt = 0
-        while True:
-            attempt += 1
+
+        def send_once() -> Any:
             message = Message(
                 role=Role.ROLE_USER,
                 parts=parts,
@@ -205,26 +296,36 @@ class A2ASession:
                 context_id=context_id or "",
                 task_id=task_id or "",
             )
-            request = SendMessageRequest(message=message)
+            return self._send_once(SendMessageRequest(message=message))
+
+        reply = await self._with_retries("SendMessage", turn, context_id, input_tokens, send_once, records)
+        reply = await self._settle(reply, turn, records)
+        context_id = reply.context_id or context_id
+        for record in records:  # attempts refused before the agent opened the context belong to it too
+            record.context_id = record.context_id or context_id
+        return Exchange(reply=reply, context_id=context_id, task_id=_open_task_id(reply), records=records)
+
+    async def _with_retries(self, method: str, turn: int, context_id: str | None, input_tokens: int,
+                            make_call: Any, records: list[RequestRecord]) -> Any:
+        """One request, retried with backoff while it fails in a way that may pass."""
+        attempt = 0
+        while True:
+            attempt += 1
             try:
-                reply, record = await self._request("SendMessage", turn, attempt, context_id, input_tokens,
-                                                    self._send_once(request))
+                result, record = await self._request(method, turn, attempt, context_id, input_tokens, make_call())
                 records.append(record)
-                break
+                return result
             except _Failed as failed:
                 records.append(failed.record)
                 failure = failed.failure
                 if failure.retryable and attempt < self.config.retry.max_attempts:
                     delay = self.config.retry.delay(attempt)
-                    log.warning("A2A request to %s failed (%s); retry %d in %.1fs",
+                    log.warning("A2A request to %s failed (%s); retry %d in %.2fs",
                                 self.config.endpoint, failure, attempt, delay)
                     await asyncio.sleep(delay)
                     continue
                 failure.records = records
                 raise failure from None
-        reply = await self._settle(reply, turn, records)
-        return Exchange(reply=reply, context_id=reply.context_id or context_id,
-                        task_id=_open_task_id(reply), records=records)
 
     async def _send_once(self, request: SendMessageRequest) -> Message | Task:
         context = ClientCallContext(timeout=self.config.timeout)
@@ -235,29 +336,27 @@ class A2ASession:
                 return event.task
         raise AgentMalformedReply("expected a Message or a Task in reply to SendMessage, got nothing")
 
+    async def _get_task(self, task_id: str) -> Task:
+        return await self._client.get_task(GetTaskRequest(id=task_id),
+                                           context=ClientCallContext(timeout=self.config.timeout))
+
     async def _settle(self, reply: Message | Task, turn: int, records: list[RequestRecord]) -> Message | Task:
         """Poll a task the agent left working until it needs input or ends."""
         deadline = time.monotonic() + self.config.timeout
         while isinstance(reply, Task) and reply.status.state in _PENDING_STATES:
             if time.monotonic() > deadline:
                 error = AgentTimeout(f"task {reply.id} still {TaskState.Name(reply.status.state)} "
-                                     f"after {self.config.timeout:.0f}s; raise --a2a-timeout for slow agents")
+                                     f"after {self.config.timeout:g}s; raise --a2a-timeout for slow agents")
                 error.records = records
                 raise error
-            await asyncio.sleep(0.2)
-            try:
-                reply, record = await self._request("GetTask", turn, 1, reply.context_id, 0,
-                                                    self._client.get_task(GetTaskRequest(id=reply.id)))
-            except _Failed as failed:
-                records.append(failed.record)
-                failed.failure.records = records
-                raise failed.failure from None
-            records.append(record)
+            await asyncio.sleep(POLL_SECONDS)
+            reply = await self._with_retries("GetTask", turn, reply.context_id, 0,
+                                             functools.partial(self._get_task, reply.id), records)
         if isinstance(reply, Task) and reply.status.state in _FAILED_STATES:
             texts, _ = reply_content(reply)
             error = AgentProtocolError(
                 f"the agent ended task {reply.id} as {TaskState.Name(reply.status.state)}"
-                + (f": {' '.join(texts)[:300]}" if texts else "")
+                + (f": {redact(' '.join(texts), self.config.auth_token)[:300]}" if texts else "")
             )
             records[-1].error = error.category.value
             records[-1].error_message = str(error)
@@ -265,32 +364,38 @@ class A2ASession:
             raise error
         return reply
 
-    async def _request(self, method: str, turn: int, attempt: int, context_id: str | None,
-                       input_tokens: int, call: Any) -> tuple[Any, RequestRecord]:
-        """Run one A2A request under the meter; raise _Failed with its record on failure."""
+    async def _request(self, method: str, turn: int | None, attempt: int, context_id: str | None,
+                       input_tokens: int, call: Any, discovery: bool = False) -> tuple[Any, RequestRecord]:
+        """Run one A2A request under the meter; raise _Failed with its record on failure.
+
+        Every request gets its record, failed ones too; requests made before
+        any simulation (`discovery`) are also kept for the metrics file.
+        """
         wire = _Wire()
         token = _current_wire.set(wire)
         started = time.perf_counter()
+        cause: BaseException | None = None
         try:
             result = await asyncio.wait_for(call, timeout=self.config.timeout)
             failure = None
         except Exception as error:  # every failure is classified and recorded
             result = None
-            failure = _classify(error, wire.status, self.config.auth_token, f"{method} to {self.config.endpoint}")
+            cause = error
+            failure = _classify(error, wire.status, self.config.auth_token, f"{method} to {self.config.endpoint}",
+                                body=wire.error_body, timeout=self.config.timeout)
         finally:
             _current_wire.reset(token)
         latency_ms = (time.perf_counter() - started) * 1000.0
         output_tokens = 0
-        if result is not None:
-            texts, datas = reply_content(result)
-            output_tokens = self._tokens.count("\n".join(texts + [json.dumps(d, sort_keys=True) for d in datas]))
+        if isinstance(result, (Message, Task)):
+            output_tokens = self._tokens.count(reply_text(result))
         record = RequestRecord(
             turn=turn,
             attempt=attempt,
             method=method,
             endpoint=self.config.endpoint,
             protocol_version=self.protocol_version,
-            context_id=(result.context_id if result is not None else None) or context_id,
+            context_id=getattr(result, "context_id", None) or context_id,
             http_status=wire.status,
             latency_ms=round(latency_ms, 3),
             request_bytes=wire.request_bytes,
@@ -300,8 +405,10 @@ class A2ASession:
             error=failure.category.value if failure else None,
             error_message=str(failure) if failure else None,
         )
+        if discovery:
+            note_discovery(self.config.endpoint, record)
         if failure is not None:
-            raise _Failed(failure, record)
+            raise _Failed(failure, record, cause)
         return result, record
 
     def close(self) -> None:
@@ -314,9 +421,16 @@ class A2ASession:
 
 
 class _Failed(Exception):
-    def __init__(self, failure: A2AFailure, record: RequestRecord) -> None:
+    def __init__(self, failure: A2AFailure, record: RequestRecord, cause: BaseException | None = None) -> None:
         self.failure = failure
         self.record = record
+        self.cause = cause
+
+
+def reply_text(reply: Message | Task) -> str:
+    """The text a tokenizer counts for an agent's reply: its texts, then its data as JSON."""
+    texts, datas = reply_content(reply)
+    return "\n".join(texts + [json.dumps(d, sort_keys=True) for d in datas])
 
 
 def _open_task_id(reply: Message | Task) -> str | None:
@@ -332,6 +446,12 @@ def jsonrpc_version(card: AgentCard) -> str:
     if "1.0" in versions:
         return "1.0"
     return (versions or ["1.0"])[0] or "1.0"
+
+
+def jsonrpc_url(card: AgentCard) -> str:
+    """The URL of the card's JSON-RPC interface (the one a2a-sdk's client will call)."""
+    urls = [i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC"]
+    return urls[0] if urls else ""
 
 
 def validate_card(card: AgentCard, endpoint: str) -> None:
@@ -367,15 +487,17 @@ def _card_failure(error: AgentCardResolutionError, endpoint: str, path: str, tok
     )
 
 
-def _classify(error: BaseException, status: int | None, token: str | None, doing: str) -> A2AFailure:
-    """Map any exception from a2a-sdk or httpx to one of our failure types."""
+def _classify(error: BaseException, status: int | None, token: str | None, doing: str,
+              body: str = "", timeout: float | None = None) -> A2AFailure:
+    """Map any exception from a2a-sdk or httpx to one of our failure types.
+
+    `body` is what the agent said with an HTTP error status: it goes into the
+    message (without the token, should the agent echo it), since it usually
+    says what went wrong.
+    """
     if isinstance(error, A2AFailure):
         return error
-    chain: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and current not in chain:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
+    chain = _chain(error)
     text = redact(str(error), token)
     if status in (401, 403):
         return AgentAuthError(
@@ -385,18 +507,37 @@ def _classify(error: BaseException, status: int | None, token: str | None, doing
         )
     if any(isinstance(e, (httpx.TimeoutException, asyncio.TimeoutError, TimeoutError, A2AClientTimeoutError))
            for e in chain):
-        return AgentTimeout(f"{doing} timed out; raise --a2a-timeout if the agent is slow.", status=status)
+        after = f" after {timeout:g}s" if timeout else ""
+        return AgentTimeout(f"{doing} timed out{after}; raise --a2a-timeout if the agent is slow.", status=status)
     if status is not None and status >= 400:
-        return AgentHTTPError(f"{doing} failed with HTTP {status}: {text[:300]}", status=status)
-    if any(isinstance(e, httpx.TransportError) for e in chain):
+        said = " ".join(redact(body, token).split())
+        return AgentHTTPError(f"{doing} failed with HTTP {status}" + (f": {said[:300]}" if said else "."),
+                              status=status)
+    if any(isinstance(e, (httpx.ConnectError, httpx.UnsupportedProtocol)) for e in chain):
         return AgentUnreachable(
             f"{doing} failed: cannot connect ({_root_message(chain, token)}). "
             "Is the agent running, and is the URL right?",
             status=status,
         )
+    if any(isinstance(e, httpx.TransportError) for e in chain):
+        return AgentUnreachable(
+            f"{doing} failed: the connection was dropped ({_root_message(chain, token)}). "
+            "Did the agent crash or restart?",
+            status=status,
+        )
     if any(isinstance(e, (json.JSONDecodeError, ValueError)) and not isinstance(e, A2AError) for e in chain):
         return AgentMalformedReply(f"{doing}: the reply is not valid A2A JSON-RPC ({text[:300]})", status=status)
     return AgentProtocolError(f"{doing} failed: {text[:300]}", status=status)
+
+
+def _chain(error: BaseException | None) -> list[BaseException]:
+    """The exception and its causes, outermost first."""
+    chain: list[BaseException] = []
+    current = error
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
 
 def _root_message(chain: list[BaseException], token: str | None) -> str:
