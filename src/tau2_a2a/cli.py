@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -62,6 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
     oracle.add_argument("--port", type=int, default=9100)
     oracle.add_argument("--delay", type=float, default=0.0, help="Seconds to wait before each reply")
     oracle.set_defaults(func=oracle_command)
+    llm = agent_kinds.add_parser("llm", help="The baseline LLM agent (tau2's llm_agent over A2A), any LiteLLM model")
+    llm.add_argument("--model", required=True, help="LiteLLM model name, e.g. gpt-4.1 or openai/my-model")
+    llm.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint")
+    llm.add_argument("--api-key-env", default=None,
+                     help="Name of the environment variable holding the API key (default: LiteLLM's own)")
+    llm.add_argument("--llm-args", type=json.loads, default={"temperature": 0.0},
+                     help="JSON of extra LiteLLM arguments (default: %(default)s, as tau2's llm_agent)")
+    llm.add_argument("--max-retries", type=int, default=3,
+                     help="Retries of a failed or empty LLM call (default: %(default)s, as tau2 run)")
+    llm.add_argument("--idle-timeout", type=float, default=3600.0,
+                     help="Forget a conversation idle for this many seconds (default: %(default)s)")
+    llm.add_argument("--host", default="127.0.0.1")
+    llm.add_argument("--port", type=int, default=9101)
+    llm.set_defaults(func=llm_agent_command)
 
     demo = commands.add_parser("demo", help="Offline: evaluate the bundled oracle over A2A on a few tasks")
     demo.add_argument("--domain", default="airline")
@@ -69,6 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--max-concurrency", type=int, default=4)
     demo.add_argument("--results-dir", default="results")
     demo.set_defaults(func=demo_command)
+
+    ab = commands.add_parser("ab", help="Protocol A/B: tau2's llm_agent vs the same model over A2A, side by side")
+    ab.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
+    ab.add_argument("--model", required=True, help="LiteLLM model for both arms (sets --agent-llm)")
+    ab.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint, for both arms")
+    add_run_args(ab)
+    ab.set_defaults(func=ab_command)
+
+    from tau2_a2a.service.app import add_serve_command
+
+    add_serve_command(commands)
 
     return parser
 
@@ -172,6 +198,27 @@ def oracle_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def llm_agent_command(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
+    from tau2_a2a.serving import a2a_app
+
+    llm_args = {**args.llm_args, "num_retries": args.max_retries}
+    if args.api_base:
+        llm_args["api_base"] = args.api_base
+    if args.api_key_env:
+        if not os.environ.get(args.api_key_env):
+            raise ConfigError(f"--api-key-env {args.api_key_env}: that environment variable is not set.")
+        llm_args["api_key"] = os.environ[args.api_key_env]
+    url = f"http://{args.host}:{args.port}"
+    print(f"tau2 baseline LLM agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)", flush=True)
+    executor = LLMExecutor(args.model, llm_args, idle_timeout=args.idle_timeout)
+    uvicorn.run(a2a_app(executor, llm_agent_card(url, args.model)),
+                host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 def demo_command(args: argparse.Namespace) -> int:
     from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
     from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
@@ -189,6 +236,24 @@ def demo_command(args: argparse.Namespace) -> int:
         outcome = evaluate(config, A2AConfig(endpoint=url))
     print(format_summary(outcome.report))
     print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}")
+    return 0
+
+
+def ab_command(args: argparse.Namespace) -> int:
+    from tau2_a2a.ab import run_ab
+
+    if args.domain_positional and args.domain and args.domain_positional != args.domain:
+        raise ConfigError(f"Two domains given: {args.domain_positional!r} and --domain {args.domain!r}.")
+    args.domain = args.domain or args.domain_positional
+    if not args.domain:
+        raise ConfigError("Name a domain: tau2-a2a ab airline --model MODEL.")
+    args.agent_llm = args.model
+    if args.api_base:
+        args.agent_llm_args = {**args.agent_llm_args, "api_base": args.api_base}
+    outcome = run_ab(run_config_from_args(args))
+    print(outcome.table)
+    print(f"Results: {outcome.native.results_path}\n         {outcome.a2a.results_path}")
+    print(f"A/B table: {outcome.table_path} ({outcome.json_path.name} beside it)")
     return 0
 
 

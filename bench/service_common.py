@@ -1,0 +1,77 @@
+"""Shared by the service benchmarks: `tau2-a2a serve` as its own process, and A2A calls to it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+BIN = Path(sys.executable).parent
+
+
+def wait_for_card(url: str, process: subprocess.Popen, what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{url}/.well-known/agent-card.json", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start")
+        time.sleep(0.2)
+
+
+@contextmanager
+def service_process(port: int, results_dir: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`tau2-a2a serve` in its own process, as deployed; yields its URL and process."""
+    url = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [str(BIN / "tau2-a2a"), "serve", "--port", str(port), "--results-dir", str(results_dir), *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_card(url, process, "tau2-a2a serve")
+        yield url, process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """Peak resident memory of a live process (Linux)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+async def call(client: Any, tool: str, arguments: dict[str, Any] | None = None) -> Any:
+    """One blocking structured request; the final Task."""
+    from a2a.client import ClientCallContext
+    from a2a.types import SendMessageRequest
+
+    from tau2_a2a.service.client import request_message
+
+    reply = None
+    request = SendMessageRequest(message=request_message(tool, arguments))
+    async for event in client.send_message(request, context=ClientCallContext(timeout=1800)):
+        reply = event.task
+    return reply

@@ -1,0 +1,292 @@
+"""The evaluation service as an ADK agent: structured requests run tools; text goes to an LLM.
+
+- A data part `{"tool": name, "arguments": {...}}` (it reaches ADK as an
+  inline blob in <a2a_datapart_json> tags) runs that tool directly: no model,
+  deterministic. `run_tau2_evaluation` is then followed to its end: partial
+  events carry progress (ADK's A2A executor sends them as `working` status
+  updates), and the final event, a text summary plus a data part, becomes the
+  task's artifact.
+- Text goes to an `LlmAgent` when a model is configured. An evaluation the
+  model starts is followed the same way.
+- With no model, text gets a reply explaining the structured form with an
+  example; "results"/"status"/"progress" follow-ups get the context's last
+  evaluation (the A2A context is the ADK session).
+- CancelTask cancels this agent's coroutine; that cancels the evaluation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import warnings
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+from google.adk.agents import BaseAgent
+from google.adk.agents.invocation_context import InvocationContext
+from google.adk.events import Event, EventActions
+from google.adk.tools import ToolContext
+from google.genai import types
+from pydantic import Field
+
+from tau2_a2a.service import summary
+from tau2_a2a.service.evaluations import TERMINAL, EvaluationError
+from tau2_a2a.service.settings import ServiceSettings
+from tau2_a2a.service.tools import ALIASES, CANCEL, GET, RUN, EvaluationTools, ToolError, describe
+from tau2_a2a.service.vault import DATA_PART_END, DATA_PART_START
+
+warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]", category=UserWarning)
+
+AGENT_NAME = "tau2_eval"
+LAST_EVALUATION = "tau2_eval_last_evaluation"  # session state: the context's latest evaluation
+_FOLLOW_UP = re.compile(r"\b(results?|status|progress|score|scores|how did|finished|done)\b", re.IGNORECASE)
+
+
+class BadRequest(ValueError):
+    """The message is not a request the service understands."""
+
+
+def data_part(data: Any) -> types.Part:
+    """A genai part that ADK's A2A converter turns into an A2A data part."""
+    payload = json.dumps(data).encode()
+    return types.Part(inline_data=types.Blob(mime_type="text/plain", data=DATA_PART_START + payload + DATA_PART_END))
+
+
+def read_request(content: types.Content | None) -> tuple[dict[str, Any] | None, str]:
+    """The structured request (if a data part holds one) and the message's text."""
+    request = None
+    texts: list[str] = []
+    for part in (content.parts if content is not None else None) or []:
+        if part.text:
+            texts.append(part.text)
+        blob = part.inline_data
+        if blob is None or not blob.data:
+            continue
+        raw = blob.data
+        if not (raw.startswith(DATA_PART_START) and raw.endswith(DATA_PART_END)):
+            continue
+        try:
+            data = json.loads(raw[len(DATA_PART_START):-len(DATA_PART_END)])
+        except ValueError:
+            raise BadRequest("The data part is not valid JSON.") from None
+        if not isinstance(data, dict) or "tool" not in data:
+            keys = ", ".join(sorted(data)) if isinstance(data, dict) else type(data).__name__
+            raise BadRequest(f'A data part must be {{"tool": "<name>", "arguments": {{...}}}}; got {keys}.')
+        request = data
+    return request, "\n".join(texts).strip()
+
+
+def help_reply(tools: EvaluationTools) -> tuple[str, dict[str, Any]]:
+    """What to send when no model is configured: the structured form, with examples."""
+    example = tools.specs[RUN].example_request()
+    text = (
+        "This service runs tau2-bench evaluations of A2A agents. No language model is configured here, "
+        "so send a structured request: a data part {\"tool\": \"<name>\", \"arguments\": {...}}.\n"
+        f"Tools: {', '.join(tools.specs)} (aliases: ListDomains, RunTau2Evaluation).\n"
+        f"Example: {json.dumps(example)}\n"
+        "Then ask for \"results\" in the same context, or call get_evaluation with the evaluation id."
+    )
+    data = {
+        "structured_request": {"tool": "<name>", "arguments": {}},
+        "tools": {name: {"description": spec.description, "arguments": spec.parameters,
+                         "example": spec.example_request()} for name, spec in tools.specs.items()},
+    }
+    return text, data
+
+
+class EvaluationServiceAgent(BaseAgent):
+    """Routes each request: structured -> tool; text -> LLM assistant (if any) or help."""
+
+    tools: Any = Field(exclude=True)  # EvaluationTools
+    poll_seconds: float = 0.5
+    # Evaluations the LLM assistant started, by invocation: followed after its turn.
+    started: Any = Field(default_factory=dict, exclude=True)  # shared with the tools, not copied
+
+    @property
+    def assistant(self) -> BaseAgent | None:
+        return self.sub_agents[0] if self.sub_agents else None
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        try:
+            request, text = read_request(ctx.user_content)
+        except BadRequest as error:
+            yield self._error(ctx, str(error))
+            return
+        if request is not None:
+            async for event in self._structured(ctx, request):
+                yield event
+            return
+        if self.assistant is not None:
+            async for event in self.assistant.run_async(ctx):
+                yield event
+            for evaluation_id in self.started.pop(ctx.invocation_id, []):
+                async for event in self._follow(ctx, evaluation_id):
+                    yield event
+            return
+        last = ctx.session.state.get(LAST_EVALUATION)
+        if last and _FOLLOW_UP.search(text):
+            try:
+                record = await asyncio.to_thread(self.tools.get_evaluation, last)
+            except ToolError as error:
+                yield self._error(ctx, str(error))
+                return
+            yield self._reply(ctx, summary.text(record), record)
+            return
+        yield self._reply(ctx, *help_reply(self.tools))
+
+    async def _structured(self, ctx: InvocationContext, request: dict[str, Any]) -> AsyncGenerator[Event, None]:
+        name = request.get("tool")
+        try:
+            result = await asyncio.to_thread(self.tools.call, name, request.get("arguments"))
+        except (ToolError, EvaluationError) as error:
+            yield self._error(ctx, str(error))
+            return
+        canonical = ALIASES.get(name, name)
+        if canonical == RUN:
+            async for event in self._follow(ctx, result["evaluation_id"]):
+                yield event
+            return
+        state = {LAST_EVALUATION: result["evaluation_id"]} if canonical in (GET, CANCEL) else None
+        yield self._reply(ctx, describe(canonical, result), result, state=state)
+
+    async def _follow(self, ctx: InvocationContext, evaluation_id: str) -> AsyncGenerator[Event, None]:
+        """Progress updates until the evaluation ends, then its summary and data (the artifact)."""
+        manager = self.tools.manager
+        seen = None
+        try:
+            while True:
+                record = await asyncio.to_thread(manager.get, evaluation_id)
+                if record["status"] in TERMINAL:
+                    break
+                now = (record["status"], record.get("queue_position"), json.dumps(record.get("progress")))
+                if now != seen:
+                    seen = now
+                    update = {k: record.get(k) for k in
+                              ("evaluation_id", "status", "domain", "queue_position", "progress")}
+                    yield self._reply(ctx, summary.progress_text(record), update, partial=True)
+                await asyncio.sleep(self.poll_seconds)
+        except (asyncio.CancelledError, GeneratorExit):
+            # The A2A task was canceled (or its run ended early): nobody follows this evaluation.
+            manager.cancel(evaluation_id, wait=False)
+            raise
+        final = self._reply(ctx, summary.text(record), record, state={LAST_EVALUATION: evaluation_id})
+        if record["status"] == "failed":  # the A2A task fails too, with the reason as its message
+            final.error_code, final.error_message = "EVALUATION_FAILED", summary.text(record)
+        yield final
+
+    def _reply(self, ctx: InvocationContext, text: str, data: Any = None, *, partial: bool = False,
+               state: dict[str, Any] | None = None) -> Event:
+        parts = [types.Part(text=text)] + ([data_part(data)] if data is not None else [])
+        return Event(
+            author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
+            partial=True if partial else None,
+            content=types.Content(role="model", parts=parts),
+            actions=EventActions(state_delta=state or {}),
+        )
+
+    def _error(self, ctx: InvocationContext, message: str) -> Event:
+        return Event(author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
+                     error_code="INVALID_ARGUMENT", error_message=message)
+
+
+# -- the LLM path ------------------------------------------------------------------------
+
+def _instruction(context: Any) -> str:
+    last = context.state.get(LAST_EVALUATION)
+    return (
+        "You run tau2-bench evaluations of A2A agents for the user, with your tools. "
+        "list_domains shows the domains, their tasks and tools. run_tau2_evaluation starts an evaluation "
+        "of the agent at an A2A endpoint; the service then reports its progress and results itself, so "
+        "after starting one, say briefly what you started. get_evaluation shows an evaluation's status "
+        "and results; list_evaluations lists them; cancel_evaluation stops one. "
+        "Never invent results: report only what the tools return. "
+        + (f"The latest evaluation in this conversation is {last}." if last else "")
+    )
+
+
+def llm_functions(tools: EvaluationTools, started: dict[str, list[str]]) -> list[Callable[..., Any]]:
+    """The tools as the model sees them: typed functions returning dicts, errors as {"error": ...}.
+
+    The target's bearer token is not among the model's arguments: a token typed
+    into a chat would be stored with the conversation. Use a structured request.
+    """
+
+    def guarded(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        try:
+            return call()
+        except (ToolError, EvaluationError) as error:
+            return {"error": str(error)}
+
+    def list_domains() -> dict:
+        """The tau2 domains, each with its task count, task splits and tool names."""
+        return guarded(tools.list_domains)
+
+    def run_tau2_evaluation(domain: str, agent_endpoint: str, user: str = "user_simulator",
+                            user_llm: str = "gpt-4.1", num_trials: int = 1, num_tasks: int | None = None,
+                            task_ids: list[str] | None = None, task_split: str | None = None,
+                            max_steps: int = 200, max_concurrency: int | None = None,
+                            tool_context: ToolContext = None) -> dict:
+        """Start evaluating the A2A agent at agent_endpoint on a tau2 domain; returns the evaluation id.
+
+        Args:
+          domain: the tau2 domain, e.g. airline or retail.
+          agent_endpoint: the agent's base URL.
+          user: user_simulator, or scripted_user for the offline self-test.
+          user_llm: the user simulator's model.
+          num_trials: trials per task.
+          num_tasks: only the first N tasks.
+          task_ids: only these tasks.
+          task_split: a task split of the domain.
+          max_steps: steps per simulation.
+          max_concurrency: simulations at once.
+        """
+        result = guarded(lambda: tools.run_tau2_evaluation(
+            domain=domain, agent_endpoint=agent_endpoint, user=user, user_llm=user_llm, num_trials=num_trials,
+            num_tasks=num_tasks, task_ids=task_ids, task_split=task_split, max_steps=max_steps,
+            max_concurrency=max_concurrency))
+        if "evaluation_id" in result and tool_context is not None:
+            tool_context.state[LAST_EVALUATION] = result["evaluation_id"]
+            started.setdefault(tool_context.invocation_id, []).append(result["evaluation_id"])
+        return result
+
+    def get_evaluation(evaluation_id: str) -> dict:
+        """Status, progress and results of the evaluation with this id (ev-...)."""
+        return guarded(lambda: tools.get_evaluation(evaluation_id))
+
+    def list_evaluations() -> dict:
+        """Every evaluation this service knows, with status and average reward."""
+        return guarded(tools.list_evaluations)
+
+    def cancel_evaluation(evaluation_id: str) -> dict:
+        """Stop the evaluation with this id; finished simulations are kept."""
+        return guarded(lambda: tools.cancel_evaluation(evaluation_id))
+
+    return [list_domains, run_tau2_evaluation, get_evaluation, list_evaluations, cancel_evaluation]
+
+
+def build_agent(settings: ServiceSettings, tools: EvaluationTools | None = None,
+                poll_seconds: float = 0.5) -> EvaluationServiceAgent:
+    """The root agent; with `settings.model`, an LlmAgent (LiteLLM) answers text requests."""
+    tools = tools or settings.tools()
+    started: dict[str, list[str]] = {}
+    sub_agents = []
+    if settings.model:
+        from google.adk.agents import LlmAgent
+        from google.adk.models.lite_llm import LiteLlm
+
+        model_args = {"api_base": settings.model_api_base} if settings.model_api_base else {}
+        sub_agents.append(LlmAgent(
+            name="tau2_eval_assistant",
+            model=LiteLlm(model=settings.model, **model_args),
+            instruction=_instruction,
+            tools=llm_functions(tools, started),
+        ))
+    return EvaluationServiceAgent(
+        name=AGENT_NAME,
+        description="Runs tau2-bench evaluations of A2A agents and reports their results.",
+        tools=tools,
+        poll_seconds=poll_seconds,
+        started=started,
+        sub_agents=sub_agents,
+    )

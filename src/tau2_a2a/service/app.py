@@ -1,0 +1,279 @@
+"""`tau2-a2a serve`: the evaluation service's A2A app: card, bearer auth, JSON-RPC.
+
+Why ADK's own `A2aAgentExecutor` runs the agent here (and not an executor of
+ours): it is what `adk web --a2a` / `adk api_server --a2a` use, so both ways of
+serving behave the same, and it gives what long evaluations need. It emits
+`working`, forwards every agent event as a `working` status update with its
+message (our progress updates), turns the final event into the task's
+artifact, maps the A2A `context_id` to the ADK session, and on CancelTask the
+a2a-sdk request handler cancels the agent's coroutine, which our agent turns
+into canceling the evaluation. What it cannot express: a `cancel_evaluation`
+call ends the evaluation's own task as completed, with `status: canceled` in
+its artifact.
+
+What this module adds: a card with one skill per tool (argument schema and
+example), the bearer-token check (the card stays public), and moving a
+target's token out of the request before the task store keeps it.
+
+Heavy imports (ADK, a2a-sdk server) happen inside functions, so the CLI and
+the evaluation processes it starts do not pay for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from tau2_a2a.service.evaluations import DEFAULT_LIMITS, SERVICE_TOKEN_ENV, Limits
+from tau2_a2a.service.settings import ServiceSettings
+
+CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+DEFAULT_PORT = 9200
+SERVICE_NAME = "tau2 evaluation service"
+_NATURAL_EXAMPLES = {
+    "list_domains": "Which tau2 domains can you evaluate an agent on?",
+    "run_tau2_evaluation": "Evaluate the A2A agent at http://127.0.0.1:9100 on 5 airline tasks.",
+    "get_evaluation": "Show me the results of my last evaluation.",
+    "list_evaluations": "List the evaluations you ran.",
+    "cancel_evaluation": "Cancel evaluation ev-0123456789ab.",
+}
+
+
+def service_card(url: str, limits: Limits = DEFAULT_LIMITS, auth: bool = False) -> Any:
+    """The card: one skill per tool with its JSON Schema and examples; a bearer scheme when auth is on."""
+    from a2a.types import AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList
+
+    from tau2_a2a.service.tools import ALIASES, tool_specs
+    from tau2_a2a.serving import agent_card
+
+    aliases = {tool: alias for alias, tool in ALIASES.items()}
+    skills = []
+    for name, spec in tool_specs(limits).items():
+        alias = f" Alias: {aliases[name]}." if name in aliases else ""
+        skills.append(AgentSkill(
+            id=name,
+            name=name,
+            description=(f"{spec.description}{alias} Structured request: a data part "
+                         f'{{"tool": "{name}", "arguments": {{...}}}}. '
+                         f"Arguments (JSON Schema): {json.dumps(spec.parameters, sort_keys=True)}"),
+            tags=["tau2", "evaluation"],
+            examples=[json.dumps(spec.example_request()), _NATURAL_EXAMPLES[name]],
+            input_modes=["application/json", "text/plain"],
+            output_modes=["application/json", "text/plain"],
+        ))
+    card = agent_card(
+        name=SERVICE_NAME,
+        description=("Evaluates A2A agents with tau2-bench. Send a data part {\"tool\": ..., \"arguments\": ...} "
+                     "to call a tool directly (no model needed), or text when a model is configured. "
+                     "run_tau2_evaluation answers with a task that reports progress and ends with an "
+                     "artifact holding the metrics."),
+        url=url,
+        skills=skills,
+        streaming=True,
+    )
+    if auth:
+        scheme = HTTPAuthSecurityScheme(
+            scheme="bearer", description=f"The service's token (tau2-a2a serve --auth-token or ${SERVICE_TOKEN_ENV}).")
+        card.security_schemes["bearer"].CopyFrom(SecurityScheme(http_auth_security_scheme=scheme))
+        card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList()}))
+    return card
+
+
+def card_json(card: Any) -> dict[str, Any]:
+    """The card as served (A2A 1.0 fields plus the 0.3 ones older clients read)."""
+    from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+
+    return agent_card_to_dict(card)
+
+
+class BearerAuth:
+    """ASGI middleware: every request but the card needs `Authorization: Bearer <token>`."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] in CARD_PATHS or self._authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        from starlette.responses import JSONResponse
+
+        response = JSONResponse(
+            {"error": "Unauthorized: send the header 'Authorization: Bearer <token>' with this "
+                      "service's token. The agent card is public."},
+            status_code=401, headers={"WWW-Authenticate": 'Bearer realm="tau2-eval"'},
+        )
+        await response(scope, receive, send)
+
+    def _authorized(self, scope: dict[str, Any]) -> bool:
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                scheme, _, credential = value.partition(b" ")
+                return scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self._token)
+        return False
+
+
+def _request_handler_class() -> type:
+    from a2a.server.request_handlers import DefaultRequestHandler
+
+    from tau2_a2a.service.vault import scrub_a2a_message
+
+    class ScrubbingRequestHandler(DefaultRequestHandler):
+        """Moves a target's token into the vault before the task store keeps the message."""
+
+        async def on_message_send(self, params: Any, context: Any) -> Any:
+            scrub_a2a_message(params.message)
+            return await super().on_message_send(params, context)
+
+        async def on_message_send_stream(self, params: Any, context: Any) -> AsyncIterator[Any]:
+            scrub_a2a_message(params.message)
+            async for event in super().on_message_send_stream(params, context):
+                yield event
+
+    return ScrubbingRequestHandler
+
+
+def build_runner(agent: Any) -> Any:
+    """An ADK runner with in-memory sessions and the token-scrubbing plugin."""
+    from google.adk.apps import App
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+
+    from tau2_a2a.service.vault import adk_plugin
+
+    return Runner(app=App(name=agent.name, root_agent=agent, plugins=[adk_plugin()]),
+                  session_service=InMemorySessionService())
+
+
+def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5) -> Any:
+    """The Starlette app of `tau2-a2a serve`; `app.state.tools` holds the service's tools."""
+    import asyncio
+
+    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore
+    from google.adk.a2a.executor.a2a_agent_executor import A2aAgentExecutor
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+
+    from tau2_a2a.service import catalog
+    from tau2_a2a.service.agent import build_agent
+
+    tools = settings.tools()
+    agent = build_agent(settings, tools, poll_seconds=poll_seconds)
+    card = service_card(url, settings.limits, auth=bool(settings.auth_token))
+    handler = _request_handler_class()(
+        agent_executor=A2aAgentExecutor(runner=build_runner(agent)),
+        task_store=InMemoryTaskStore(),
+        agent_card=card,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        warm = asyncio.create_task(asyncio.to_thread(catalog.domains))  # first list_domains is then quick
+        try:
+            yield
+        finally:
+            warm.cancel()
+            await asyncio.to_thread(tools.manager.close)
+            await handler.aclose()
+
+    routes = [route for path in CARD_PATHS for route in create_agent_card_routes(card, card_url=path)]
+    routes += create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True)
+    middleware = [Middleware(BearerAuth, token=settings.auth_token)] if settings.auth_token else []
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.tools = tools
+    app.state.card = card
+    return app
+
+
+# -- the CLI -------------------------------------------------------------------------------
+
+def add_serve_command(commands: Any) -> None:
+    """`tau2-a2a serve`: flags override the TAU2_EVAL_* environment variables."""
+    serve = commands.add_parser(
+        "serve", help="Serve tau2 evaluations as an A2A agent (Google ADK)",
+        description="Serve tau2-bench evaluations as an A2A agent: card at /.well-known/agent-card.json, "
+                    "JSON-RPC (A2A 1.0 and 0.3) at /. Flags override TAU2_EVAL_* environment variables.",
+    )
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT)
+    serve.add_argument("--public-url", default=None, help="URL the card advertises (default http://HOST:PORT)")
+    serve.add_argument("--results-dir", default=None, help="Where evaluations are kept (TAU2_EVAL_RESULTS_DIR; "
+                                                           "default ./tau2_eval_results)")
+    serve.add_argument("--model", default=None, help="LiteLLM model for text requests (TAU2_EVAL_MODEL); "
+                                                     "without one, only structured requests run")
+    serve.add_argument("--model-api-base", default=None,
+                       help="OpenAI-compatible endpoint for --model openai/NAME (TAU2_EVAL_MODEL_API_BASE)")
+    serve.add_argument("--auth-token", default=None,
+                       help=f"Bearer token callers must send (prefer ${SERVICE_TOKEN_ENV}: a flag shows in ps)")
+    serve.add_argument("--allowed-targets", default=None,
+                       help="Comma-separated hosts, *.domains, IPs or CIDR networks the service may evaluate "
+                            "(TAU2_EVAL_ALLOWED_TARGETS; default: any but link-local/metadata addresses)")
+    serve.add_argument("--max-running", type=int, default=None, help="Evaluations at once; more are queued")
+    serve.add_argument("--max-queued", type=int, default=None, help="Evaluations waiting at most")
+    serve.add_argument("--max-simulations", type=int, default=None, help="Tasks x trials per request at most")
+    serve.add_argument("--max-concurrency", type=int, default=None,
+                       help="max_concurrency per evaluation at most")
+    serve.add_argument("--write-card", metavar="PATH", default=None,
+                       help="Write the card (for adk_agents/<app>/agent.json, with --public-url) and exit")
+    serve.set_defaults(func=serve_command)
+
+
+def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
+    base = ServiceSettings.from_env()
+    def pick(flag: int | None, default: int) -> int:
+        return default if flag is None else flag
+
+    limits = Limits(
+        max_running=pick(args.max_running, base.limits.max_running),
+        max_queued=pick(args.max_queued, base.limits.max_queued),
+        max_simulations=pick(args.max_simulations, base.limits.max_simulations),
+        max_concurrency=pick(args.max_concurrency, base.limits.max_concurrency),
+    )
+    targets = tuple(t for t in args.allowed_targets.split(",") if t.strip()) if args.allowed_targets else None
+    return ServiceSettings(
+        results_dir=Path(args.results_dir) if args.results_dir else base.results_dir,
+        limits=limits,
+        allowed_targets=base.allowed_targets if targets is None else targets,
+        model=args.model or base.model,
+        model_api_base=args.model_api_base or base.model_api_base,
+        auth_token=args.auth_token or base.auth_token,
+    )
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from tau2_a2a.config import ConfigError
+    from tau2_a2a.service.evaluations import EvaluationError
+    from tau2_a2a.service.targets import TargetPolicy
+
+    try:
+        settings = settings_from_args(args)
+        TargetPolicy.from_entries(settings.allowed_targets)  # a bad entry stops here, with its reason
+    except EvaluationError as error:
+        raise ConfigError(str(error)) from None
+    url = (args.public_url or f"http://{args.host}:{args.port}").rstrip("/")
+    if args.write_card:
+        Path(args.write_card).write_text(json.dumps(card_json(service_card(url, settings.limits)), indent=2) + "\n")
+        print(f"Wrote the card for {url} to {args.write_card}")
+        return 0
+    app = build_app(settings, url)
+    print(f"{SERVICE_NAME} at {url} (card: {url}{CARD_PATHS[0]})")
+    print(f"  results: {settings.results_dir.resolve()}   auth: {'bearer token' if settings.auth_token else 'off'}"
+          f"   model: {settings.model or 'none (structured requests only)'}")
+    targets = TargetPolicy.from_entries(settings.allowed_targets).describe()
+    print(f"  limits: {settings.limits.max_running} running, {settings.limits.max_queued} queued, "
+          f"{settings.limits.max_simulations} simulations per request, max_concurrency "
+          f"{settings.limits.max_concurrency}   targets: {targets}")
+    sys.stdout.flush()
+    uvicorn.run(app, host=args.host, port=args.port, log_level=os.environ.get("TAU2_EVAL_LOG_LEVEL", "warning"))
+    return 0

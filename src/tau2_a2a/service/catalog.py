@@ -1,0 +1,96 @@
+"""What tau2 offers to evaluate: domains, their task splits, tasks and tools.
+
+Loading a domain builds its environment and reads its task files (seconds for
+telecom), so everything here is computed once per process and cached.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from tau2.registry import registry
+from tau2.run import load_task_splits, load_tasks
+
+import tau2_a2a  # noqa: F401  (registers our agent and users with tau2)
+
+DEFAULT_SPLIT = "base"  # what `tau2 run` uses when no split is named
+
+# dummy_user only works in tau2's solo mode, which an A2A agent never runs in.
+_UNUSABLE_USERS = {"dummy_user"}
+
+
+@dataclass(frozen=True)
+class DomainInfo:
+    name: str
+    task_count: int
+    splits: dict[str, int]
+    tools: list[str]
+    user_tools: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "domain": self.name,
+            "task_count": self.task_count,
+            "task_splits": self.splits,
+            "default_split": DEFAULT_SPLIT if DEFAULT_SPLIT in self.splits else None,
+            "tools": self.tools,
+            "user_tools": self.user_tools,
+        }
+
+
+_lock = threading.Lock()
+
+
+def domain_names() -> list[str]:
+    return list(registry.get_domains())
+
+
+def user_names() -> list[str]:
+    return [u for u in registry.get_users() if u not in _UNUSABLE_USERS]
+
+
+@cache
+def _splits(domain: str) -> dict[str, list[str]]:
+    return load_task_splits(domain) or {}
+
+
+@cache
+def _task_ids(domain: str, split: str | None) -> tuple[str, ...]:
+    return tuple(task.id for task in load_tasks(domain, task_split_name=split))
+
+
+def splits(domain: str) -> dict[str, list[str]]:
+    with _lock:
+        return _splits(domain)
+
+
+def task_ids(domain: str, split: str | None) -> tuple[str, ...]:
+    """The ids of a domain's tasks in `split` (None: the domain's own default)."""
+    with _lock:
+        if split is None and DEFAULT_SPLIT in _splits(domain):
+            split = DEFAULT_SPLIT
+        return _task_ids(domain, split if split in _splits(domain) else None)
+
+
+@cache
+def _domain_info(domain: str) -> DomainInfo:
+    environment = registry.get_env_constructor(domain)()
+    user_tools = environment.get_user_tools() if environment.user_tools is not None else []
+    split_map = _splits(domain)
+    default = DEFAULT_SPLIT if DEFAULT_SPLIT in split_map else None
+    return DomainInfo(
+        name=domain,
+        task_count=len(_task_ids(domain, default)),
+        splits={name: len(ids) for name, ids in split_map.items()},
+        tools=sorted(tool.name for tool in environment.get_tools()),
+        user_tools=sorted(tool.name for tool in user_tools),
+    )
+
+
+def domains() -> list[DomainInfo]:
+    """Every registered domain with its task count (default split), splits and tool names."""
+    with _lock:
+        return [_domain_info(name) for name in domain_names()]

@@ -1,0 +1,80 @@
+"""The service's settings: from `tau2-a2a serve` flags, or from the environment.
+
+`adk web` / `adk api_server` import the agent with no flags, so the same
+settings are read from TAU2_EVAL_* environment variables there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tau2_a2a.config import ConfigError
+from tau2_a2a.service.evaluations import (
+    DEFAULT_LIMITS,
+    SERVICE_TOKEN_ENV,
+    EvaluationError,
+    EvaluationManager,
+    Limits,
+)
+
+if TYPE_CHECKING:
+    from tau2_a2a.service.tools import EvaluationTools
+
+ENV_PREFIX = "TAU2_EVAL_"
+DEFAULT_RESULTS_DIR = "tau2_eval_results"
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    results_dir: Path = Path(DEFAULT_RESULTS_DIR)
+    limits: Limits = DEFAULT_LIMITS
+    allowed_targets: tuple[str, ...] = ()
+    model: str | None = None  # any LiteLLM model string; None: structured requests only
+    model_api_base: str | None = None  # an OpenAI-compatible endpoint, with model "openai/<name>"
+    auth_token: str | None = field(default=None, repr=False)  # bearer token callers must send
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> ServiceSettings:
+        def get(name: str) -> str | None:
+            value = env.get(ENV_PREFIX + name, "").strip()
+            return value or None
+
+        def number(name: str, default: int) -> int:
+            raw = get(name)
+            if raw is None:
+                return default
+            try:
+                return int(raw)
+            except ValueError:
+                raise ConfigError(f"{ENV_PREFIX}{name} must be a whole number, got {raw!r}.") from None
+
+        defaults = Limits()
+        try:
+            limits = Limits(
+                max_running=number("MAX_RUNNING", defaults.max_running),
+                max_queued=number("MAX_QUEUED", defaults.max_queued),
+                max_simulations=number("MAX_SIMULATIONS", defaults.max_simulations),
+                max_concurrency=number("MAX_CONCURRENCY", defaults.max_concurrency),
+            )
+        except EvaluationError as error:
+            raise ConfigError(str(error)) from None
+        return cls(
+            results_dir=Path(get("RESULTS_DIR") or DEFAULT_RESULTS_DIR),
+            limits=limits,
+            allowed_targets=tuple(t for t in (get("ALLOWED_TARGETS") or "").split(",") if t.strip()),
+            model=get("MODEL"),
+            model_api_base=get("MODEL_API_BASE"),
+            auth_token=env.get(SERVICE_TOKEN_ENV) or None,
+        )
+
+    def tools(self) -> EvaluationTools:
+        """The tools over a fresh evaluation manager for these settings."""
+        from tau2_a2a.service.targets import TargetPolicy
+        from tau2_a2a.service.tools import EvaluationTools
+
+        return EvaluationTools(EvaluationManager(self.results_dir, self.limits),
+                               TargetPolicy.from_entries(self.allowed_targets))

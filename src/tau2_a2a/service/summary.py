@@ -1,0 +1,160 @@
+"""An evaluation's outcome, read from tau2's results file: metrics, rewards, a short text.
+
+Works on a finished run and on the part of a run that finished before it was
+canceled: tau2 rewrites the results file after every simulation. Plain dicts
+in and out, so the outcome can be stored as JSON and sent in an A2A data part.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from tau2.metrics.agent_metrics import is_successful, pass_hat_k
+
+
+def read_results(path: Path) -> dict[str, Any] | None:
+    """tau2's results JSON, or None while it is missing or being rewritten."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _reward(simulation: dict[str, Any]) -> float:
+    reward = (simulation.get("reward_info") or {}).get("reward")
+    return float(reward) if reward is not None else 0.0
+
+
+def progress(results: dict[str, Any] | None, total: int) -> dict[str, Any]:
+    """Simulations done out of `total`, and the average reward so far."""
+    simulations = (results or {}).get("simulations") or []
+    rewards = [_reward(s) for s in simulations]
+    return {
+        "simulations_done": len(simulations),
+        "simulations_total": total,
+        "avg_reward_so_far": round(sum(rewards) / len(rewards), 6) if rewards else None,
+    }
+
+
+def metrics(simulations: list[dict[str, Any]]) -> dict[str, Any]:
+    """avg_reward, pass^k for k up to the smallest trial count of a task, avg_agent_cost."""
+    if not simulations:
+        return {"avg_reward": None, "pass_hat_k": {}, "num_simulations": 0, "avg_agent_cost": None}
+    by_task: dict[str, list[float]] = {}
+    for simulation in simulations:
+        by_task.setdefault(str(simulation["task_id"]), []).append(_reward(simulation))
+    max_k = min(len(rewards) for rewards in by_task.values())
+    pass_hat = {
+        str(k): round(
+            sum(pass_hat_k(len(r), sum(is_successful(x) for x in r), k) for r in by_task.values()) / len(by_task),
+            6,
+        )
+        for k in range(1, max_k + 1)
+    }
+    costs = [s.get("agent_cost") for s in simulations]
+    known_costs = [float(c) for c in costs if c is not None and not math.isnan(float(c))]
+    rewards = [_reward(s) for s in simulations]
+    return {
+        "avg_reward": round(sum(rewards) / len(rewards), 6),
+        "pass_hat_k": pass_hat,
+        "num_simulations": len(simulations),
+        "avg_agent_cost": round(sum(known_costs) / len(known_costs), 6) if known_costs else None,
+    }
+
+
+def per_task(simulations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each task's rewards, one per trial, with how each trial ended."""
+    tasks: dict[str, list[dict[str, Any]]] = {}
+    for simulation in sorted(simulations, key=lambda s: (str(s["task_id"]), s.get("trial") or 0)):
+        tasks.setdefault(str(simulation["task_id"]), []).append(
+            {
+                "trial": simulation.get("trial"),
+                "reward": _reward(simulation),
+                "termination_reason": simulation.get("termination_reason"),
+            }
+        )
+    return [
+        {
+            "task_id": task_id,
+            "rewards": [t["reward"] for t in trials],
+            "avg_reward": round(sum(t["reward"] for t in trials) / len(trials), 6),
+            "trials": trials,
+        }
+        for task_id, trials in tasks.items()
+    ]
+
+
+def termination_counts(simulations: list[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for simulation in simulations:
+        reason = str(simulation.get("termination_reason"))
+        counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def outcome(results: dict[str, Any] | None, protocol: dict[str, Any] | None) -> dict[str, Any]:
+    """The result part of an evaluation record: metrics, per-task rewards, protocol metrics."""
+    simulations = (results or {}).get("simulations") or []
+    return {
+        "metrics": metrics(simulations),
+        "tasks": per_task(simulations),
+        "termination_reasons": termination_counts(simulations),
+        "protocol_metrics": protocol,
+    }
+
+
+def text(record: dict[str, Any]) -> str:
+    """A few lines stating what the data part states."""
+    spec = record["request"]
+    head = (f"Evaluation {record['evaluation_id']} of {spec['agent_endpoint']} on "
+            f"{spec['domain']}: {record['status']}.")
+    lines = [head]
+    if record.get("error"):
+        lines.append(f"Error: {record['error']}")
+    if record["status"] == "queued":
+        lines.append(f"Queued at position {record.get('queue_position')}.")
+    prog = record.get("progress") or {}
+    if record["status"] == "running" and prog:
+        lines.append(_progress_line(prog))
+    result = record.get("result")
+    if result:
+        m = result["metrics"]
+        if m["num_simulations"]:
+            pass_text = ", ".join(f"pass^{k} {v:.3f}" for k, v in m["pass_hat_k"].items())
+            cost = "n/a" if m["avg_agent_cost"] is None else f"${m['avg_agent_cost']:.4f}"
+            lines.append(
+                f"{m['num_simulations']} of {record['total_simulations']} simulations: "
+                f"average reward {m['avg_reward']:.3f}; {pass_text}; average agent cost {cost}."
+            )
+            reasons = ", ".join(f"{k} {v}" for k, v in result["termination_reasons"].items())
+            lines.append(f"Terminations: {reasons}.")
+            tasks = "; ".join(f"{t['task_id']}: {', '.join(f'{r:g}' for r in t['rewards'])}" for t in result["tasks"])
+            lines.append(f"Rewards by task: {tasks}.")
+        else:
+            lines.append("No simulation finished.")
+        protocol = result.get("protocol_metrics")
+        if protocol:
+            latency = protocol["latency_ms"]
+            lines.append(
+                f"A2A: {protocol['requests']} requests, {protocol['failed_requests']} failed, "
+                f"latency p50 {latency['p50']} ms, p95 {latency['p95']} ms."
+            )
+    return "\n".join(lines)
+
+
+def _progress_line(prog: dict[str, Any]) -> str:
+    avg = prog.get("avg_reward_so_far")
+    avg_text = "n/a" if avg is None else f"{avg:.3f}"
+    return (f"Progress: {prog['simulations_done']}/{prog['simulations_total']} simulations done, "
+            f"average reward so far {avg_text}.")
+
+
+def progress_text(record: dict[str, Any]) -> str:
+    """One line for a progress update."""
+    if record["status"] == "queued":
+        return f"Evaluation {record['evaluation_id']} is queued at position {record.get('queue_position')}."
+    return f"Evaluation {record['evaluation_id']}: " + _progress_line(record.get("progress") or {
+        "simulations_done": 0, "simulations_total": record["total_simulations"], "avg_reward_so_far": None})

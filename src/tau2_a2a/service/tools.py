@@ -1,0 +1,342 @@
+"""The service's tools as plain functions with argument checks that say what is wrong.
+
+Used twice: by structured requests (`{"tool": name, "arguments": {...}}`,
+deterministic, no model) and, wrapped, by the LLM agent for text requests.
+Numbers may arrive as doubles (A2A data parts carry JSON numbers as doubles):
+whole doubles are accepted where an integer is expected.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tau2.config import (
+    DEFAULT_LLM_TEMPERATURE_USER,
+    DEFAULT_LLM_USER,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_NUM_TRIALS,
+    DEFAULT_USER_IMPLEMENTATION,
+)
+
+from tau2_a2a.config import ConfigError
+from tau2_a2a.service import catalog, summary
+from tau2_a2a.service.evaluations import (
+    DEFAULT_LIMITS,
+    EvaluationError,
+    EvaluationManager,
+    EvaluationSpec,
+    Limits,
+)
+from tau2_a2a.service.targets import TargetPolicy
+from tau2_a2a.service.vault import REFERENCE_ARGUMENT, TOKEN_ARGUMENT, TokenVault, vault
+
+LIST_DOMAINS = "list_domains"
+RUN = "run_tau2_evaluation"
+GET = "get_evaluation"
+LIST = "list_evaluations"
+CANCEL = "cancel_evaluation"
+TOOL_NAMES = (LIST_DOMAINS, RUN, GET, LIST, CANCEL)
+ALIASES = {"ListDomains": LIST_DOMAINS, "RunTau2Evaluation": RUN}
+_SECRET_KEY = re.compile(r"(^|_)(api_?key|key|secret|password|authorization|credentials?|token)$", re.IGNORECASE)
+
+
+class ToolError(ValueError):
+    """A bad tool call: the message names the argument and the accepted values."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments
+    example: dict[str, Any]  # example arguments
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.parameters.get("required", []))
+
+    @property
+    def accepted(self) -> list[str]:
+        return list(self.parameters.get("properties", {}))
+
+    def example_request(self) -> dict[str, Any]:
+        return {"tool": self.name, "arguments": self.example}
+
+
+_EVALUATION_ID = {"type": "string", "pattern": "^ev-[0-9a-f]{12}$",
+                  "description": "The id run_tau2_evaluation returned."}
+
+
+def tool_specs(limits: Limits = DEFAULT_LIMITS) -> dict[str, ToolSpec]:
+    """Each tool's description, argument schema and example, as the card shows them."""
+    run_schema = {
+        "type": "object",
+        "properties": {
+            "domain": {"type": "string", "enum": catalog.domain_names(), "description": "tau2 domain."},
+            "agent_endpoint": {"type": "string", "format": "uri",
+                               "description": "Base URL of the A2A agent to evaluate."},
+            "user_llm": {"type": "string", "default": DEFAULT_LLM_USER,
+                         "description": "LiteLLM model of the user simulator."},
+            "user_llm_args": {"type": "object", "default": {"temperature": DEFAULT_LLM_TEMPERATURE_USER},
+                              "description": "Arguments for the user LLM (no secrets: keys come from "
+                                             "the service's environment)."},
+            "user": {"type": "string", "enum": catalog.user_names(), "default": DEFAULT_USER_IMPLEMENTATION,
+                     "description": "user_simulator (LLM), or scripted_user for the offline self-test."},
+            "num_trials": {"type": "integer", "minimum": 1, "default": DEFAULT_NUM_TRIALS},
+            "num_tasks": {"type": "integer", "minimum": 1, "description": "The first N tasks of the split."},
+            "task_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "task_split": {"type": "string", "description": "A split of the domain (see list_domains); "
+                                                            "default base."},
+            "max_steps": {"type": "integer", "minimum": 1, "default": DEFAULT_MAX_STEPS},
+            "max_concurrency": {"type": "integer", "minimum": 1, "maximum": limits.max_concurrency,
+                                "default": min(DEFAULT_MAX_CONCURRENCY, limits.max_concurrency)},
+            TOKEN_ARGUMENT: {"type": "string", "writeOnly": True,
+                             "description": "Bearer token the target agent needs. Never echoed, logged "
+                                            "or stored."},
+        },
+        "required": ["domain", "agent_endpoint"],
+        "additionalProperties": False,
+    }
+    specs = [
+        ToolSpec(LIST_DOMAINS, "The tau2 domains, each with its task count, task splits and tool names.",
+                 {"type": "object", "properties": {}, "additionalProperties": False}, {}),
+        ToolSpec(RUN, "Evaluate an A2A agent on a tau2 domain. Answers with an A2A task: working, with "
+                      "progress updates, then an artifact with the metrics (avg_reward, pass^k), per-task "
+                      "rewards and A2A protocol metrics.",
+                 run_schema,
+                 {"domain": "airline", "agent_endpoint": "http://127.0.0.1:9100", "user": "scripted_user",
+                  "num_tasks": 5}),
+        ToolSpec(GET, "An evaluation's status, progress (or queue position) and results, by id.",
+                 {"type": "object", "properties": {"evaluation_id": _EVALUATION_ID},
+                  "required": ["evaluation_id"], "additionalProperties": False},
+                 {"evaluation_id": "ev-0123456789ab"}),
+        ToolSpec(LIST, "Every evaluation this service knows, newest last, with status and average reward.",
+                 {"type": "object", "properties": {}, "additionalProperties": False}, {}),
+        ToolSpec(CANCEL, "Stop an evaluation. Simulations that finished are kept in its results.",
+                 {"type": "object", "properties": {"evaluation_id": _EVALUATION_ID},
+                  "required": ["evaluation_id"], "additionalProperties": False},
+                 {"evaluation_id": "ev-0123456789ab"}),
+    ]
+    return {spec.name: spec for spec in specs}
+
+
+def _whole(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+        raise ToolError(f"{name} must be a whole number, got {value!r}.")
+    number = int(value)
+    if number < minimum:
+        raise ToolError(f"{name} must be at least {minimum}, got {number}.")
+    if maximum is not None and number > maximum:
+        raise ToolError(f"{name} must be at most {maximum} on this service, got {number}.")
+    return number
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ToolError(f"{name} must be a non-empty string, got {value!r}.")
+    return value.strip()
+
+
+def _choices(values: list[str] | tuple[str, ...], limit: int = 12) -> str:
+    shown = ", ".join(values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+class EvaluationTools:
+    """The five tools over one evaluation manager and target policy."""
+
+    def __init__(self, manager: EvaluationManager, targets: TargetPolicy | None = None,
+                 token_vault: TokenVault = vault) -> None:
+        self.manager = manager
+        self.targets = targets or TargetPolicy()
+        self.vault = token_vault
+        self.specs = tool_specs(manager.limits)
+
+    # -- structured calls -----------------------------------------------------------
+
+    def call(self, name: Any, arguments: Any = None) -> dict[str, Any]:
+        """Run tool `name` (or an alias) with `arguments`; ToolError says what is wrong."""
+        canonical = ALIASES.get(name, name) if isinstance(name, str) else None
+        if canonical not in self.specs:
+            aliases = ", ".join(f"{alias} (= {tool})" for alias, tool in ALIASES.items())
+            raise ToolError(f"Unknown tool {name!r}. Tools: {', '.join(TOOL_NAMES)}; aliases: {aliases}.")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise ToolError(f"arguments of {canonical} must be a JSON object, got {type(arguments).__name__}.")
+        arguments = dict(arguments)
+        spec = self.specs[canonical]
+        token = None
+        if canonical == RUN and REFERENCE_ARGUMENT in arguments:
+            token = self.vault.take(str(arguments.pop(REFERENCE_ARGUMENT)))
+            if token is None:
+                raise ToolError(f"{TOKEN_ARGUMENT} expired before the evaluation started; send the request again.")
+        if canonical == RUN and TOKEN_ARGUMENT in arguments:
+            token = arguments.pop(TOKEN_ARGUMENT)
+            if token is not None and not isinstance(token, str):
+                raise ToolError(f"{TOKEN_ARGUMENT} must be a string.")
+        unknown = sorted(set(arguments) - set(spec.accepted))
+        if unknown:
+            raise ToolError(f"Unknown argument(s) for {canonical}: {', '.join(unknown)}. "
+                            f"Accepted arguments: {', '.join(spec.accepted) or 'none'}.")
+        missing = [name for name in spec.required if arguments.get(name) is None]
+        if missing:
+            raise ToolError(f"{canonical} needs argument(s) {', '.join(missing)}. "
+                            f"Example: {json.dumps(spec.example_request())}")
+        if canonical == RUN:
+            return self.run_tau2_evaluation(**arguments, agent_auth_token=token)
+        method: Callable[..., dict[str, Any]] = getattr(self, canonical)
+        return method(**arguments)
+
+    # -- the tools -----------------------------------------------------------------
+
+    def list_domains(self) -> dict[str, Any]:
+        """The tau2 domains, each with its task count, task splits and tool names."""
+        return {"domains": [info.as_dict() for info in catalog.domains()]}
+
+    def run_tau2_evaluation(
+        self,
+        domain: str,
+        agent_endpoint: str,
+        user_llm: str = DEFAULT_LLM_USER,
+        user_llm_args: dict[str, Any] | None = None,
+        user: str = DEFAULT_USER_IMPLEMENTATION,
+        num_trials: int = DEFAULT_NUM_TRIALS,
+        num_tasks: int | None = None,
+        task_ids: list[str] | None = None,
+        task_split: str | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_concurrency: int | None = None,
+        agent_auth_token: str | None = None,
+    ) -> dict[str, Any]:
+        """Start evaluating the A2A agent at `agent_endpoint`; its evaluation record."""
+        spec = self.validate(domain=domain, agent_endpoint=agent_endpoint, user_llm=user_llm,
+                             user_llm_args=user_llm_args, user=user, num_trials=num_trials,
+                             num_tasks=num_tasks, task_ids=task_ids, task_split=task_split,
+                             max_steps=max_steps, max_concurrency=max_concurrency)
+        try:
+            return self.manager.submit(spec, token=agent_auth_token or None)
+        except EvaluationError as error:
+            raise ToolError(str(error)) from None
+
+    def get_evaluation(self, evaluation_id: str) -> dict[str, Any]:
+        """Status, progress (or queue position) and results of one evaluation."""
+        try:
+            return self.manager.get(evaluation_id)
+        except EvaluationError as error:
+            raise ToolError(str(error)) from None
+
+    def list_evaluations(self) -> dict[str, Any]:
+        """Every evaluation this service knows, oldest first, briefly."""
+        return {"evaluations": [brief(record) for record in self.manager.list()]}
+
+    def cancel_evaluation(self, evaluation_id: str) -> dict[str, Any]:
+        """Stop an evaluation; finished simulations are kept."""
+        try:
+            return self.manager.cancel(evaluation_id)
+        except EvaluationError as error:
+            raise ToolError(str(error)) from None
+
+    # -- argument checks -------------------------------------------------------------
+
+    def validate(self, *, domain: Any, agent_endpoint: Any, user_llm: Any, user_llm_args: Any, user: Any,
+                 num_trials: Any, num_tasks: Any, task_ids: Any, task_split: Any, max_steps: Any,
+                 max_concurrency: Any) -> EvaluationSpec:
+        """An EvaluationSpec, or a ToolError naming the first bad argument."""
+        limits = self.manager.limits
+        domains = catalog.domain_names()
+        if domain not in domains:
+            raise ToolError(f"Unknown domain {domain!r}. Accepted domains: {', '.join(domains)}.")
+        try:
+            endpoint = self.targets.check(_text("agent_endpoint", agent_endpoint))
+        except ConfigError as error:
+            raise ToolError(str(error)) from None
+        users = catalog.user_names()
+        if user not in users:
+            raise ToolError(f"Unknown user {user!r}. Accepted users: {', '.join(users)}.")
+        user_llm = _text("user_llm", user_llm)
+        if user_llm_args is None:
+            user_llm_args = {"temperature": DEFAULT_LLM_TEMPERATURE_USER}
+        if not isinstance(user_llm_args, dict):
+            raise ToolError(f"user_llm_args must be a JSON object, got {user_llm_args!r}.")
+        secret_keys = [k for k in user_llm_args if _SECRET_KEY.search(k)]
+        if secret_keys:
+            raise ToolError(f"user_llm_args must not carry secrets (found {', '.join(secret_keys)}): "
+                            "the service's environment provides provider keys.")
+        num_trials = _whole("num_trials", num_trials, 1)
+        num_tasks = None if num_tasks is None else _whole("num_tasks", num_tasks, 1)
+        max_steps = _whole("max_steps", max_steps, 1)
+        if max_concurrency is None:
+            max_concurrency = min(DEFAULT_MAX_CONCURRENCY, limits.max_concurrency)
+        max_concurrency = _whole("max_concurrency", max_concurrency, 1, limits.max_concurrency)
+        splits = catalog.splits(domain)
+        if task_split is not None:
+            if not splits:
+                raise ToolError(f"Domain {domain} has no task splits; leave task_split out.")
+            if task_split not in splits:
+                raise ToolError(f"Unknown task_split {task_split!r} for {domain}. "
+                                f"Accepted splits: {', '.join(sorted(splits))}.")
+        available = catalog.task_ids(domain, task_split)
+        selected = list(available)
+        if task_ids is not None:
+            if not isinstance(task_ids, list) or not task_ids:
+                raise ToolError(f"task_ids must be a non-empty list of task ids, got {task_ids!r}.")
+            task_ids = [str(int(t)) if isinstance(t, float) and t.is_integer() else str(t) for t in task_ids]
+            unknown = [t for t in task_ids if t not in set(available)]
+            if unknown:
+                raise ToolError(f"Unknown task_ids for {domain} ({task_split or 'default'} split): "
+                                f"{', '.join(unknown[:10])}. Accepted task ids: {_choices(available)}.")
+            wanted = set(task_ids)
+            selected = [t for t in available if t in wanted]
+        if num_tasks is not None:
+            selected = selected[:num_tasks]
+        total = len(selected) * num_trials
+        if total > limits.max_simulations:
+            raise ToolError(f"{len(selected)} tasks x {num_trials} trials = {total} simulations exceeds this "
+                            f"service's limit of {limits.max_simulations} per request; ask for fewer tasks "
+                            "(num_tasks, task_ids) or trials.")
+        return EvaluationSpec(
+            domain=domain, agent_endpoint=endpoint, total_simulations=total, user=user, user_llm=user_llm,
+            user_llm_args=user_llm_args, num_trials=num_trials, num_tasks=num_tasks, task_ids=task_ids,
+            task_split=task_split, max_steps=max_steps, max_concurrency=max_concurrency,
+        )
+
+
+def brief(record: dict[str, Any]) -> dict[str, Any]:
+    """One line of list_evaluations."""
+    result = record.get("result") or {}
+    return {
+        "evaluation_id": record["evaluation_id"],
+        "status": record["status"],
+        "domain": record["request"]["domain"],
+        "agent_endpoint": record["request"]["agent_endpoint"],
+        "created_at": record["created_at"],
+        "progress": record.get("progress"),
+        "queue_position": record.get("queue_position"),
+        "avg_reward": (result.get("metrics") or {}).get("avg_reward"),
+    }
+
+
+def describe(tool: str, result: dict[str, Any]) -> str:
+    """A short text stating what a tool's data result states."""
+    if tool == LIST_DOMAINS:
+        lines = [f"{len(result['domains'])} tau2 domains:"]
+        for d in result["domains"]:
+            splits = ", ".join(f"{k} {v}" for k, v in sorted(d["task_splits"].items())) or "none"
+            lines.append(f"- {d['domain']}: {d['task_count']} tasks (splits: {splits}); "
+                         f"{len(d['tools'])} tools: {', '.join(d['tools'])}")
+        return "\n".join(lines)
+    if tool == LIST:
+        if not result["evaluations"]:
+            return "No evaluations yet."
+        lines = [f"{len(result['evaluations'])} evaluations:"]
+        for e in result["evaluations"]:
+            reward = "" if e["avg_reward"] is None else f", average reward {e['avg_reward']:.3f}"
+            lines.append(f"- {e['evaluation_id']}: {e['status']}, {e['domain']}, {e['agent_endpoint']}{reward}")
+        return "\n".join(lines)
+    return summary.text(result)

@@ -1,0 +1,106 @@
+"""Keep the target's bearer token out of every store that outlives the request.
+
+A structured request may carry `agent_auth_token`. Before anything stores the
+message (the A2A task store keeps a task's history; ADK keeps the session's
+events, in SQLite under `adk api_server` by default), the token is moved into
+this in-memory vault and the message keeps only a one-time reference,
+`agent_auth_token_ref`. `run_tau2_evaluation` takes the token back out and
+hands it to the evaluation's process environment. Unused references expire.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from typing import Any
+
+TOKEN_ARGUMENT = "agent_auth_token"
+REFERENCE_ARGUMENT = "agent_auth_token_ref"
+DATA_PART_START = b"<a2a_datapart_json>"
+DATA_PART_END = b"</a2a_datapart_json>"
+
+
+class TokenVault:
+    """One-time references to tokens, in memory only, expiring after `ttl_seconds`."""
+
+    def __init__(self, ttl_seconds: float = 600.0) -> None:
+        self.ttl_seconds = ttl_seconds
+        self._tokens: dict[str, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, token: str) -> str:
+        reference = f"vault-{secrets.token_hex(12)}"
+        now = time.monotonic()
+        with self._lock:
+            self._tokens = {r: (t, at) for r, (t, at) in self._tokens.items() if now - at < self.ttl_seconds}
+            self._tokens[reference] = (token, now)
+        return reference
+
+    def take(self, reference: str) -> str | None:
+        with self._lock:
+            entry = self._tokens.pop(reference, None)
+        if entry is None or time.monotonic() - entry[1] >= self.ttl_seconds:
+            return None
+        return entry[0]
+
+
+vault = TokenVault()
+
+
+def scrub_request(request: Any, store: TokenVault = vault) -> bool:
+    """Replace `arguments.agent_auth_token` in a structured request dict by a reference."""
+    if not isinstance(request, dict):
+        return False
+    arguments = request.get("arguments")
+    if not isinstance(arguments, dict) or TOKEN_ARGUMENT not in arguments:
+        return False
+    token = arguments.pop(TOKEN_ARGUMENT)
+    if isinstance(token, str) and token:
+        arguments[REFERENCE_ARGUMENT] = store.put(token)
+    return True
+
+
+def scrub_a2a_message(message: Any, store: TokenVault = vault) -> None:
+    """In place, for an a2a-sdk Message: every data part's token becomes a reference."""
+    from google.protobuf.json_format import MessageToDict, ParseDict
+
+    for part in message.parts:
+        if not part.HasField("data"):
+            continue
+        data = MessageToDict(part.data)
+        if scrub_request(data, store):
+            part.data.Clear()
+            ParseDict(data, part.data)
+
+
+def scrub_genai_content(content: Any, store: TokenVault = vault) -> bool:
+    """In place, for ADK content: data parts arrive as tagged inline blobs."""
+    changed = False
+    for part in (content.parts if content is not None else None) or []:
+        blob = part.inline_data
+        data = blob.data if blob is not None else None
+        if not data or not data.startswith(DATA_PART_START) or not data.endswith(DATA_PART_END):
+            continue
+        try:
+            request = json.loads(data[len(DATA_PART_START):-len(DATA_PART_END)])
+        except ValueError:
+            continue
+        if scrub_request(request, store):
+            blob.data = DATA_PART_START + json.dumps(request).encode() + DATA_PART_END
+            changed = True
+    return changed
+
+
+def adk_plugin(store: TokenVault = vault) -> Any:
+    """An ADK plugin that scrubs the user message before the runner stores it."""
+    from google.adk.plugins.base_plugin import BasePlugin
+    from google.genai import types
+
+    class TokenScrubPlugin(BasePlugin):
+        async def on_user_message_callback(self, *, invocation_context: Any,
+                                           user_message: types.Content) -> types.Content | None:
+            return user_message if scrub_genai_content(user_message, store) else None
+
+    return TokenScrubPlugin(name="tau2_eval_token_scrub")

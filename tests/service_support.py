@@ -1,0 +1,172 @@
+"""Helpers for the evaluation-service tests: a service on loopback, requests, replies."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from a2a.client import ClientCallContext
+from a2a.types import GetTaskRequest, SendMessageConfiguration, SendMessageRequest, Task, TaskState
+
+from tau2_a2a.service.app import build_app
+from tau2_a2a.service.client import connect, request_message, result_data, result_text
+from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.settings import ServiceSettings
+from tau2_a2a.serving import BackgroundServer, free_port
+
+__all__ = [
+    "TERMINAL_STATES",
+    "ServiceStandinLLM",
+    "ask",
+    "call_tool",
+    "result_data",
+    "result_text",
+    "start_service",
+    "stream",
+    "wait_for_task",
+]
+
+TERMINAL_STATES = (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED,
+                   TaskState.TASK_STATE_REJECTED)
+
+
+def start_service(results_dir: Path, *, limits: Limits | None = None, **settings: Any) -> BackgroundServer:
+    """`tau2-a2a serve`'s app on a free loopback port (polling progress every 0.2 s)."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    app = build_app(ServiceSettings(results_dir=results_dir, limits=limits or Limits(max_running=4),
+                                          **settings), url, poll_seconds=0.2)
+    server = BackgroundServer(app, port=port).start()
+    server.app = app  # type: ignore[attr-defined]
+    return server
+
+
+async def ask(url: str, tool: str | None = None, arguments: dict[str, Any] | None = None, *,
+              text: str | None = None, context_id: str | None = None, token: str | None = None,
+              return_immediately: bool = False, card: Any = None) -> Task:
+    """One blocking (or return-immediately) send; the Task the service answers with."""
+    client, http = await connect(url, token, card=card)
+    try:
+        request = SendMessageRequest(
+            message=request_message(tool, arguments, text=text, context_id=context_id),
+            configuration=SendMessageConfiguration(return_immediately=return_immediately),
+        )
+        reply = None
+        async for event in client.send_message(request, context=ClientCallContext(timeout=600)):
+            reply = event.task if event.HasField("task") else event.message
+        assert reply is not None
+        return reply
+    finally:
+        await http.aclose()
+
+
+async def stream(url: str, tool: str, arguments: dict[str, Any], token: str | None = None) -> list[Any]:
+    """Every streamed event of one request, in order."""
+    client, http = await connect(url, token, streaming=True)
+    try:
+        request = SendMessageRequest(message=request_message(tool, arguments))
+        return [event async for event in client.send_message(request, context=ClientCallContext(timeout=600))]
+    finally:
+        await http.aclose()
+
+
+async def wait_for_task(url: str, task_id: str, token: str | None = None, timeout: float = 240.0) -> Task:
+    """Poll GetTask until the task ends."""
+    client, http = await connect(url, token)
+    try:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            if task.status.state in TERMINAL_STATES:
+                return task
+            assert asyncio.get_running_loop().time() < deadline, f"task {task_id} still {task.status.state}"
+            await asyncio.sleep(0.2)
+    finally:
+        await http.aclose()
+
+
+async def call_tool(url: str, tool: str, arguments: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    """A structured call that must succeed; its data part."""
+    task = await ask(url, tool, arguments, **kwargs)
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED, result_text(task) or task.status.message
+    return result_data(task)
+
+
+class ServiceStandinLLM:
+    """A deterministic OpenAI-compatible chat endpoint playing the service's assistant model.
+
+    Real HTTP on loopback, so LiteLLM and ADK's LlmAgent run unchanged. It asks
+    for list_domains when the user mentions domains, for run_tau2_evaluation
+    when the user says "evaluate <url> ... task <id>", for get_evaluation of the
+    evaluation the system instruction names when the user asks for results; after
+    a tool result it states what the tool returned. It records every request.
+    """
+
+    MODEL = "openai/service-standin"
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    def app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        async def completions(request: Any) -> Any:
+            body = await request.json()
+            self.requests.append(body)
+            message = self.reply(body["messages"])
+            return JSONResponse({
+                "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
+                "model": body.get("model", "standin"),
+                "choices": [{"index": 0, "message": message,
+                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            })
+
+        return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+    @staticmethod
+    def _text(message: dict[str, Any]) -> str:
+        content = message.get("content")
+        if isinstance(content, list):
+            return " ".join(c.get("text", "") for c in content if isinstance(c, dict))
+        return content or ""
+
+    def reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        import json
+        import re
+
+        last = messages[-1]
+        if last["role"] == "tool":
+            result = json.loads(self._text(last))
+            if "domains" in result:
+                return {"role": "assistant",
+                        "content": "I can evaluate on: " + ", ".join(d["domain"] for d in result["domains"])}
+            if "evaluation_id" in result:
+                reward = (result.get("result") or {}).get("metrics", {}).get("avg_reward")
+                return {"role": "assistant", "content": f"Evaluation {result['evaluation_id']} is "
+                                                        f"{result['status']}; average reward {reward}."}
+            return {"role": "assistant", "content": f"The tool said: {result}"}
+        text = self._text(last)
+        system = " ".join(self._text(m) for m in messages if m["role"] in ("system", "developer"))
+        if "domain" in text:
+            return self._call("list_domains", {})
+        if text.startswith("Evaluate"):
+            endpoint = re.search(r"https?://\S+", text).group(0)
+            task = re.search(r"task (\d+)", text).group(1)
+            return self._call("run_tau2_evaluation", {"domain": "airline", "agent_endpoint": endpoint,
+                                                      "user": "scripted_user", "user_llm": "scripted",
+                                                      "task_ids": [task]})
+        found = re.search(r"ev-[0-9a-f]{12}", system)
+        if "result" in text and found:
+            return self._call("get_evaluation", {"evaluation_id": found.group(0)})
+        return {"role": "assistant", "content": "Ask me about domains or results."}
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        import json
+
+        return {"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"call_{len(self.requests)}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}]}
