@@ -1,0 +1,366 @@
+"""Scale against a slow agent: --max-concurrency N against 1, measured side by side in one run.
+
+The agent is the reference oracle waiting a fixed delay before each reply,
+served in its own process (so it does not share this process's interpreter)
+behind a middleware that sees every request: the client's TCP connection
+(address and port), the A2A context, and the time it took on the agent's side.
+
+This process runs tau2 four times on the same tasks: the same oracle with the
+same delay in-process as a native tau2 agent (no protocol), then over A2A,
+each at concurrency 1 and N. It prints wall and CPU times, peak memory, the
+connections the agent saw, and the speed-ups against their ideals:
+
+- the native arm's speed-up: what tau2 itself reaches with an agent that
+  costs nothing but its delay; the ideal for the A2A client;
+- the CPU bound: waiting on the agent overlaps across workers, tau2's own
+  work (three environments per simulation, the evaluation) runs in threads
+  of one interpreter and does not, so the wall time at N is at least
+  max(T1 / min(N, simulations), CPU seconds at concurrency 1);
+- the naive bound min(N, simulations).
+
+    python bench/scale_slow_agent.py --delay 0.5 --concurrency 32                  # the whole airline set
+    python bench/scale_slow_agent.py --delay 0.5 --concurrency 32 --num-tasks 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import httpx  # noqa: E402
+
+STATS_PATH = "/_bench/stats"
+RESET_PATH = "/_bench/reset"
+
+
+class ConnectionCounter:
+    """ASGI middleware: what the agent sees of its clients' connections.
+
+    Per request it keeps the client's (address, port), the A2A context, and
+    when it came and went; from these, `stats` derives the figures below.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.reset()
+
+    def reset(self) -> None:
+        self.records: list[tuple[tuple[str, int], str, float, float]] = []  # (client, context, start, end)
+        self.in_flight = 0
+        self.peak_in_flight = 0
+
+    def stats(self) -> dict[str, Any]:
+        records = self.records
+        busy = sum(end - start for _, _, start, end in records)
+        return {
+            "connections": len({client for client, _, _, _ in records}),
+            "shared_connections": shared_connections(records),
+            "requests": len(records),
+            "peak_in_flight": self.peak_in_flight,
+            "mean_request_ms": round(1000 * busy / len(records), 1) if records else None,
+            "rss_mb": rss_mb(),
+        }
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["path"] in (STATS_PATH, RESET_PATH):
+            if scope["path"] == RESET_PATH:
+                self.reset()
+            await _send_json(send, self.stats())
+            return
+        seen = bytearray()  # request and response bodies: the context id is in one of them
+
+        async def receive_and_keep() -> dict:
+            event = await receive()
+            seen.extend(event.get("body", b""))
+            return event
+
+        async def send_and_keep(event: dict) -> None:
+            seen.extend(event.get("body", b""))
+            await send(event)
+
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        started = time.perf_counter()
+        try:
+            await self.app(scope, receive_and_keep, send_and_keep)
+        finally:
+            self.in_flight -= 1
+            match = _CONTEXT_ID.search(bytes(seen))
+            self.records.append((tuple(scope["client"]), match.group(1).decode() if match else "",
+                                 started, time.perf_counter()))
+
+
+_CONTEXT_ID = re.compile(rb'"context_?[iI]d"\s*:\s*"([^"]+)"')
+
+
+def shared_connections(records: list[tuple[tuple[str, int], str, float, float]]) -> int:
+    """Connections that carried a request of one simulation while another they had served was still running.
+
+    tau2 runs each simulation in one worker from start to end, so a connection
+    private to a worker only moves to the next simulation after the last
+    request of the previous one. A connection that moves on earlier is shared
+    between workers.
+    """
+    last_end: dict[str, float] = {}
+    for _, context, _, end in records:
+        last_end[context] = max(end, last_end.get(context, end))
+    by_client: dict[tuple[str, int], list[tuple[float, str]]] = {}
+    for client, context, start, _ in records:
+        if context:
+            by_client.setdefault(client, []).append((start, context))
+    shared = 0
+    for requests in by_client.values():
+        requests.sort()
+        if any(before != after and last_end[before] > start
+               for (_, before), (start, after) in zip(requests, requests[1:])):
+            shared += 1
+    return shared
+
+
+async def _send_json(send: Any, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def rss_mb() -> float:
+    """This process's resident memory now (Linux /proc), in MiB."""
+    with open("/proc/self/statm") as statm:
+        pages = int(statm.read().split()[1])
+    return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+
+
+def oracle_app(url: str, delay: float) -> ConnectionCounter:
+    """The reference oracle, `delay` seconds per reply, behind the counter."""
+    from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+    from tau2_a2a.serving import a2a_app
+
+    return ConnectionCounter(a2a_app(OracleExecutor(delay=delay), oracle_card(url)))
+
+
+def serve(port: int, delay: float, keep_alive: float) -> None:
+    """Server mode: the counted oracle in the foreground."""
+    import uvicorn
+
+    url = f"http://127.0.0.1:{port}"
+    uvicorn.run(oracle_app(url, delay), host="127.0.0.1", port=port, log_level="warning",
+                timeout_keep_alive=keep_alive)
+
+
+class MemorySampler:
+    """Peak resident memory of this process while a run goes on."""
+
+    def __init__(self, interval: float = 0.1) -> None:
+        self.interval = interval
+        self.peak = rss_mb()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, rss_mb())
+
+    def __enter__(self) -> "MemorySampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_mb())
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class SlowNativeOracle:
+    """The oracle as a native tau2 agent that sleeps `llm_args["delay"]` seconds before each reply."""
+
+    NAME = "slow_oracle_agent"
+
+    @classmethod
+    def register(cls) -> None:
+        from tau2.registry import registry
+
+        from tau2_a2a.reference.native_oracle import NativeOracleAgent
+
+        class Agent(NativeOracleAgent):
+            def generate_next_message(self, message, state):  # type: ignore[no-untyped-def]
+                time.sleep(float(self.llm_args.get("delay", 0.0)))
+                return super().generate_next_message(message, state)
+
+        if cls.NAME not in registry.get_info().agents:
+            registry.register_agent(Agent, cls.NAME)
+
+
+def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency: int, delay: float,
+            results_dir: Path) -> dict[str, Any]:
+    """One evaluation of `arm` ("native" or "a2a") at `concurrency`: times, memory, what the agent saw."""
+    import tau2_a2a  # noqa: F401  (registers the agents and the user)
+    from tau2.data_model.simulation import RunConfig
+    from tau2.run import run_domain
+
+    from tau2_a2a.client.run import evaluate
+    from tau2_a2a.client.session import sessions
+    from tau2_a2a.config import A2AConfig
+
+    httpx.post(f"{url}{RESET_PATH}").raise_for_status()
+    config = RunConfig(
+        domain=domain, agent=SlowNativeOracle.NAME, llm_agent="slow-oracle", llm_args_agent={"delay": delay},
+        user="scripted_user", llm_user="scripted", llm_args_user={}, llm_args_judge={}, num_tasks=num_tasks,
+        max_concurrency=concurrency, save_to=f"{arm}_concurrency_{concurrency}", results_dir=str(results_dir),
+    )
+    rss_before, load_before, cpu_before = rss_mb(), os.getloadavg()[0], cpu_seconds()
+    with MemorySampler() as memory:
+        started = time.perf_counter()
+        if arm == "native":
+            results, protocol = run_domain(config), None
+        else:
+            config.llm_args_agent = {}
+            outcome = evaluate(config, A2AConfig(endpoint=url))
+            results, protocol = outcome.results, outcome.report["run"]
+        wall = time.perf_counter() - started
+    simulations = results.simulations
+    measured = {
+        "arm": arm,
+        "concurrency": concurrency,
+        "simulations": len(simulations),
+        "reward_1": sum(1 for s in simulations if s.reward_info and s.reward_info.reward == 1.0),
+        "wall_s": wall,
+        "cpu_s": cpu_seconds() - cpu_before,
+        "load_average_1min": [load_before, os.getloadavg()[0]],
+        "rss_before_mb": rss_before,
+        "rss_peak_mb": memory.peak,
+        "rss_after_mb": rss_mb(),
+    }
+    if protocol is not None:
+        measured["a2a_wait_s"] = protocol["a2a_time_s"]
+        measured["a2a_request_ms_mean"] = round(1000 * protocol["a2a_time_s"] / protocol["requests"], 1)
+        measured["a2a_sessions"] = len(sessions._sessions)
+        measured["server"] = httpx.get(f"{url}{STATS_PATH}").json()
+    return measured
+
+
+def wait_for(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit("the oracle server exited")
+        try:
+            if httpx.get(f"{url}/.well-known/agent-card.json", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"the oracle server did not answer at {url}")
+
+
+def report(native_1: dict[str, Any] | None, native_n: dict[str, Any] | None,
+           a2a_1: dict[str, Any], a2a_n: dict[str, Any]) -> str:
+    n, sims = a2a_n["concurrency"], a2a_1["simulations"]
+    runs = [r for r in (native_1, native_n, a2a_1, a2a_n) if r is not None]
+    lines = [f"{sims} simulations per run; all runs side by side in this process",
+             f"{'':36}" + "".join(f"{r['arm'] + ' c' + str(r['concurrency']):>14}" for r in runs)]
+
+    def row(label: str, value: Any) -> None:
+        lines.append(f"{label:36}" + "".join(f"{value(r):>14}" for r in runs))
+
+    def server(key: str) -> Any:
+        return lambda r: r["server"][key] if "server" in r else "-"
+
+    row("wall time (s)", lambda r: f"{r['wall_s']:.1f}")
+    row("CPU of this process (s)", lambda r: f"{r['cpu_s']:.1f}")
+    row("simulations with reward 1.0", lambda r: r["reward_1"])
+    row("peak RSS (MiB)", lambda r: f"{r['rss_peak_mb']:.0f}")
+    row("RSS after (MiB)", lambda r: f"{r['rss_after_mb']:.0f}")
+    row("1-min load average at start", lambda r: f"{r['load_average_1min'][0]:.1f}")
+    row("A2A sessions (HTTP pools)", lambda r: r.get("a2a_sessions", "-"))
+    row("A2A request time, client (ms)", lambda r: r.get("a2a_request_ms_mean", "-"))
+    row("agent: request time, its side (ms)", server("mean_request_ms"))
+    row("agent: requests", server("requests"))
+    row("agent: peak requests in flight", server("peak_in_flight"))
+    row("agent: TCP connections seen", server("connections"))
+    row("agent: connections shared by workers", server("shared_connections"))
+    row("agent: RSS after (MiB)", server("rss_mb"))
+
+    speedup = a2a_1["wall_s"] / a2a_n["wall_s"]
+    cpu_ideal = a2a_1["wall_s"] / max(a2a_1["wall_s"] / min(n, sims), a2a_1["cpu_s"])
+    lines.append(f"A2A speed-up at concurrency {n} over 1: {speedup:.2f}x")
+    if native_1 is not None and native_n is not None:
+        native = native_1["wall_s"] / native_n["wall_s"]
+        lines.append(f"native speed-up (same oracle and delay, no protocol): {native:.2f}x;  "
+                     f"A2A reaches {speedup / native:.0%} of it")
+    lines.append(f"CPU-bound ideal: {cpu_ideal:.2f}x (CPU at concurrency 1: {a2a_1['cpu_s']:.1f} s);  "
+                 f"A2A reaches {speedup / cpu_ideal:.0%} of it")
+    lines.append(f"naive bound min({n}, {sims}) = {min(n, sims)}x;  A2A reaches {speedup / min(n, sims):.0%} of it")
+    stats = a2a_n["server"]
+    lines.append(
+        f"connections at concurrency {n}: {stats['connections']} for {stats['requests']} requests, peak "
+        f"{stats['peak_in_flight']} in flight; {stats['shared_connections']} moved to another simulation while one "
+        "they had served was still running, which a connection private to a worker never does"
+    )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--domain", default="airline")
+    parser.add_argument("--num-tasks", type=int, default=None, help="Tasks to run (default: the whole domain)")
+    parser.add_argument("--delay", type=float, default=0.5, help="Agent delay per reply in seconds")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--keep-alive", type=float, default=5.0,
+                        help="The agent server's keep-alive timeout in seconds (uvicorn's default: 5)")
+    parser.add_argument("--results-dir", default=None, help="Keep the results here (default: a temp dir)")
+    parser.add_argument("--skip-native", action="store_true", help="Only the A2A runs (half the time)")
+    parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve, args.delay, args.keep_alive)
+        return 0
+
+    from tau2_a2a.serving import free_port
+
+    SlowNativeOracle.register()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--delay", str(args.delay),
+                               "--keep-alive", str(args.keep_alive)])
+    runs: dict[str, dict[str, Any] | None] = {"native_1": None, "native_n": None}
+    try:
+        wait_for(url, server)
+        with tempfile.TemporaryDirectory() as scratch:
+            results_dir = Path(args.results_dir or scratch)
+            for concurrency, suffix in ((1, "1"), (args.concurrency, "n")):
+                arms = ("a2a",) if args.skip_native else ("native", "a2a")
+                for arm in arms:
+                    runs[f"{arm}_{suffix}"] = measure(arm, url, args.domain, args.num_tasks, concurrency,
+                                                      args.delay, results_dir)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    print(f"\nagent delay per reply: {args.delay} s; agent keep-alive: {args.keep_alive} s")
+    print(report(runs["native_1"], runs["native_n"], runs["a2a_1"], runs["a2a_n"]))
+    print(json.dumps(runs, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""Protocol A/B: tau2's native `llm_agent` against the same model behind the baseline A2A agent.
+
+Both arms run the same tasks, trials, seeds and user simulator with the same
+model and LLM arguments; the A2A arm's agent is served on loopback by this
+process. What differs is the protocol, so the table shows what it costs:
+reward and pass^k, per-task agreement, agent tokens and cost, latency.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import statistics
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tau2.data_model.message import AssistantMessage
+from tau2.data_model.simulation import Results, RunConfig
+from tau2.metrics.agent_metrics import compute_metrics, is_successful
+from tau2.run import run_domain
+
+from tau2_a2a.client.run import _resume_without_prompt, evaluate, results_path_for, scrub_secrets
+from tau2_a2a.config import A2AConfig, ConfigError
+from tau2_a2a.reference.fidelity import trajectory_signature
+from tau2_a2a.reference.llm_agent import LLMExecutor, Usage, llm_agent_card
+from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
+
+NATIVE_AGENT = "llm_agent"
+ARM_TITLES = {"native": "native llm_agent", "a2a": "baseline agent over A2A"}
+
+
+@dataclass
+class Arm:
+    """One arm's run: its results, where they are, and what the agent's LLM used."""
+
+    results: Results
+    results_path: Path
+    wall_seconds: float
+    usage: Usage
+    protocol: dict[str, Any] | None = None  # the A2A arm's protocol metrics ("run" section)
+
+
+@dataclass
+class ABOutcome:
+    native: Arm
+    a2a: Arm
+    comparison: dict[str, Any]
+    table: str
+    table_path: Path
+    json_path: Path
+
+
+def run_ab(config: RunConfig) -> ABOutcome:
+    """Run both arms of `config` (its llm_agent is the model under test), then compare and save."""
+    if not config.llm_agent:
+        raise ConfigError("Name the model: tau2-a2a ab DOMAIN --model MODEL.")
+    base = config.save_to or default_run_name(config)
+    if config.llm_args_judge is None:
+        config.llm_args_judge = {}
+    native = _run_native(config.model_copy(deep=True, update={"agent": NATIVE_AGENT, "save_to": f"{base}_native"}))
+    a2a = _run_a2a(config.model_copy(deep=True, update={"save_to": f"{base}_a2a"}))
+    comparison = compare(native, a2a, config)
+    table = format_table(comparison)
+    directory = native.results_path.parent
+    table_path, json_path = directory / f"{base}_ab.txt", directory / f"{base}_ab.json"
+    table_path.write_text(table + "\n")
+    json_path.write_text(json.dumps(comparison, indent=2))
+    return ABOutcome(native, a2a, comparison, table, table_path, json_path)
+
+
+def default_run_name(config: RunConfig) -> str:
+    model = re.sub(r"[^A-Za-z0-9._-]+", "-", config.llm_agent).strip("-")
+    return f"ab_{config.domain}_{model}_{datetime.now().strftime('%Y%m%dT%H%M%S')}"
+
+
+def agent_llm_args(config: RunConfig) -> dict[str, Any]:
+    """The LiteLLM arguments tau2's run_domain gives its agent, for the A2A arm's agent too."""
+    args = dict(config.llm_args_agent or {})
+    args["num_retries"] = config.max_retries
+    if config.agent_api_key:
+        args["api_key"] = os.getenv(config.agent_api_key) or "dummy_key"
+    if "base_url" in args:
+        args["base_url"] = args["base_url"].removesuffix("/chat/completions")
+    return args
+
+
+def _run_native(config: RunConfig) -> Arm:
+    path = results_path_for(config)
+    started = time.perf_counter()
+    with _resume_without_prompt(path.exists()):
+        results = run_domain(config)
+    wall = time.perf_counter() - started
+    scrub_secrets(path)
+    return Arm(results, path, wall, _native_usage(results))
+
+
+def _run_a2a(config: RunConfig) -> Arm:
+    executor = LLMExecutor(config.llm_agent, agent_llm_args(config))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with BackgroundServer(a2a_app(executor, llm_agent_card(url, config.llm_agent)), port=port):
+        started = time.perf_counter()
+        outcome = evaluate(config, A2AConfig(endpoint=url))
+        wall = time.perf_counter() - started
+    report = outcome.report["run"] if outcome.report else None
+    return Arm(outcome.results, outcome.results_path, wall, executor.usage, report)
+
+
+def _native_usage(results: Results) -> Usage:
+    """tau2's llm_agent keeps each reply's usage and cost in the trajectory."""
+    usage = Usage()
+    for simulation in results.simulations:
+        for message in simulation.messages:
+            if isinstance(message, AssistantMessage) and message.usage is not None:
+                usage.calls += 1
+                usage.prompt_tokens += int(message.usage.get("prompt_tokens") or 0)
+                usage.completion_tokens += int(message.usage.get("completion_tokens") or 0)
+                usage.cost += _number(message.cost)
+    return usage
+
+
+def _number(value: Any) -> float:
+    """A cost as a number: unknown (None) or NaN counts as 0.0."""
+    return 0.0 if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def _reward(simulation: Any) -> float:
+    return _number(simulation.reward_info.reward if simulation.reward_info else None)
+
+
+def _turn_latencies_ms(results: Results) -> list[float]:
+    """Time from the message an agent answered to its reply, from the trajectory's timestamps."""
+    latencies = []
+    for simulation in results.simulations:
+        messages = simulation.messages
+        for previous, message in zip(messages, messages[1:]):
+            if isinstance(message, AssistantMessage) and previous.timestamp and message.timestamp:
+                delta = datetime.fromisoformat(message.timestamp) - datetime.fromisoformat(previous.timestamp)
+                latencies.append(delta.total_seconds() * 1000.0)
+    return latencies
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(round(q / 100.0 * (len(ordered) - 1))))], 1)
+
+
+def _arm_summary(arm: Arm) -> dict[str, Any]:
+    results = arm.results
+    simulations = results.simulations
+    pass_hat_ks = {f"pass^{k}": round(float(v), 4) for k, v in compute_metrics(results).pass_hat_ks.items()} \
+        if simulations else {}
+    latencies = _turn_latencies_ms(results)
+    summary = {
+        "results": str(arm.results_path),
+        "simulations": len(simulations),
+        "average_reward": round(statistics.fmean(_reward(s) for s in simulations), 4) if simulations else None,
+        **pass_hat_ks,
+        "agent_llm_calls": arm.usage.calls,
+        "agent_prompt_tokens": arm.usage.prompt_tokens,
+        "agent_completion_tokens": arm.usage.completion_tokens,
+        "agent_cost_usd": round(arm.usage.cost, 6),
+        "agent_turn_latency_ms_p50": _percentile(latencies, 50),
+        "agent_turn_latency_ms_p95": _percentile(latencies, 95),
+        "mean_simulation_s": round(statistics.fmean(float(s.duration) for s in simulations), 3)
+        if simulations else None,
+        "wall_time_s": round(arm.wall_seconds, 3),
+    }
+    if arm.protocol is not None:
+        summary["a2a_requests"] = arm.protocol["requests"]
+        summary["a2a_failed_requests"] = arm.protocol["failed_requests"]
+        summary["a2a_request_ms_p50"] = arm.protocol["latency_ms"]["p50"]
+        summary["a2a_bytes_sent"] = arm.protocol["bytes"]["request"]
+        summary["a2a_bytes_received"] = arm.protocol["bytes"]["response"]
+    return summary
+
+
+def compare(native: Arm, a2a: Arm, config: RunConfig) -> dict[str, Any]:
+    """Both arms side by side, and how far they agree task by task."""
+    left = {(s.task_id, s.trial): s for s in native.results.simulations}
+    right = {(s.task_id, s.trial): s for s in a2a.results.simulations}
+    shared = sorted(set(left) & set(right), key=lambda key: (str(key[0]), key[1] or 0))
+    agreement = {"both_pass": 0, "both_fail": 0, "differ": 0}
+    differing, same_trajectory = [], 0
+    for key in shared:
+        passed = is_successful(_reward(left[key])), is_successful(_reward(right[key]))
+        if passed[0] and passed[1]:
+            agreement["both_pass"] += 1
+        elif not passed[0] and not passed[1]:
+            agreement["both_fail"] += 1
+        else:
+            agreement["differ"] += 1
+            differing.append({"task_id": key[0], "trial": key[1],
+                              "native_reward": _reward(left[key]), "a2a_reward": _reward(right[key])})
+        same_trajectory += trajectory_signature(left[key]) == trajectory_signature(right[key])
+    return {
+        "domain": config.domain,
+        "model": config.llm_agent,
+        "user": config.user,
+        "user_llm": config.llm_user,
+        "num_trials": config.num_trials,
+        "seed": config.seed,
+        "arms": {"native": _arm_summary(native), "a2a": _arm_summary(a2a)},
+        "agreement": {**agreement, "pairs": len(shared), "only_in_one_arm": len(set(left) ^ set(right)),
+                      "identical_trajectories": same_trajectory, "differing": differing},
+    }
+
+
+_ROWS = [
+    ("simulations", "simulations", "{}"),
+    ("average reward", "average_reward", "{:.4f}"),
+    ("agent LLM calls", "agent_llm_calls", "{}"),
+    ("agent prompt tokens", "agent_prompt_tokens", "{}"),
+    ("agent completion tokens", "agent_completion_tokens", "{}"),
+    ("agent cost (USD)", "agent_cost_usd", "{:.4f}"),
+    ("agent turn latency p50 (ms)", "agent_turn_latency_ms_p50", "{:.1f}"),
+    ("agent turn latency p95 (ms)", "agent_turn_latency_ms_p95", "{:.1f}"),
+    ("mean simulation time (s)", "mean_simulation_s", "{:.3f}"),
+    ("wall time (s)", "wall_time_s", "{:.1f}"),
+    ("A2A requests (failed)", "a2a_requests", "{}"),
+    ("A2A request p50 (ms)", "a2a_request_ms_p50", "{:.1f}"),
+    ("A2A bytes sent / received", "a2a_bytes_sent", "{}"),
+]
+
+
+def format_table(comparison: dict[str, Any]) -> str:
+    """The side-by-side table printed at the end of `tau2-a2a ab`."""
+    native, a2a = comparison["arms"]["native"], comparison["arms"]["a2a"]
+    pass_rows = [(key, key, "{:.4f}") for key in native if key.startswith("pass^")]
+    rows = _ROWS[:2] + pass_rows + _ROWS[2:]
+
+    def cell(summary: dict[str, Any], key: str, fmt: str) -> str:
+        value = summary.get(key)
+        if value is None:
+            return "-"
+        if key == "a2a_requests":
+            return f"{value} ({summary['a2a_failed_requests']})"
+        if key == "a2a_bytes_sent":
+            return f"{value} / {summary['a2a_bytes_received']}"
+        return fmt.format(value)
+
+    width = max(len(label) for label, _, _ in rows) + 2
+    lines = [
+        f"Protocol A/B on {comparison['domain']}: model {comparison['model']}, user {comparison['user']}"
+        f" ({comparison['user_llm']}), {comparison['num_trials']} trial(s), seed {comparison['seed']}",
+        f"{'':{width}}{ARM_TITLES['native']:>24}{ARM_TITLES['a2a']:>26}",
+    ]
+    for label, key, fmt in rows:
+        lines.append(f"{label:{width}}{cell(native, key, fmt):>24}{cell(a2a, key, fmt):>26}")
+    agreement = comparison["agreement"]
+    lines.append(
+        f"per-task agreement over {agreement['pairs']} (task, trial) pairs: both pass {agreement['both_pass']}, "
+        f"both fail {agreement['both_fail']}, differ {agreement['differ']}"
+        + (f", only in one arm {agreement['only_in_one_arm']}" if agreement["only_in_one_arm"] else "")
+    )
+    lines.append(f"identical trajectories (calls, arguments, results, texts): "
+                 f"{agreement['identical_trajectories']}/{agreement['pairs']}")
+    for row in agreement["differing"]:
+        lines.append(f"  differs: task {row['task_id']} trial {row['trial']}: "
+                     f"native {row['native_reward']:.2f}, A2A {row['a2a_reward']:.2f}")
+    lines.append("A2A arm tokens and cost: as the baseline agent counted them for the simulations this command ran.")
+    return "\n".join(lines)

@@ -1,0 +1,240 @@
+"""The baseline LLM agent: tau2's native `llm_agent`, served over A2A.
+
+Copy this file to make your own agent tau2-ready. The tau2 client sends
+(see `tau2_a2a.protocol.messages`, decoded here by `read_turn`):
+- first message of a context: tau2's system prompt (instructions and policy),
+  the tool schemas, the conversation so far (tau2's greeting), the user's words;
+- later messages: the user's words, or the results of the tools it called.
+It answers with a data part {"tool_calls": [...]}, text for the user, or both.
+
+The LiteLLM request is the one tau2's `LLMAgent` makes: the same system
+prompt, tool schemas, message shapes and `tool_choice="auto"`. So with the
+same model the two agents differ only by the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import litellm
+from a2a.helpers import new_message, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.types import AgentCard, AgentSkill, Part
+from a2a.utils.errors import InternalError, InvalidParamsError
+
+from tau2_a2a.protocol.messages import IncomingTurn, read_turn, tool_calls_reply
+from tau2_a2a.protocol.toolcalls import ToolCallRequest
+from tau2_a2a.serving import agent_card
+
+log = logging.getLogger("tau2_a2a.llm_agent")
+
+DEFAULT_IDLE_TIMEOUT_SECONDS = 3600.0
+DEFAULT_NUM_RETRIES = 3  # tau2's default --max-retries
+USAGE_METADATA_KEY = "llm_usage"
+
+
+@dataclass
+class Usage:
+    """LLM calls, tokens and cost (USD; 0.0 when LiteLLM has no price for the model)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    def add(self, other: "Usage") -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost += other.cost
+
+
+@dataclass
+class Conversation:
+    """One A2A context: the chat so far, as tau2's LLMAgent would send it."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    last_used: float
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class LLMExecutor(AgentExecutor):
+    """Answers each turn with one LiteLLM completion; one conversation per context_id.
+
+    Conversations idle for more than `idle_timeout` seconds are forgotten, so a
+    long-running server keeps only the contexts in use.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        llm_args: dict[str, Any] | None = None,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.model = model
+        self.llm_args = dict(llm_args or {})
+        self.idle_timeout = idle_timeout
+        self.clock = clock
+        self.conversations: dict[str, Conversation] = {}
+        self.usage = Usage()  # totals over every conversation this executor served
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        self._forget_idle()
+        turn = read_turn(context.message)
+        conversation = self._conversation(context.context_id, turn)
+        async with conversation.lock:  # a failed turn leaves the conversation as it was
+            incoming = _incoming_messages(turn)
+            content, calls, usage = await self._complete(conversation.messages + incoming, conversation.tools)
+            conversation.messages += [*incoming, _assistant_message(content, calls)]
+            conversation.last_used = self.clock()
+        self.usage.add(usage)
+        parts: list[Part] = [new_text_part(content)] if content else []
+        if calls:
+            parts += tool_calls_reply(calls)
+        reply = new_message(parts, context_id=context.context_id)
+        reply.metadata.update({USAGE_METADATA_KEY: {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cost": usage.cost,
+        }})
+        await event_queue.enqueue_event(reply)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        self.conversations.pop(context.context_id, None)
+
+    def _conversation(self, context_id: str, turn: IncomingTurn) -> Conversation:
+        """Start a conversation on a first message (it carries the system prompt); else continue one."""
+        if turn.system is not None:
+            history = [_history_message(entry) for entry in turn.history or []]
+            conversation = Conversation(
+                messages=[{"role": "system", "content": turn.system}, *history],
+                tools=turn.tools or [],
+                last_used=self.clock(),
+            )
+            self.conversations[context_id] = conversation
+            return conversation
+        conversation = self.conversations.get(context_id)
+        if conversation is None:
+            raise InvalidParamsError(
+                message=f"Unknown or expired context {context_id!r}: a conversation starts with a message "
+                f"carrying the system prompt and tools (idle contexts are forgotten after "
+                f"{self.idle_timeout:g} s)."
+            )
+        return conversation
+
+    def _forget_idle(self) -> None:
+        now = self.clock()
+        for context_id, conversation in list(self.conversations.items()):
+            if now - conversation.last_used > self.idle_timeout and not conversation.lock.locked():
+                del self.conversations[context_id]
+
+    async def _complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> tuple[str | None, list[ToolCallRequest], Usage]:
+        """The model's next turn, asked for as tau2's `generate` asks: an empty reply is asked again."""
+        usage = Usage()
+        retries = int(self.llm_args.get("num_retries", DEFAULT_NUM_RETRIES))
+        attempt = 0
+        while True:
+            try:
+                response = await litellm.acompletion(
+                    model=self.model,
+                    messages=messages,
+                    tools=tools or None,
+                    tool_choice="auto" if tools else None,
+                    drop_params=True,
+                    **self.llm_args,
+                )
+            except Exception as error:
+                message = _redact(f"LLM call to {self.model} failed: {type(error).__name__}: {error}", self.llm_args)
+                log.error("%s", message)
+                raise InternalError(message=message[:500]) from None
+            usage.add(_usage(response))
+            choice = response.choices[0].message
+            calls = [
+                ToolCallRequest(name=call.function.name, arguments=json.loads(call.function.arguments or "{}"),
+                                id=call.id)
+                for call in choice.tool_calls or []
+            ]
+            if (choice.content or "").strip() or calls or attempt >= retries:
+                return choice.content, calls, usage
+            attempt += 1
+            log.warning("Empty reply from %s; asking again (%d/%d)", self.model, attempt, retries)
+
+
+def _usage(response: Any) -> Usage:
+    usage = Usage(calls=1, cost=_cost(response))
+    if response.get("usage") is not None:
+        usage.prompt_tokens = response.usage.prompt_tokens or 0
+        usage.completion_tokens = response.usage.completion_tokens or 0
+    return usage
+
+
+def _incoming_messages(turn: IncomingTurn) -> list[dict[str, Any]]:
+    """The user's words or the tool results of one turn, as chat messages."""
+    messages: list[dict[str, Any]] = []
+    if turn.user_text is not None:
+        messages.append({"role": "user", "content": turn.user_text})
+    for result in turn.tool_results:
+        messages.append({"role": "tool", "content": result.content, "tool_call_id": result.id})
+    return messages
+
+
+def _assistant_message(content: str | None, calls: list[ToolCallRequest]) -> dict[str, Any]:
+    """An assistant turn in the shape tau2's `to_litellm_messages` gives it."""
+    tool_calls = [
+        {"id": c.id, "name": c.name, "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+         "type": "function"}
+        for c in calls
+    ]
+    return {"role": "assistant", "content": content, "tool_calls": tool_calls or None}
+
+
+def _history_message(entry: dict[str, Any]) -> dict[str, Any]:
+    """A message of the conversation so far (tau2's greeting, or a task's prior history)."""
+    role, content = entry.get("role"), entry.get("content")
+    if role == "assistant":
+        calls = [ToolCallRequest(name=c["name"], arguments=c.get("arguments") or {}, id=c.get("id"))
+                 for c in entry.get("tool_calls") or []]
+        return _assistant_message(content, calls)
+    if role == "tool":
+        return {"role": "tool", "content": content, "tool_call_id": entry.get("id")}
+    return {"role": "user", "content": content}
+
+
+def _cost(response: Any) -> float:
+    """LiteLLM's price for the call; 0.0 for models it has no price for (as tau2 does)."""
+    try:
+        return float(litellm.completion_cost(completion_response=response) or 0.0)
+    except Exception:
+        return 0.0
+
+
+def _redact(text: str, llm_args: dict[str, Any]) -> str:
+    key = llm_args.get("api_key")
+    return text.replace(key, "***") if isinstance(key, str) and key else text
+
+
+def llm_agent_card(url: str, model: str) -> AgentCard:
+    return agent_card(
+        name=f"tau2 baseline LLM agent ({model})",
+        description=f"tau2's llm_agent over A2A, backed by the LiteLLM model {model}.",
+        url=url,
+        skills=[
+            AgentSkill(
+                id="tau2-llm-agent",
+                name="tau2 baseline LLM agent",
+                description="Follows the policy and tools given in the first message; answers with "
+                "tool calls or text, like tau2's llm_agent.",
+                tags=["tau2", "baseline"],
+            )
+        ],
+    )

@@ -1,0 +1,93 @@
+"""A deterministic OpenAI-compatible chat server standing in for the LLM provider.
+
+It plays the agent of a tau2 task named by the scripted user's marker
+("[tau2-task domain=airline id=N]"): after k tool results it asks for the
+task's golden action k, then says the task's communicate_info. Real HTTP on
+loopback, so LiteLLM, tau2's llm_agent and the baseline A2A agent all run
+unchanged. It records every request body it receives.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Callable
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tau2_a2a.reference.oracle_script import find_marker, oracle_steps
+
+MODEL = "openai/standin"
+NO_MARKER = "I can only play tasks named by a [tau2-task domain=... id=...] line."
+
+
+class StandinLLM:
+    """The chat completions endpoint and the log of what it was asked."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.api_base = ""  # set once served: the URL LiteLLM's `api_base` takes
+        self._lock = threading.Lock()
+
+    @classmethod
+    def serve(cls, serve: Callable[[Callable[[str], Any]], Any]) -> "StandinLLM":
+        """Start one on loopback with the tests' `serve` fixture."""
+        llm = cls()
+        server = serve(lambda url: llm.app())
+        llm.api_base = f"{server.url}/v1"
+        return llm
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[
+            Route("/v1/chat/completions", self.completions, methods=["POST"]),
+            Route("/chat/completions", self.completions, methods=["POST"]),
+        ])
+
+    async def completions(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        with self._lock:
+            self.requests.append(body)
+        message = self.reply(body.get("messages", []))
+        prompt_tokens = len(json.dumps([body.get("messages"), body.get("tools")], sort_keys=True)) // 4
+        completion_tokens = len(json.dumps(message, sort_keys=True)) // 4
+        return JSONResponse({
+            "id": f"chatcmpl-standin-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "standin"),
+            "choices": [{
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+            }],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        })
+
+    @staticmethod
+    def reply(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The next golden action after as many tool results as seen so far, then the closing text."""
+        marker = next((found for m in messages if m.get("role") == "user"
+                       for found in [find_marker(m.get("content"))] if found), None)
+        if marker is None:
+            return {"role": "assistant", "content": NO_MARKER}
+        steps = oracle_steps(*marker)
+        done = sum(1 for m in messages if m.get("role") == "tool")
+        step = steps[min(done, len(steps) - 1)]
+        if step.tool_name is None:
+            return {"role": "assistant", "content": step.text}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{
+                "id": f"call_standin_{done}",
+                "type": "function",
+                "function": {"name": step.tool_name, "arguments": json.dumps(step.arguments or {})},
+            }],
+        }

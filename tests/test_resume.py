@@ -1,0 +1,86 @@
+"""A run killed with SIGKILL keeps its finished simulations; the same command resumes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tau2_a2a.serving import free_port
+
+TASKS = ["1", "2", "3", "5"]
+CLI = [sys.executable, "-m", "tau2_a2a.cli"]
+ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def _simulations(path: Path) -> list[dict] | None:
+    """The results file's simulations, or None while it is missing or being rewritten."""
+    try:
+        return json.loads(path.read_text())["simulations"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return None
+
+
+def _wait_for_card(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the oracle agent exited"
+        try:
+            if httpx.get(f"{url}/.well-known/agent-card.json", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"no agent card at {url}")
+
+
+def test_killed_run_resumes_without_redoing_finished_simulations(tmp_path):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    oracle = subprocess.Popen([*CLI, "agent", "oracle", "--delay", "0.3", "--port", str(port)],
+                              env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = [*CLI, "run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", url,
+           "--user", "scripted_user", "--task-ids", *TASKS, "--max-concurrency", "1",
+           "--save-to", "killed", "--results-dir", str(tmp_path)]
+    results_path = tmp_path / "killed.json"
+    try:
+        _wait_for_card(url, oracle)
+        first = subprocess.Popen(run, env=ENV, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 180
+        while len(_simulations(results_path) or []) < 2:
+            assert first.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline, "no two simulations within 180 s"
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(timeout=30) == -signal.SIGKILL
+
+        finished = _simulations(results_path)
+        assert finished is not None and 2 <= len(finished) < len(TASKS)
+        assert not (tmp_path / "killed_a2a_metrics.json").exists()
+
+        second = subprocess.run(run, env=ENV, stdin=subprocess.DEVNULL, capture_output=True,
+                                text=True, timeout=300)
+        assert second.returncode == 0, second.stderr[-3000:]
+    finally:
+        oracle.kill()
+        oracle.wait(timeout=30)
+
+    simulations = _simulations(results_path)
+    assert sorted(s["task_id"] for s in simulations) == sorted(TASKS)  # each task once: none redone
+    by_id = {s["id"]: s for s in simulations}
+    for before in finished:
+        assert by_id[before["id"]] == before  # kept as it was: same id, same trajectory, same times
+    assert all(s["reward_info"]["reward"] == 1.0 for s in simulations)
+
+    metrics = json.loads((tmp_path / "killed_a2a_metrics.json").read_text())
+    assert {m["simulation_id"] for m in metrics["simulations"]} == set(by_id)
+    assert all(m["summary"]["requests"] > 0 and m["summary"]["failed_requests"] == 0
+               for m in metrics["simulations"])
+    assert metrics["run"]["simulations"] == len(TASKS)
