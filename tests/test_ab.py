@@ -59,10 +59,11 @@ def test_both_arms_score_the_same_and_match(standin, tmp_path, monkeypatch, caps
     assert trajectory_differences(native_results, a2a_results) == []
     assert {s.task_id: s.reward_info.reward for s in a2a_results.simulations} == {"1": 1.0, "3": 1.0}
 
-    # Every LLM request was made twice, identically: once per arm.
-    bodies = Counter(json.dumps([b["messages"], b["tools"], b["tool_choice"]], sort_keys=True)
+    # Every LLM request was made twice, identically, with tau2's trial seed: once per arm.
+    bodies = Counter(json.dumps([b["messages"], b["tools"], b["tool_choice"], b.get("seed")], sort_keys=True)
                      for b in standin.requests)
     assert set(bodies.values()) == {2}
+    assert all(isinstance(b.get("seed"), int) for b in standin.requests)
 
     table = (tmp_path / "ab_ab.txt").read_text()
     assert "both pass 2, both fail 0, differ 0" in table and table.strip() in out

@@ -84,3 +84,19 @@ def test_killed_run_resumes_without_redoing_finished_simulations(tmp_path):
     assert all(m["summary"]["requests"] > 0 and m["summary"]["failed_requests"] == 0
                for m in metrics["simulations"])
     assert metrics["run"]["simulations"] == len(TASKS)
+
+
+def test_results_file_is_replaced_whole_never_cut_short(tmp_path: Path) -> None:
+    """tau2.run writes its results through an open that only replaces a complete file."""
+    import tau2.run
+
+    target = tmp_path / "run.json"
+    target.write_text('{"simulations": ["finished"]}')
+    with tau2.run.open(target, "w") as handle:
+        handle.write('{"simulations": ["finished", "half-writ')
+        assert target.read_text() == '{"simulations": ["finished"]}'  # a kill here loses nothing
+        handle.write('ten"]}')
+    assert target.read_text() == '{"simulations": ["finished", "half-written"]}'
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+    with tau2.run.open(target, "r") as handle:
+        assert handle.read().startswith('{"simulations"')

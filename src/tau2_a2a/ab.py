@@ -96,7 +96,7 @@ def _run_native(config: RunConfig) -> Arm:
         results = run_domain(config)
     wall = time.perf_counter() - started
     scrub_secrets(path)
-    return Arm(results, path, wall, _native_usage(results))
+    return Arm(results, path, wall, _trajectory_usage(results))
 
 
 def _run_a2a(config: RunConfig) -> Arm:
@@ -108,11 +108,12 @@ def _run_a2a(config: RunConfig) -> Arm:
         outcome = evaluate(config, A2AConfig(endpoint=url))
         wall = time.perf_counter() - started
     report = outcome.report["run"] if outcome.report else None
-    return Arm(outcome.results, outcome.results_path, wall, executor.usage, report)
+    return Arm(outcome.results, outcome.results_path, wall, _trajectory_usage(outcome.results), report)
 
 
-def _native_usage(results: Results) -> Usage:
-    """tau2's llm_agent keeps each reply's usage and cost in the trajectory."""
+def _trajectory_usage(results: Results) -> Usage:
+    """Each reply's LLM usage and cost, as kept in the trajectory: by tau2's llm_agent
+    natively, and by the A2A client from the usage the baseline agent reports."""
     usage = Usage()
     for simulation in results.simulations:
         for message in simulation.messages:
@@ -265,5 +266,4 @@ def format_table(comparison: dict[str, Any]) -> str:
     for row in agreement["differing"]:
         lines.append(f"  differs: task {row['task_id']} trial {row['trial']}: "
                      f"native {row['native_reward']:.2f}, A2A {row['a2a_reward']:.2f}")
-    lines.append("A2A arm tokens and cost: as the baseline agent counted them for the simulations this command ran.")
     return "\n".join(lines)

@@ -24,12 +24,15 @@ from tau2.data_model.message import (
     UserMessage,
 )
 from tau2.environment.tool import Tool
+from a2a.types import Message as A2AMessage
+from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.client.errors import AgentMalformedReply
 from tau2_a2a.client.metrics import RAW_DATA_KEY
 from tau2_a2a.client.session import A2ASession, sessions
 from tau2_a2a.config import A2AConfig
 from tau2_a2a.protocol.messages import (
+    USAGE_METADATA_KEY,
     ToolResult,
     conversation_start,
     reply_content,
@@ -70,6 +73,7 @@ class A2AAgent(LLMAgent):
         super().__init__(tools=tools, domain_policy=domain_policy, llm=llm, llm_args=llm_args)
         self.config = A2AConfig.from_llm_args(llm_args)
         self.session: A2ASession = sessions.get(self.config)
+        self.seed: int | None = None
         self.tool_schemas = [tool.openai_schema for tool in tools]
         self._parameters = {
             s["function"]["name"]: s["function"].get("parameters", {}) for s in self.tool_schemas
@@ -79,7 +83,8 @@ class A2AAgent(LLMAgent):
         return A2AAgentState(messages=list(message_history or []))
 
     def set_seed(self, seed: int) -> None:
-        """The remote agent owns its sampling; nothing to seed here."""
+        """Passed on to the remote agent in the first message; sampling is its own."""
+        self.seed = seed
 
     def generate_next_message(
         self, message: ValidAgentInputMessage, state: A2AAgentState
@@ -104,7 +109,7 @@ class A2AAgent(LLMAgent):
         if state.turn > 0:
             return turn_parts
         history = [_history_entry(m) for m in state.messages]
-        return conversation_start(self.system_prompt, self.tool_schemas, turn_parts, history)
+        return conversation_start(self.system_prompt, self.tool_schemas, turn_parts, history, self.seed)
 
     def _tool_result(self, message: ToolMessage, state: A2AAgentState) -> ToolResult:
         return ToolResult(
@@ -142,15 +147,13 @@ class A2AAgent(LLMAgent):
                 arguments = restore_arguments(call.arguments, parameters)
             state.pending_calls[call_id] = call.name
             tool_calls.append(ToolCall(id=call_id, name=call.name, arguments=arguments, requestor="assistant"))
+        usage, cost = _usage_and_cost(exchange)
         return AssistantMessage(
             role="assistant",
             content=parsed.text,
             tool_calls=tool_calls or None,
-            cost=0.0,
-            usage={
-                "prompt_tokens": sum(r.input_tokens for r in exchange.records),
-                "completion_tokens": sum(r.output_tokens for r in exchange.records),
-            },
+            cost=cost,
+            usage=usage,
             raw_data={
                 RAW_DATA_KEY: {
                     "context_id": exchange.context_id,
@@ -159,6 +162,21 @@ class A2AAgent(LLMAgent):
                 }
             },
         )
+
+
+def _usage_and_cost(exchange: Any) -> tuple[dict[str, int], float]:
+    """The agent's own LLM usage and cost when its reply reports them (metadata
+    ``llm_usage``, as the baseline agent does); else the A2A message tokens, cost 0.0."""
+    reply = exchange.reply
+    reported = MessageToDict(reply.metadata).get(USAGE_METADATA_KEY) if isinstance(reply, A2AMessage) else None
+    if isinstance(reported, dict):
+        usage = {key: int(reported.get(key) or 0) for key in ("prompt_tokens", "completion_tokens")}
+        return usage, float(reported.get("cost") or 0.0)
+    usage = {
+        "prompt_tokens": sum(r.input_tokens for r in exchange.records),
+        "completion_tokens": sum(r.output_tokens for r in exchange.records),
+    }
+    return usage, 0.0
 
 
 def _history_entry(message: Message) -> dict[str, Any]:

@@ -167,7 +167,7 @@ class A2ASession:
         if self.config.auth_token:
             headers["Authorization"] = f"Bearer {self.config.auth_token}"
         transport = _MeteringTransport(
-            httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=256, max_keepalive_connections=64)),
+            httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=30.0)),
             self.config.debug,
             self.config.auth_token,
         )

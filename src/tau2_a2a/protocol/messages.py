@@ -29,6 +29,8 @@ USER = "user"
 TOOL_RESULTS = "tool_results"
 TOOL_CALLS = "tool_calls"
 HISTORY = "history"
+SEED = "tau2_seed"
+USAGE_METADATA_KEY = "llm_usage"  # optional reply metadata: the agent's own LLM usage and cost
 
 TOOL_CONVENTION = """\
 To call tools, answer with a data part {"tool_calls": [{"name": ..., "arguments": {...}}]}
@@ -53,6 +55,7 @@ class IncomingTurn:
     system: str | None = None
     tools: list[dict[str, Any]] | None = None
     history: list[dict[str, Any]] | None = None
+    seed: int | None = None
     user_text: str | None = None
     tool_results: list[ToolResult] = field(default_factory=list)
 
@@ -67,16 +70,22 @@ def conversation_start(
     tool_schemas: list[dict[str, Any]],
     turn_parts: list[Part],
     history: list[dict[str, Any]],
+    seed: int | None = None,
 ) -> list[Part]:
     """Parts of a simulation's first message.
 
     The system prompt (instructions and ``<policy>``), the tools as text and as
     data, the conversation so far (tau2's greeting, or a task's prior history),
-    then the turn itself (the user's words, or tool results).
+    then the turn itself (the user's words, or tool results). tau2's per-trial
+    seed, when it has one, rides in the system part's metadata, so an agent can
+    sample as tau2's native agent would.
     """
     tools_text = f"<tools>\n{TOOL_CONVENTION}\n{describe_tools(tool_schemas)}\n</tools>"
+    system = _part(SYSTEM, new_text_part(system_prompt))
+    if seed is not None:
+        system.metadata.update({SEED: seed})
     return [
-        _part(SYSTEM, new_text_part(system_prompt)),
+        system,
         _part(TOOLS, new_text_part(tools_text)),
         _part(TOOLS, new_data_part({"tools": tool_schemas})),
         _part(HISTORY, new_data_part({"history": history})),
@@ -112,6 +121,8 @@ def read_turn(message: Message) -> IncomingTurn:
         if part.HasField("text"):
             if kind == SYSTEM:
                 turn.system = part.text
+                if SEED in part.metadata:
+                    turn.seed = int(part.metadata[SEED])
             elif kind == USER:
                 turn.user_text = part.text if turn.user_text is None else turn.user_text + "\n" + part.text
         elif part.HasField("data"):

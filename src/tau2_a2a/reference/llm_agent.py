@@ -28,7 +28,7 @@ from a2a.server.events import EventQueue
 from a2a.types import AgentCard, AgentSkill, Part
 from a2a.utils.errors import InternalError, InvalidParamsError
 
-from tau2_a2a.protocol.messages import IncomingTurn, read_turn, tool_calls_reply
+from tau2_a2a.protocol.messages import USAGE_METADATA_KEY, IncomingTurn, read_turn, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.serving import agent_card
 
@@ -36,7 +36,6 @@ log = logging.getLogger("tau2_a2a.llm_agent")
 
 DEFAULT_IDLE_TIMEOUT_SECONDS = 3600.0
 DEFAULT_NUM_RETRIES = 3  # tau2's default --max-retries
-USAGE_METADATA_KEY = "llm_usage"
 
 
 @dataclass
@@ -62,6 +61,7 @@ class Conversation:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     last_used: float
+    seed: int | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -92,7 +92,9 @@ class LLMExecutor(AgentExecutor):
         conversation = self._conversation(context.context_id, turn)
         async with conversation.lock:  # a failed turn leaves the conversation as it was
             incoming = _incoming_messages(turn)
-            content, calls, usage = await self._complete(conversation.messages + incoming, conversation.tools)
+            content, calls, usage = await self._complete(
+                conversation.messages + incoming, conversation.tools, conversation.seed
+            )
             conversation.messages += [*incoming, _assistant_message(content, calls)]
             conversation.last_used = self.clock()
         self.usage.add(usage)
@@ -118,6 +120,7 @@ class LLMExecutor(AgentExecutor):
                 messages=[{"role": "system", "content": turn.system}, *history],
                 tools=turn.tools or [],
                 last_used=self.clock(),
+                seed=turn.seed,
             )
             self.conversations[context_id] = conversation
             return conversation
@@ -137,10 +140,11 @@ class LLMExecutor(AgentExecutor):
                 del self.conversations[context_id]
 
     async def _complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], seed: int | None
     ) -> tuple[str | None, list[ToolCallRequest], Usage]:
         """The model's next turn, asked for as tau2's `generate` asks: an empty reply is asked again."""
         usage = Usage()
+        llm_args = {**self.llm_args, "seed": seed} if seed is not None else self.llm_args
         retries = int(self.llm_args.get("num_retries", DEFAULT_NUM_RETRIES))
         attempt = 0
         while True:
@@ -151,7 +155,7 @@ class LLMExecutor(AgentExecutor):
                     tools=tools or None,
                     tool_choice="auto" if tools else None,
                     drop_params=True,
-                    **self.llm_args,
+                    **llm_args,
                 )
             except Exception as error:
                 message = _redact(f"LLM call to {self.model} failed: {type(error).__name__}: {error}", self.llm_args)
