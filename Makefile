@@ -24,6 +24,9 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/oracle_fidelity.py --domains airline retail
 	$(BIN)/python bench/request_overhead.py
+	$(BIN)/python bench/scale_slow_agent.py --delay 0.5 --concurrency 32
+	$(BIN)/python bench/service_throughput.py --levels 1,2,4 --num-tasks 5
+	$(BIN)/python bench/service_list_domains.py
 
 clean:
 	rm -rf $(VENV) results
