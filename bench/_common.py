@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-import httpx
-
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from tau2_a2a.serving import wait_for_card  # noqa: E402
 BIN = Path(sys.executable).parent
 
 
@@ -25,16 +24,7 @@ def oracle_process(port: int, delay: float = 0.0) -> Iterator[str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/.well-known/agent-card.json", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the oracle agent did not start")
-            time.sleep(0.2)
+        wait_for_card(url, process)
         yield url
     finally:
         process.terminate()

@@ -259,20 +259,6 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
     return measured
 
 
-def wait_for(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit("the oracle server exited")
-        try:
-            if httpx.get(f"{url}/.well-known/agent-card.json", timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"the oracle server did not answer at {url}")
-
-
 def report(native_1: dict[str, Any] | None, native_n: dict[str, Any] | None,
            a2a_1: dict[str, Any], a2a_n: dict[str, Any]) -> str:
     n, sims = a2a_n["concurrency"], a2a_1["simulations"]
@@ -336,7 +322,7 @@ def main() -> int:
         serve(args.serve, args.delay, args.keep_alive)
         return 0
 
-    from tau2_a2a.serving import free_port
+    from tau2_a2a.serving import free_port, wait_for_card
 
     SlowNativeOracle.register()
     port = free_port()
@@ -345,7 +331,7 @@ def main() -> int:
                                "--keep-alive", str(args.keep_alive)])
     runs: dict[str, dict[str, Any] | None] = {"native_1": None, "native_n": None}
     try:
-        wait_for(url, server)
+        wait_for_card(url, server)
         with tempfile.TemporaryDirectory() as scratch:
             results_dir = Path(args.results_dir or scratch)
             for concurrency, suffix in ((1, "1"), (args.concurrency, "n")):

@@ -5,29 +5,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
+from tau2_a2a.serving import wait_for_card
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 BIN = Path(sys.executable).parent
-
-
-def wait_for_card(url: str, process: subprocess.Popen, what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if httpx.get(f"{url}/.well-known/agent-card.json", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not start")
-        time.sleep(0.2)
 
 
 @contextmanager
@@ -39,7 +25,7 @@ def service_process(port: int, results_dir: Path, *extra: str) -> Iterator[tuple
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for_card(url, process, "tau2-a2a serve")
+        wait_for_card(url, process)
         yield url, process
     finally:
         process.terminate()

@@ -6,9 +6,7 @@ import json
 import os
 import subprocess
 import sys
-import time
 
-import httpx
 import pytest
 from google.protobuf.json_format import MessageToDict
 from tau2.agent.llm_agent import LLMAgent
@@ -22,7 +20,7 @@ from tau2_a2a.client.session import A2ASession
 from tau2_a2a.config import A2AConfig
 from tau2_a2a.protocol.messages import conversation_start, user_turn
 from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
-from tau2_a2a.serving import a2a_app, free_port
+from tau2_a2a.serving import a2a_app, free_port, wait_for_card
 
 GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
 
@@ -126,7 +124,7 @@ def test_cli_serves_the_agent(standin, tmp_path):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_for_card(url, server)
+        wait_for_card(url, server, timeout=60)
         run = subprocess.run(
             [*cli, "run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", url,
              "--user", "scripted_user", "--task-ids", "1", "--max-concurrency", "1",
@@ -140,21 +138,6 @@ def test_cli_serves_the_agent(standin, tmp_path):
         server.terminate()
         output = server.communicate(timeout=30)[0]
     assert "standin-key" not in output
-
-
-def _wait_for_card(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"agent exited: {process.communicate()[0][-2000:]}")
-        try:
-            if httpx.get(f"{url}/.well-known/agent-card.json", timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"no agent card at {url} after {timeout} s")
-
 
 
 def test_llm_failure_reaches_the_client_as_a_clear_error(serve, tmp_path):

@@ -10,9 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 
-from tau2_a2a.serving import free_port
+from tau2_a2a.serving import free_port, wait_for_card
 
 TASKS = ["1", "2", "3", "5"]
 CLI = [sys.executable, "-m", "tau2_a2a.cli"]
@@ -27,19 +26,6 @@ def _simulations(path: Path) -> list[dict] | None:
         return None
 
 
-def _wait_for_card(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the oracle agent exited"
-        try:
-            if httpx.get(f"{url}/.well-known/agent-card.json", timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"no agent card at {url}")
-
-
 def test_killed_run_resumes_without_redoing_finished_simulations(tmp_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -50,7 +36,7 @@ def test_killed_run_resumes_without_redoing_finished_simulations(tmp_path):
            "--save-to", "killed", "--results-dir", str(tmp_path)]
     results_path = tmp_path / "killed.json"
     try:
-        _wait_for_card(url, oracle)
+        wait_for_card(url, oracle, timeout=60)
         first = subprocess.Popen(run, env=ENV, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 180

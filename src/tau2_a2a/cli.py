@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import sys
-from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -90,3 +90,21 @@ class BackgroundServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def wait_for_card(url: str, process: Any = None, timeout: float = 120.0) -> None:
+    """Block until `url` serves its agent card; fail early if `process` (a Popen) exits."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{url}/.well-known/agent-card.json", timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the server for {url} exited with code {process.returncode}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no agent card at {url} after {timeout:g} s")
+        time.sleep(0.2)
