@@ -7,6 +7,8 @@ import json
 import logging
 import os
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -31,12 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
-    _setup_logging(getattr(args, "a2a_debug", False))
-    try:
-        return int(args.func(args) or 0)
-    except (A2AFailure, ConfigError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    with _command_logging(getattr(args, "a2a_debug", False)):
+        try:
+            return int(args.func(args) or 0)
+        except (A2AFailure, ConfigError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_USAGE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -256,14 +258,23 @@ def ab_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _setup_logging(debug: bool) -> None:
-    """Our own stdlib logging to stderr; tau2 resets loguru's sinks, not these."""
+@contextmanager
+def _command_logging(debug: bool) -> Iterator[None]:
+    """Our stdlib logging to stderr for one command (tau2 resets loguru's sinks, not
+    these); put back as it was afterwards, for callers of main() in a process."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("tau2_a2a")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO if debug else logging.WARNING)
-    root.propagate = False
+    package = logging.getLogger("tau2_a2a")
+    handlers, level, propagate = package.handlers[:], package.level, package.propagate
+    package.handlers[:] = [handler]
+    package.setLevel(logging.INFO if debug else logging.WARNING)
+    package.propagate = False
+    try:
+        yield
+    finally:
+        package.handlers[:] = handlers
+        package.setLevel(level)
+        package.propagate = propagate
 
 
 if __name__ == "__main__":
