@@ -145,12 +145,17 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
     )
 
 
-def run_command(args: argparse.Namespace) -> int:
+def resolve_domain(args: argparse.Namespace) -> None:
+    """The domain may come positionally or as --domain, not as two different ones."""
     if args.domain_positional and args.domain and args.domain_positional != args.domain:
         raise ConfigError(f"Two domains given: {args.domain_positional!r} and --domain {args.domain!r}.")
     args.domain = args.domain or args.domain_positional
     if not args.domain:
-        raise ConfigError("Name a domain: tau2-a2a run airline (or --domain airline).")
+        raise ConfigError(f"Name a domain: tau2-a2a {args.command} airline (or --domain airline).")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    resolve_domain(args)
     config = run_config_from_args(args)
     if args.agent != AGENT_NAME:
         evaluate(config)
@@ -243,11 +248,7 @@ def demo_command(args: argparse.Namespace) -> int:
 def ab_command(args: argparse.Namespace) -> int:
     from tau2_a2a.ab import run_ab
 
-    if args.domain_positional and args.domain and args.domain_positional != args.domain:
-        raise ConfigError(f"Two domains given: {args.domain_positional!r} and --domain {args.domain!r}.")
-    args.domain = args.domain or args.domain_positional
-    if not args.domain:
-        raise ConfigError("Name a domain: tau2-a2a ab airline --model MODEL.")
+    resolve_domain(args)
     args.agent_llm = args.model
     if args.api_base:
         args.agent_llm_args = {**args.agent_llm_args, "api_base": args.api_base}
