@@ -30,7 +30,7 @@ from google.protobuf.json_format import MessageToDict
 from tau2_a2a.client.errors import AgentMalformedReply
 from tau2_a2a.client.metrics import RAW_DATA_KEY
 from tau2_a2a.client.session import A2ASession, sessions
-from tau2_a2a.config import A2AConfig
+from tau2_a2a.config import A2AConfig, redact
 from tau2_a2a.protocol.messages import (
     USAGE_METADATA_KEY,
     ToolResult,
@@ -127,10 +127,11 @@ class A2AAgent(LLMAgent):
             if parsed.text is None and not parsed.tool_calls:
                 raise MalformedReply("expected text for the user or tool calls, got an empty reply")
         except MalformedReply as error:
-            failure = AgentMalformedReply(
+            failure = AgentMalformedReply(redact(
                 f"Malformed reply from {self.config.endpoint}: {error}. "
-                f"Got text {texts!r:.300} and data {datas!r:.300}. See docs/protocol.md for the accepted forms."
-            )
+                f"Got text {texts!r:.300} and data {datas!r:.300}. See docs/protocol.md for the accepted forms.",
+                self.config.auth_token,
+            ))
             log.error("%s", failure)
             record.error = failure.category.value
             record.error_message = str(failure)
