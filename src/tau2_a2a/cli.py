@@ -108,6 +108,9 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--a2a-timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
                        help="Seconds to wait for one reply (default: %(default)s)")
     group.add_argument("--a2a-debug", action="store_true", help="Log every A2A request and reply in full")
+    group.add_argument("--a2a-workers", type=int, default=1,
+                       help="Processes to spread the simulations over (tau2's own work is CPU-bound; "
+                            "use up to one per core). Resume with the same number. Default: 1")
 
 
 def run_config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -165,7 +168,12 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"A2A agent: {card.name} at {a2a.endpoint}")
     if config.llm_agent == DEFAULT_LLM_AGENT:
         config.llm_agent = agent_model_name(card.name)
-    outcome = evaluate(config, a2a)
+    if args.a2a_workers > 1:
+        from tau2_a2a.client.shards import evaluate_in_processes
+
+        outcome = evaluate_in_processes(config, a2a, args.a2a_workers)
+    else:
+        outcome = evaluate(config, a2a)
     print(format_summary(outcome.report))
     print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}")
     return 0
@@ -174,6 +182,8 @@ def run_command(args: argparse.Namespace) -> int:
 def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
     if not args.a2a_endpoint:
         raise ConfigError("--agent a2a_agent needs --a2a-endpoint URL (the agent's base URL).")
+    if args.a2a_workers < 1:
+        raise ConfigError(f"--a2a-workers must be at least 1, got {args.a2a_workers}.")
     return A2AConfig(
         endpoint=args.a2a_endpoint,
         auth_token=args.a2a_auth_token or os.environ.get(AUTH_TOKEN_ENV) or None,
