@@ -53,8 +53,8 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int) -> Ru
         _start(config, shard, parts_dir, index, math.ceil(config.max_concurrency / len(shards)), a2a)
         for index, shard in enumerate(shards)
     ]
-    failed = [(index, child.wait()) for index, child in enumerate(children)]
-    failed = [(index, code) for index, code in failed if code != 0]
+    exit_codes = [child.wait() for child in children]
+    failed = [(index, code) for index, code in enumerate(exit_codes) if code != 0]
     if failed:
         raise ShardFailed(
             f"worker(s) {', '.join(f'{i} (exit {c})' for i, c in failed)} failed; finished simulations "
