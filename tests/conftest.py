@@ -67,3 +67,12 @@ def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: An
         max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
     )
     return run_domain(config)
+
+
+def typed(value: Any) -> Any:
+    """A value with its Python types spelled out, so 100 and 100.0 compare unequal."""
+    if isinstance(value, dict):
+        return {k: typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    return (type(value).__name__, value)

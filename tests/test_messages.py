@@ -40,6 +40,7 @@ from tau2_a2a.protocol.toolcalls import (
     parse_reply,
     restore_arguments,
 )
+from tests.conftest import typed
 
 GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
 USER_TEXT = "I need to cancel reservation ZFA04Y.\n[tau2-task domain=airline id=0]"
@@ -59,15 +60,6 @@ def system_prompt(domain: str) -> str:
 
 def tool_schemas(domain: str) -> list[dict[str, Any]]:
     return json.loads(_domain(domain)[1])
-
-
-def typed(value: Any) -> Any:
-    """A value with its Python types spelled out, so 12 and 12.0 compare unequal."""
-    if isinstance(value, dict):
-        return {k: typed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [typed(v) for v in value]
-    return (type(value).__name__, value)
 
 
 def message(parts: list[Part]) -> Message:

@@ -23,6 +23,7 @@ from tau2_a2a.protocol.toolcalls import (
     parse_reply,
     restore_arguments,
 )
+from tests.conftest import typed
 
 LOOKUP = {"name": "get_user_details", "arguments": {"user_id": "sara_doe_496"}}
 LOOKUP_CALL = ToolCallRequest(name="get_user_details", arguments={"user_id": "sara_doe_496"})
@@ -57,15 +58,6 @@ def as_wire(value: Any) -> Any:
     if isinstance(value, list):
         return [as_wire(v) for v in value]
     return value
-
-
-def typed(value: Any) -> Any:
-    """A value with its Python types spelled out, so 100 and 100.0 compare unequal."""
-    if isinstance(value, dict):
-        return {k: typed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [typed(v) for v in value]
-    return (type(value).__name__, value)
 
 
 # -- data parts ---------------------------------------------------------------------
