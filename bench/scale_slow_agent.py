@@ -212,21 +212,26 @@ class SlowNativeOracle:
 
 
 def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency: int, delay: float,
-            results_dir: Path) -> dict[str, Any]:
-    """One evaluation of `arm` ("native" or "a2a") at `concurrency`: times, memory, what the agent saw."""
+            results_dir: Path, workers: int = 1) -> dict[str, Any]:
+    """One evaluation of `arm` ("native" or "a2a") at `concurrency`: times, memory, what the agent saw.
+
+    With `workers` > 1 the A2A evaluation runs in that many processes (--a2a-workers);
+    CPU and memory figures then cover this process only."""
     import tau2_a2a  # noqa: F401  (registers the agents and the user)
     from tau2.data_model.simulation import RunConfig
     from tau2.run import run_domain
 
     from tau2_a2a.client.run import evaluate
     from tau2_a2a.client.session import sessions
+    from tau2_a2a.client.shards import evaluate_in_processes
     from tau2_a2a.config import A2AConfig
 
     httpx.post(f"{url}{RESET_PATH}").raise_for_status()
     config = RunConfig(
         domain=domain, agent=SlowNativeOracle.NAME, llm_agent="slow-oracle", llm_args_agent={"delay": delay},
         user="scripted_user", llm_user="scripted", llm_args_user={}, llm_args_judge={}, num_tasks=num_tasks,
-        max_concurrency=concurrency, save_to=f"{arm}_concurrency_{concurrency}", results_dir=str(results_dir),
+        max_concurrency=concurrency, save_to=f"{arm}_concurrency_{concurrency}_workers_{workers}",
+        results_dir=str(results_dir),
     )
     rss_before, load_before, cpu_before = rss_mb(), os.getloadavg()[0], cpu_seconds()
     with MemorySampler() as memory:
@@ -235,13 +240,17 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
             results, protocol = run_domain(config), None
         else:
             config.llm_args_agent = {}
-            outcome = evaluate(config, A2AConfig(endpoint=url))
+            if workers > 1:
+                outcome = evaluate_in_processes(config, A2AConfig(endpoint=url), workers)
+            else:
+                outcome = evaluate(config, A2AConfig(endpoint=url))
             results, protocol = outcome.results, outcome.report["run"]
         wall = time.perf_counter() - started
     simulations = results.simulations
     measured = {
         "arm": arm,
         "concurrency": concurrency,
+        "workers": workers,
         "simulations": len(simulations),
         "reward_1": sum(1 for s in simulations if s.reward_info and s.reward_info.reward == 1.0),
         "wall_s": wall,
@@ -316,6 +325,8 @@ def main() -> int:
                         help="The agent server's keep-alive timeout in seconds (uvicorn's default: 5)")
     parser.add_argument("--results-dir", default=None, help="Keep the results here (default: a temp dir)")
     parser.add_argument("--skip-native", action="store_true", help="Only the A2A runs (half the time)")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="Also run A2A at --concurrency over this many processes (--a2a-workers)")
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -329,7 +340,7 @@ def main() -> int:
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--delay", str(args.delay),
                                "--keep-alive", str(args.keep_alive)])
-    runs: dict[str, dict[str, Any] | None] = {"native_1": None, "native_n": None}
+    runs: dict[str, dict[str, Any] | None] = {"native_1": None, "native_n": None, "a2a_workers": None}
     try:
         wait_for_card(url, server)
         with tempfile.TemporaryDirectory() as scratch:
@@ -339,11 +350,20 @@ def main() -> int:
                 for arm in arms:
                     runs[f"{arm}_{suffix}"] = measure(arm, url, args.domain, args.num_tasks, concurrency,
                                                       args.delay, results_dir)
+            if args.workers > 1:
+                runs["a2a_workers"] = measure("a2a", url, args.domain, args.num_tasks, args.concurrency,
+                                              args.delay, results_dir, workers=args.workers)
     finally:
         server.terminate()
         server.wait(timeout=30)
     print(f"\nagent delay per reply: {args.delay} s; agent keep-alive: {args.keep_alive} s")
     print(report(runs["native_1"], runs["native_n"], runs["a2a_1"], runs["a2a_n"]))
+    sharded = runs["a2a_workers"]
+    if sharded is not None:
+        print(f"A2A at concurrency {args.concurrency} over {args.workers} processes: {sharded['wall_s']:.1f} s, "
+              f"{sharded['simulations']} simulations ({sharded['reward_1']} with reward 1.0); speed-up over "
+              f"concurrency 1: {runs['a2a_1']['wall_s'] / sharded['wall_s']:.2f}x "
+              f"(one process: {runs['a2a_1']['wall_s'] / runs['a2a_n']['wall_s']:.2f}x)")
     print(json.dumps(runs, indent=2))
     return 0
 
