@@ -19,6 +19,10 @@ from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card  # noqa:
 from tau2_a2a.serving import BackgroundServer, a2a_app, free_port  # noqa: E402
 
 
+Serve = Callable[[Callable[[str], Any]], BackgroundServer]
+FAST = tau2_a2a.RetryPolicy(max_attempts=3, backoff_seconds=0.05)  # retries without slow tests
+
+
 @pytest.fixture
 def serve() -> Iterator[Callable[..., BackgroundServer]]:
     """Start an ASGI app on a free loopback port: serve(lambda url: app) -> server."""
@@ -53,7 +57,7 @@ def run_a2a(url: str, results_dir: Path, domain: str = "airline", *,
         results_dir=str(results_dir), save_to=run_args.pop("save_to", "run"),
         max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
     )
-    return evaluate(config, a2a or A2AConfig(endpoint=url, retry=tau2_a2a.RetryPolicy(backoff_seconds=0.05)))
+    return evaluate(config, a2a or A2AConfig(endpoint=url, retry=FAST))
 
 
 def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: Any):

@@ -34,11 +34,10 @@ from tau2_a2a.client.session import A2ASession
 from tau2_a2a.config import A2AConfig, RetryPolicy
 from tau2_a2a.reference.oracle_agent import NO_MARKER, OracleExecutor, oracle_card
 from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
-from tests.conftest import run_a2a
+from tests.conftest import Serve, run_a2a
 
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
-Serve = Callable[[Callable[[str], Any]], BackgroundServer]
 
 
 # -- servers ------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +57,8 @@ from tests.agents import (
     records_of,
     run_cli,
 )
-from tests.conftest import run_a2a
+from tests.conftest import FAST, Serve, run_a2a
 
-Serve = Callable[[Callable[[str], Any]], BackgroundServer]
-FAST = RetryPolicy(max_attempts=3, backoff_seconds=0.05)
 LEGACY_CARD_PATH = "/.well-known/agent.json"
 
 

@@ -19,7 +19,7 @@ from litellm.litellm_core_utils.default_encoding import encoding
 from tau2.data_model.simulation import Results
 
 from tau2_a2a.client.metrics import write_report
-from tau2_a2a.config import A2AConfig, RetryPolicy
+from tau2_a2a.config import A2AConfig
 from tau2_a2a.serving import BackgroundServer, free_port
 from tests.agents import (
     CARD_PATH,
@@ -30,9 +30,8 @@ from tests.agents import (
     agent_app,
     middleware,
 )
-from tests.conftest import run_a2a
+from tests.conftest import FAST, run_a2a
 
-FAST = RetryPolicy(max_attempts=3, backoff_seconds=0.05)
 RECORD_FIELDS = {
     "simulation_id", "task_id", "trial", "turn", "attempt", "method", "endpoint", "protocol_version",
     "context_id", "http_status", "latency_ms", "request_bytes", "response_bytes", "input_tokens",

@@ -7,7 +7,7 @@ back in their error replies, so a token that leaks anywhere would show.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +38,10 @@ from tests.agents import (
     middleware,
     run_cli,
 )
-from tests.conftest import run_a2a
+from tests.conftest import FAST, Serve, run_a2a
 
-Serve = Callable[[Callable[[str], Any]], BackgroundServer]
 TOKEN = "tok-3f9a1c77e2b84d0d"
 WRONG = "tok-wrong-5d21aa09c4"
-FAST = RetryPolicy(max_attempts=3, backoff_seconds=0.05)
 
 
 def client_log(caplog: pytest.LogCaptureFixture) -> str:

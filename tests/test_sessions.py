@@ -7,14 +7,14 @@ not taken from the client's own records, so these tests see what an agent sees.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tau2.data_model.simulation import TerminationReason
 
-from tau2_a2a.config import A2AConfig, RetryPolicy
+from tau2_a2a.config import A2AConfig
 from tau2_a2a.reference.oracle_script import oracle_steps
 from tau2_a2a.serving import BackgroundServer, free_port
 from tests.agents import (
@@ -29,10 +29,8 @@ from tests.agents import (
     middleware,
     records_of,
 )
-from tests.conftest import run_a2a
+from tests.conftest import FAST, Serve, run_a2a
 
-Serve = Callable[[Callable[[str], Any]], BackgroundServer]
-FAST = RetryPolicy(max_attempts=3, backoff_seconds=0.05)
 TASKS = ["1", "5"]
 
 

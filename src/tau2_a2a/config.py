@@ -58,10 +58,6 @@ class _CredentialStore:
         with self._lock:
             return self._tokens.get(reference)
 
-    def discard(self, reference: str) -> None:
-        with self._lock:
-            self._tokens.pop(reference, None)
-
 
 credentials = _CredentialStore()
 

@@ -59,19 +59,24 @@ def discover(a2a: A2AConfig) -> Any:
     return sessions.get(a2a).card
 
 
-def evaluate(config: RunConfig, a2a: A2AConfig | None = None) -> RunOutcome:
-    """Run `config` with tau2; with `a2a`, evaluate that A2A agent and write its metrics."""
-    if a2a is None:
-        results = run_domain(config)
-        return RunOutcome(results, results_path_for(config), None, None)
+def prepare_a2a_run(config: RunConfig, a2a: A2AConfig) -> Path:
+    """Point `config` at the A2A agent (no secret in llm_args), check the agent, name the results file."""
     config.agent = AGENT_NAME
     config.llm_args_agent = {**(config.llm_args_agent or {}), **a2a.to_llm_args()}
     config.agent_api_key = None
     if config.llm_args_judge is None:
         config.llm_args_judge = {}
     discover(a2a)
-    path = results_path_for(config)
-    with _resume_without_prompt(path.exists()):
+    return results_path_for(config)
+
+
+def evaluate(config: RunConfig, a2a: A2AConfig | None = None) -> RunOutcome:
+    """Run `config` with tau2; with `a2a`, evaluate that A2A agent and write its metrics."""
+    if a2a is None:
+        results = run_domain(config)
+        return RunOutcome(results, results_path_for(config), None, None)
+    path = prepare_a2a_run(config, a2a)
+    with resume_without_prompt(path.exists()):
         results = run_domain(config)
     scrub_secrets(path)
     report = write_report(path)
@@ -82,7 +87,7 @@ _prompt_lock = threading.Lock()
 
 
 @contextmanager
-def _resume_without_prompt(resuming: bool) -> Iterator[None]:
+def resume_without_prompt(resuming: bool) -> Iterator[None]:
     """tau2 asks on the terminal before resuming an existing results file; answer yes."""
     if not resuming:
         yield

@@ -26,9 +26,8 @@ from tau2.metrics.agent_metrics import compute_metrics
 from tau2.run import get_tasks, save_results_summary, save_termination_summary
 from tau2.utils.display import ConsoleDisplay
 
-from tau2_a2a.client.agent import AGENT_NAME
 from tau2_a2a.client.metrics import metrics_path, write_report
-from tau2_a2a.client.run import RunOutcome, discover, results_path_for, scrub_secrets
+from tau2_a2a.client.run import RunOutcome, prepare_a2a_run, scrub_secrets
 from tau2_a2a.config import AUTH_TOKEN_ENV, A2AConfig
 
 
@@ -38,12 +37,7 @@ class ShardFailed(RuntimeError):
 
 def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int) -> RunOutcome:
     """Evaluate the A2A agent with `workers` processes; same results file as one process."""
-    config.agent = AGENT_NAME
-    config.llm_args_agent = {**(config.llm_args_agent or {}), **a2a.to_llm_args()}
-    config.agent_api_key = None
-    config.llm_args_judge = config.llm_args_judge or {}
-    discover(a2a)
-    path = results_path_for(config)
+    path = prepare_a2a_run(config, a2a)
     tasks = get_tasks(config.task_set_name or config.domain, config.task_split_name,
                       config.task_ids, config.num_tasks)
     ids = [task.id for task in tasks]
