@@ -2,6 +2,8 @@
 
 Prints, per domain: rewards of both arms, whether trajectories match, and the
 wall-time ratio A2A / native (target <= 1.15 on airline at concurrency 4).
+Both arms score in this process, as tau2 does, so the ratio is the protocol's
+alone (`--a2a-scoring-processes 0`).
 
     .venv/bin/python bench/oracle_fidelity.py                    # airline, all 50 tasks
     .venv/bin/python bench/oracle_fidelity.py --domains airline retail --num-trials 2
@@ -60,7 +62,7 @@ def main() -> int:
                         native = run_domain(run_config)
                         native_s += time.perf_counter() - started
                     else:
-                        over_a2a = evaluate(run_config, A2AConfig(endpoint=url)).results
+                        over_a2a = evaluate(run_config, A2AConfig(endpoint=url), scoring_processes=0).results
                         a2a_s += time.perf_counter() - started
             rewards = [s.reward_info.reward for s in over_a2a.simulations]
             perfect = sum(r == 1.0 for r in rewards)

@@ -5,18 +5,20 @@ served in its own process (so it does not share this process's interpreter)
 behind a middleware that sees every request: the client's TCP connection
 (address and port), the A2A context, and the time it took on the agent's side.
 
-This process runs tau2 four times on the same tasks: the same oracle with the
-same delay in-process as a native tau2 agent (no protocol), then over A2A,
-each at concurrency 1 and N. It prints wall and CPU times, peak memory, the
-connections the agent saw, and the speed-ups against their ideals:
+This process runs tau2 on the same tasks several times: the same oracle with
+the same delay in-process as a native tau2 agent (no protocol) at concurrency
+1 and N; over A2A at 1, and at N with tau2's scoring in this process
+(--a2a-scoring-processes 0) and in scoring processes (the default); with
+--workers W also over W processes (--a2a-workers). It prints wall and CPU
+times, peak memory, request latencies on both sides, the connections the
+agent saw, and each speed-up against two ideals derived from the run at 1:
 
-- the native arm's speed-up: what tau2 itself reaches with an agent that
-  costs nothing but its delay; the ideal for the A2A client;
-- the CPU bound: waiting on the agent overlaps across workers, tau2's own
-  work (three environments per simulation, the evaluation) runs in threads
-  of one interpreter and does not, so the wall time at N is at least
-  max(T1 / min(N, simulations), CPU seconds at concurrency 1);
-- the naive bound min(N, simulations).
+- latency only: each simulation takes what it took at concurrency 1, and N
+  workers take them in order as tau2 does, without slowing each other. The
+  naive min(N, simulations) is not reachable even so: one long simulation
+  (22 replies in airline) outlasts the others;
+- on this machine: that, and at least the CPU the run at 1 used (every
+  process, the agent's too) spread over all cores.
 
     python bench/scale_slow_agent.py --delay 0.5 --concurrency 32                  # the whole airline set
     python bench/scale_slow_agent.py --delay 0.5 --concurrency 32 --num-tasks 10
@@ -211,29 +213,54 @@ class SlowNativeOracle:
             registry.register_agent(Agent, cls.NAME)
 
 
+def machine_cpu_seconds() -> float:
+    """CPU time spent by every process on this machine so far (Linux /proc/stat): this one,
+    its scoring and worker processes, and the agent, which share the cores."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def list_schedule(durations: list[float], slots: int) -> float:
+    """Wall time of `durations` run in order on `slots` workers, each taking the next as it frees:
+    how tau2's thread pool hands out simulations."""
+    free_at = [0.0] * slots
+    for duration in durations:
+        earliest = min(range(slots), key=free_at.__getitem__)
+        free_at[earliest] += duration
+    return max(free_at)
+
+
 def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency: int, delay: float,
-            results_dir: Path, workers: int = 1) -> dict[str, Any]:
+            results_dir: Path, workers: int = 1, scoring_processes: int | None = None) -> dict[str, Any]:
     """One evaluation of `arm` ("native" or "a2a") at `concurrency`: times, memory, what the agent saw.
 
-    With `workers` > 1 the A2A evaluation runs in that many processes (--a2a-workers);
-    CPU and memory figures then cover this process only."""
+    A2A runs score in `scoring_processes` processes (None: the default) and
+    with `workers` > 1 run in that many processes (--a2a-workers); memory
+    figures cover this process only, machine CPU covers every process."""
     import tau2_a2a  # noqa: F401  (registers the agents and the user)
     from tau2.data_model.simulation import RunConfig
     from tau2.run import run_domain
 
     from tau2_a2a.client.run import evaluate
+    from tau2_a2a.client.scoring import default_scoring_processes
     from tau2_a2a.client.session import sessions
     from tau2_a2a.client.shards import evaluate_in_processes
     from tau2_a2a.config import A2AConfig
 
     httpx.post(f"{url}{RESET_PATH}").raise_for_status()
+    if arm == "a2a" and scoring_processes is None:
+        scoring_processes = default_scoring_processes(concurrency)
+    label = f"{arm} c{concurrency}" + (f" s{scoring_processes}" if arm == "a2a" else "") + (
+        f" w{workers}" if workers > 1 else "")
     config = RunConfig(
         domain=domain, agent=SlowNativeOracle.NAME, llm_agent="slow-oracle", llm_args_agent={"delay": delay},
         user="scripted_user", llm_user="scripted", llm_args_user={}, llm_args_judge={}, num_tasks=num_tasks,
-        max_concurrency=concurrency, save_to=f"{arm}_concurrency_{concurrency}_workers_{workers}",
-        results_dir=str(results_dir),
+        max_concurrency=concurrency, save_to=label.replace(" ", "_"), results_dir=str(results_dir),
     )
-    rss_before, load_before, cpu_before = rss_mb(), os.getloadavg()[0], cpu_seconds()
+    rss_before, load_before = rss_mb(), os.getloadavg()[0]
+    cpu_before, machine_before = cpu_seconds(), machine_cpu_seconds()
     with MemorySampler() as memory:
         started = time.perf_counter()
         if arm == "native":
@@ -241,20 +268,24 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
         else:
             config.llm_args_agent = {}
             if workers > 1:
-                outcome = evaluate_in_processes(config, A2AConfig(endpoint=url), workers)
+                outcome = evaluate_in_processes(config, A2AConfig(endpoint=url), workers, scoring_processes)
             else:
-                outcome = evaluate(config, A2AConfig(endpoint=url))
+                outcome = evaluate(config, A2AConfig(endpoint=url), scoring_processes)
             results, protocol = outcome.results, outcome.report["run"]
         wall = time.perf_counter() - started
     simulations = results.simulations
     measured = {
+        "label": label,
         "arm": arm,
         "concurrency": concurrency,
         "workers": workers,
+        "scoring_processes": scoring_processes,
         "simulations": len(simulations),
         "reward_1": sum(1 for s in simulations if s.reward_info and s.reward_info.reward == 1.0),
         "wall_s": wall,
+        "simulation_durations_s": [s.duration for s in simulations],
         "cpu_s": cpu_seconds() - cpu_before,
+        "machine_cpu_s": machine_cpu_seconds() - machine_before,
         "load_average_1min": [load_before, os.getloadavg()[0]],
         "rss_before_mb": rss_before,
         "rss_peak_mb": memory.peak,
@@ -263,32 +294,52 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
     if protocol is not None:
         measured["a2a_wait_s"] = protocol["a2a_time_s"]
         measured["a2a_request_ms_mean"] = round(1000 * protocol["a2a_time_s"] / protocol["requests"], 1)
+        measured["a2a_request_ms_p50"] = protocol["latency_ms"]["p50"]
+        measured["a2a_request_ms_p95"] = protocol["latency_ms"]["p95"]
         measured["a2a_sessions"] = len(sessions._sessions)
         measured["server"] = httpx.get(f"{url}{STATS_PATH}").json()
     return measured
 
 
-def report(native_1: dict[str, Any] | None, native_n: dict[str, Any] | None,
-           a2a_1: dict[str, Any], a2a_n: dict[str, Any]) -> str:
-    n, sims = a2a_n["concurrency"], a2a_1["simulations"]
-    runs = [r for r in (native_1, native_n, a2a_1, a2a_n) if r is not None]
-    lines = [f"{sims} simulations per run; all runs side by side in this process",
-             f"{'':36}" + "".join(f"{r['arm'] + ' c' + str(r['concurrency']):>14}" for r in runs)]
+def ideal_walls(one: dict[str, Any], n: int) -> tuple[float, float]:
+    """The wall times at concurrency `n` that nothing but the work itself would allow, from the run at 1:
+
+    - latency only: each simulation takes as long as it took at concurrency 1
+      (its own wait on the agent and its share of the local work), handed out
+      to `n` workers in order as tau2 does; no interference between them;
+    - on this machine: no less than that, and no less than the CPU the run at
+      1 took on all processes (ours and the agent's) spread over every core.
+    """
+    durations = one["simulation_durations_s"]
+    local_per_simulation = max(0.0, one["wall_s"] - sum(durations)) / len(durations)
+    latency_only = list_schedule([d + local_per_simulation for d in durations], n)
+    on_machine = max(latency_only, one["machine_cpu_s"] / (os.cpu_count() or 1))
+    return latency_only, on_machine
+
+
+def report(runs: list[dict[str, Any]], n: int) -> str:
+    sims = runs[0]["simulations"]
+    lines = [f"{sims} simulations per run; all runs side by side in this process; "
+             f"{os.cpu_count()} cores; s = scoring processes, w = worker processes",
+             f"{'':38}" + "".join(f"{r['label']:>16}" for r in runs)]
 
     def row(label: str, value: Any) -> None:
-        lines.append(f"{label:36}" + "".join(f"{value(r):>14}" for r in runs))
+        lines.append(f"{label:38}" + "".join(f"{value(r):>16}" for r in runs))
 
     def server(key: str) -> Any:
         return lambda r: r["server"][key] if "server" in r else "-"
 
     row("wall time (s)", lambda r: f"{r['wall_s']:.1f}")
     row("CPU of this process (s)", lambda r: f"{r['cpu_s']:.1f}")
+    row("CPU of the machine (s)", lambda r: f"{r['machine_cpu_s']:.1f}")
     row("simulations with reward 1.0", lambda r: r["reward_1"])
     row("peak RSS (MiB)", lambda r: f"{r['rss_peak_mb']:.0f}")
     row("RSS after (MiB)", lambda r: f"{r['rss_after_mb']:.0f}")
     row("1-min load average at start", lambda r: f"{r['load_average_1min'][0]:.1f}")
     row("A2A sessions (HTTP pools)", lambda r: r.get("a2a_sessions", "-"))
-    row("A2A request time, client (ms)", lambda r: r.get("a2a_request_ms_mean", "-"))
+    row("A2A request, client, mean (ms)", lambda r: r.get("a2a_request_ms_mean", "-"))
+    row("A2A request, client, p50 (ms)", lambda r: r.get("a2a_request_ms_p50", "-"))
+    row("A2A request, client, p95 (ms)", lambda r: r.get("a2a_request_ms_p95", "-"))
     row("agent: request time, its side (ms)", server("mean_request_ms"))
     row("agent: requests", server("requests"))
     row("agent: peak requests in flight", server("peak_in_flight"))
@@ -296,22 +347,27 @@ def report(native_1: dict[str, Any] | None, native_n: dict[str, Any] | None,
     row("agent: connections shared by workers", server("shared_connections"))
     row("agent: RSS after (MiB)", server("rss_mb"))
 
-    speedup = a2a_1["wall_s"] / a2a_n["wall_s"]
-    cpu_ideal = a2a_1["wall_s"] / max(a2a_1["wall_s"] / min(n, sims), a2a_1["cpu_s"])
-    lines.append(f"A2A speed-up at concurrency {n} over 1: {speedup:.2f}x")
-    if native_1 is not None and native_n is not None:
-        native = native_1["wall_s"] / native_n["wall_s"]
-        lines.append(f"native speed-up (same oracle and delay, no protocol): {native:.2f}x;  "
-                     f"A2A reaches {speedup / native:.0%} of it")
-    lines.append(f"CPU-bound ideal: {cpu_ideal:.2f}x (CPU at concurrency 1: {a2a_1['cpu_s']:.1f} s);  "
-                 f"A2A reaches {speedup / cpu_ideal:.0%} of it")
-    lines.append(f"naive bound min({n}, {sims}) = {min(n, sims)}x;  A2A reaches {speedup / min(n, sims):.0%} of it")
-    stats = a2a_n["server"]
-    lines.append(
-        f"connections at concurrency {n}: {stats['connections']} for {stats['requests']} requests, peak "
-        f"{stats['peak_in_flight']} in flight; {stats['shared_connections']} moved to another simulation while one "
-        "they had served was still running, which a connection private to a worker never does"
-    )
+    for arm in ("native", "a2a"):
+        [one] = [r for r in runs if r["arm"] == arm and r["concurrency"] == 1] or [None]
+        if one is None:
+            continue
+        latency_only, on_machine = ideal_walls(one, n)
+        ideal, machine_ideal = one["wall_s"] / latency_only, one["wall_s"] / on_machine
+        lines.append(f"{arm}: ideal speed-up at concurrency {n}: {ideal:.2f}x with latency only "
+                     f"(naive bound min({n}, {sims}) = {min(n, sims)}x), {machine_ideal:.2f}x on this machine")
+        for r in runs:
+            if r["arm"] == arm and r["concurrency"] == n:
+                speedup = one["wall_s"] / r["wall_s"]
+                lines.append(f"  {r['label']:>16}: {speedup:.2f}x = {speedup / ideal:.0%} of the latency-only "
+                             f"ideal, {speedup / machine_ideal:.0%} of this machine's")
+    shared = [r for r in runs if "server" in r and r["concurrency"] == n and r["workers"] == 1]
+    if shared:
+        stats = shared[-1]["server"]
+        lines.append(
+            f"connections at concurrency {n}: {stats['connections']} for {stats['requests']} requests, peak "
+            f"{stats['peak_in_flight']} in flight; {stats['shared_connections']} moved to another simulation while "
+            "one they had served was still running, which a connection private to a worker never does"
+        )
     return "\n".join(lines)
 
 
@@ -324,7 +380,7 @@ def main() -> int:
     parser.add_argument("--keep-alive", type=float, default=5.0,
                         help="The agent server's keep-alive timeout in seconds (uvicorn's default: 5)")
     parser.add_argument("--results-dir", default=None, help="Keep the results here (default: a temp dir)")
-    parser.add_argument("--skip-native", action="store_true", help="Only the A2A runs (half the time)")
+    parser.add_argument("--skip-native", action="store_true", help="Only the A2A runs")
     parser.add_argument("--workers", type=int, default=0,
                         help="Also run A2A at --concurrency over this many processes (--a2a-workers)")
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
@@ -340,30 +396,26 @@ def main() -> int:
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--delay", str(args.delay),
                                "--keep-alive", str(args.keep_alive)])
-    runs: dict[str, dict[str, Any] | None] = {"native_1": None, "native_n": None, "a2a_workers": None}
+    n = args.concurrency
+    plan: list[tuple[str, int, int, int | None]] = []  # (arm, concurrency, workers, scoring processes)
+    if not args.skip_native:
+        plan += [("native", 1, 1, None), ("native", n, 1, None)]
+    plan += [("a2a", 1, 1, None), ("a2a", n, 1, 0), ("a2a", n, 1, None)]
+    if args.workers > 1:
+        plan.append(("a2a", n, args.workers, None))
+    runs = []
     try:
         wait_for_card(url, server)
         with tempfile.TemporaryDirectory() as scratch:
             results_dir = Path(args.results_dir or scratch)
-            for concurrency, suffix in ((1, "1"), (args.concurrency, "n")):
-                arms = ("a2a",) if args.skip_native else ("native", "a2a")
-                for arm in arms:
-                    runs[f"{arm}_{suffix}"] = measure(arm, url, args.domain, args.num_tasks, concurrency,
-                                                      args.delay, results_dir)
-            if args.workers > 1:
-                runs["a2a_workers"] = measure("a2a", url, args.domain, args.num_tasks, args.concurrency,
-                                              args.delay, results_dir, workers=args.workers)
+            for arm, concurrency, workers, scoring in plan:
+                runs.append(measure(arm, url, args.domain, args.num_tasks, concurrency, args.delay, results_dir,
+                                    workers=workers, scoring_processes=scoring))
     finally:
         server.terminate()
         server.wait(timeout=30)
     print(f"\nagent delay per reply: {args.delay} s; agent keep-alive: {args.keep_alive} s")
-    print(report(runs["native_1"], runs["native_n"], runs["a2a_1"], runs["a2a_n"]))
-    sharded = runs["a2a_workers"]
-    if sharded is not None:
-        print(f"A2A at concurrency {args.concurrency} over {args.workers} processes: {sharded['wall_s']:.1f} s, "
-              f"{sharded['simulations']} simulations ({sharded['reward_1']} with reward 1.0); speed-up over "
-              f"concurrency 1: {runs['a2a_1']['wall_s'] / sharded['wall_s']:.2f}x "
-              f"(one process: {runs['a2a_1']['wall_s'] / runs['a2a_n']['wall_s']:.2f}x)")
+    print(report(runs, n))
     print(json.dumps(runs, indent=2))
     return 0
 

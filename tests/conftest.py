@@ -49,7 +49,7 @@ def oracle_url() -> Iterator[str]:
 
 
 def run_a2a(url: str, results_dir: Path, domain: str = "airline", *,
-            a2a: A2AConfig | None = None, **run_args: Any) -> RunOutcome:
+            a2a: A2AConfig | None = None, scoring_processes: int | None = None, **run_args: Any) -> RunOutcome:
     """Evaluate the A2A agent at `url` with the scripted user, results under `results_dir`."""
     config = RunConfig(
         domain=domain, agent="a2a_agent", llm_agent="a2a-test", user="scripted_user",
@@ -57,7 +57,7 @@ def run_a2a(url: str, results_dir: Path, domain: str = "airline", *,
         results_dir=str(results_dir), save_to=run_args.pop("save_to", "run"),
         max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
     )
-    return evaluate(config, a2a or A2AConfig(endpoint=url, retry=FAST))
+    return evaluate(config, a2a or A2AConfig(endpoint=url, retry=FAST), scoring_processes)
 
 
 def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: Any):
@@ -71,6 +71,23 @@ def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: An
         max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
     )
     return run_domain(config)
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes started by `pid`, and by those, and so on (Linux /proc)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        parents[int(stat.parent.name)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
 
 
 def typed(value: Any) -> Any:

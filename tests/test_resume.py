@@ -12,6 +12,7 @@ from pathlib import Path
 
 
 from tau2_a2a.serving import free_port, wait_for_card
+from tests.conftest import descendants
 
 TASKS = ["1", "2", "3", "5"]
 CLI = [sys.executable, "-m", "tau2_a2a.cli"]
@@ -26,6 +27,10 @@ def _simulations(path: Path) -> list[dict] | None:
         return None
 
 
+def _running() -> set[int]:
+    return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()}
+
+
 def test_killed_run_resumes_without_redoing_finished_simulations(tmp_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -33,7 +38,7 @@ def test_killed_run_resumes_without_redoing_finished_simulations(tmp_path):
                               env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     run = [*CLI, "run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", url,
            "--user", "scripted_user", "--task-ids", *TASKS, "--max-concurrency", "1",
-           "--save-to", "killed", "--results-dir", str(tmp_path)]
+           "--a2a-scoring-processes", "2", "--save-to", "killed", "--results-dir", str(tmp_path)]
     results_path = tmp_path / "killed.json"
     try:
         wait_for_card(url, oracle, timeout=60)
@@ -44,8 +49,13 @@ def test_killed_run_resumes_without_redoing_finished_simulations(tmp_path):
             assert first.poll() is None, "the run ended before it could be killed"
             assert time.monotonic() < deadline, "no two simulations within 180 s"
             time.sleep(0.05)
+        helpers = descendants(first.pid)  # its scoring processes
+        assert helpers, "the run started no scoring process"
         first.send_signal(signal.SIGKILL)
         assert first.wait(timeout=30) == -signal.SIGKILL
+        while helpers & _running():
+            assert time.monotonic() < deadline + 30, "scoring processes outlived the killed run"
+            time.sleep(0.1)
 
         finished = _simulations(results_path)
         assert finished is not None and 2 <= len(finished) < len(TASKS)

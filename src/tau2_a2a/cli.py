@@ -111,6 +111,10 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--a2a-workers", type=int, default=1,
                        help="Processes to spread the simulations over (tau2's own work is CPU-bound; "
                             "use up to one per core). Resume with the same number. Default: 1")
+    group.add_argument("--a2a-scoring-processes", type=int, default=None, metavar="N",
+                       help="Processes that score finished simulations with tau2's evaluator, so scoring "
+                            "does not hold up the simulations (0: score in the main process). "
+                            "Default: one per usable core, up to --max-concurrency")
 
 
 def run_config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -171,9 +175,9 @@ def run_command(args: argparse.Namespace) -> int:
     if args.a2a_workers > 1:
         from tau2_a2a.client.shards import evaluate_in_processes
 
-        outcome = evaluate_in_processes(config, a2a, args.a2a_workers)
+        outcome = evaluate_in_processes(config, a2a, args.a2a_workers, args.a2a_scoring_processes)
     else:
-        outcome = evaluate(config, a2a)
+        outcome = evaluate(config, a2a, args.a2a_scoring_processes)
     print(format_summary(outcome.report))
     print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}")
     return 0
@@ -184,6 +188,8 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
         raise ConfigError("--agent a2a_agent needs --a2a-endpoint URL (the agent's base URL).")
     if args.a2a_workers < 1:
         raise ConfigError(f"--a2a-workers must be at least 1, got {args.a2a_workers}.")
+    if args.a2a_scoring_processes is not None and args.a2a_scoring_processes < 0:
+        raise ConfigError(f"--a2a-scoring-processes must be 0 or more, got {args.a2a_scoring_processes}.")
     return A2AConfig(
         endpoint=args.a2a_endpoint,
         auth_token=args.a2a_auth_token or os.environ.get(AUTH_TOKEN_ENV) or None,

@@ -24,6 +24,7 @@ from tau2.utils.utils import DATA_DIR
 
 from tau2_a2a.client.agent import AGENT_NAME
 from tau2_a2a.client.metrics import metrics_path, write_report
+from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_processes
 from tau2_a2a.client.session import sessions
 from tau2_a2a.config import A2AConfig
 
@@ -70,13 +71,19 @@ def prepare_a2a_run(config: RunConfig, a2a: A2AConfig) -> Path:
     return results_path_for(config)
 
 
-def evaluate(config: RunConfig, a2a: A2AConfig | None = None) -> RunOutcome:
-    """Run `config` with tau2; with `a2a`, evaluate that A2A agent and write its metrics."""
+def evaluate(config: RunConfig, a2a: A2AConfig | None = None, scoring_processes: int | None = None) -> RunOutcome:
+    """Run `config` with tau2; with `a2a`, evaluate that A2A agent and write its metrics.
+
+    An A2A run scores its simulations in `scoring_processes` worker processes
+    (default: one per usable core, up to --max-concurrency; 0: in this process).
+    """
     if a2a is None:
         results = run_domain(config)
         return RunOutcome(results, results_path_for(config), None, None)
     path = prepare_a2a_run(config, a2a)
-    with resume_without_prompt(path.exists()):
+    if scoring_processes is None:
+        scoring_processes = default_scoring_processes(config.max_concurrency)
+    with resume_without_prompt(path.exists()), scoring_in_processes(scoring_processes):
         results = run_domain(config)
     scrub_secrets(path)
     report = write_report(path)

@@ -28,6 +28,7 @@ from tau2.utils.display import ConsoleDisplay
 
 from tau2_a2a.client.metrics import metrics_path, write_report
 from tau2_a2a.client.run import RunOutcome, prepare_a2a_run, scrub_secrets
+from tau2_a2a.client.scoring import default_scoring_processes
 from tau2_a2a.config import AUTH_TOKEN_ENV, A2AConfig
 
 
@@ -35,16 +36,24 @@ class ShardFailed(RuntimeError):
     """A worker process failed; what it finished is kept for the next run."""
 
 
-def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int) -> RunOutcome:
-    """Evaluate the A2A agent with `workers` processes; same results file as one process."""
+def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
+                          scoring_processes: int | None = None) -> RunOutcome:
+    """Evaluate the A2A agent with `workers` processes; same results file as one process.
+
+    The scoring processes (default: one per usable core, up to
+    --max-concurrency) are shared out between the workers.
+    """
     path = prepare_a2a_run(config, a2a)
     tasks = get_tasks(config.task_set_name or config.domain, config.task_split_name,
                       config.task_ids, config.num_tasks)
     ids = [task.id for task in tasks]
     shards = [ids[k::workers] for k in range(min(workers, len(ids)))]
     parts_dir = path.parent / f"{path.stem}_shards"
+    if scoring_processes is None:
+        scoring_processes = default_scoring_processes(config.max_concurrency)
     children = [
-        _start(config, shard, parts_dir, index, math.ceil(config.max_concurrency / len(shards)), a2a)
+        _start(config, shard, parts_dir, index, math.ceil(config.max_concurrency / len(shards)),
+               math.ceil(scoring_processes / len(shards)), a2a)
         for index, shard in enumerate(shards)
     ]
     exit_codes = [child.wait() for child in children]
@@ -66,7 +75,7 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int) -> Ru
 
 
 def _start(config: RunConfig, shard: list[str], parts_dir: Path, index: int,
-           concurrency: int, a2a: A2AConfig) -> subprocess.Popen:
+           concurrency: int, scoring_processes: int, a2a: A2AConfig) -> subprocess.Popen:
     part = config.model_copy(update={
         "task_ids": shard, "num_tasks": None, "results_dir": str(parts_dir), "save_to": f"part{index}", "max_concurrency": concurrency,
     })
@@ -76,7 +85,7 @@ def _start(config: RunConfig, shard: list[str], parts_dir: Path, index: int,
     child = subprocess.Popen([sys.executable, "-m", "tau2_a2a.client.shards"], stdin=subprocess.PIPE,
                              env=env, text=True)
     assert child.stdin is not None
-    child.stdin.write(json.dumps({"run_config": part.model_dump(mode="json")}))
+    child.stdin.write(json.dumps({"run_config": part.model_dump(mode="json"), "scoring_processes": scoring_processes}))
     child.stdin.close()
     return child
 
@@ -95,7 +104,7 @@ def _worker(request: dict[str, Any]) -> int:
     from tau2_a2a.client.run import evaluate
 
     config = RunConfig.model_validate(request["run_config"])
-    evaluate(config, A2AConfig.from_llm_args(config.llm_args_agent))
+    evaluate(config, A2AConfig.from_llm_args(config.llm_args_agent), request["scoring_processes"])
     return 0
 
 

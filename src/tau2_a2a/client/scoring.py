@@ -1,0 +1,180 @@
+"""tau2's scoring of finished simulations, in worker processes.
+
+After each simulation, tau2's `run_task` scores it with `evaluate_simulation`:
+it builds the domain database twice more, replays the trajectory and the
+golden actions, and hashes both databases. That is most of tau2's CPU per
+simulation, all of it Python holding the interpreter lock for up to a few
+hundred milliseconds per call. With many simulations in threads of one
+process, it saturates one core and keeps the A2A event loop from reading
+replies, which inflates both the wall time and the latencies we measure.
+
+Here, while an A2A run is going on, `tau2.run.evaluate_simulation` sends the
+same call, with the same arguments, to a pool of processes and waits for its
+result. The scoring code is tau2's own; only the process it runs in changes.
+The pool forks from a server that has imported tau2 once, so a worker starts
+at once. A domain that a fresh interpreter does not know (one registered at
+runtime in this process) and a pool that broke (a worker killed) fall back to
+scoring in this process, so no simulation is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import select
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import tau2.run
+from tau2.evaluator.evaluator import evaluate_simulation
+from tau2.registry import registry
+
+log = logging.getLogger("tau2_a2a.client")
+
+
+def usable_cores() -> int:
+    """CPUs this process may run on (its affinity, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def default_scoring_processes(max_concurrency: int) -> int:
+    """One scoring process per usable core, no more than simulations at once; 0 (in process) for one at a time."""
+    processes = min(usable_cores(), max_concurrency)
+    return processes if processes > 1 else 0
+
+
+def has_domain(domain: str) -> bool:
+    """Whether a fresh interpreter with tau2 imported can build `domain`'s environment."""
+    try:
+        registry.get_env_constructor(domain)
+    except Exception:
+        return False
+    return True
+
+
+def exit_with(parent_pid: int) -> None:
+    """Pool initializer: end this worker when the evaluating process ends, even by SIGKILL.
+
+    Pool workers hold both ends of their task queue, so they never see it
+    close; without this they would outlive a killed run.
+    """
+
+    def watch() -> None:
+        try:
+            select.select([os.pidfd_open(parent_pid)], [], [])  # readable once the process has exited
+        except (AttributeError, OSError):  # no pidfd here: poll
+            while _alive(parent_pid):
+                time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+class ScoringPool:
+    """Worker processes that run `evaluate_simulation`; in-process scoring when they cannot."""
+
+    def __init__(self, processes: int) -> None:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        self._executor = ProcessPoolExecutor(max_workers=processes, mp_context=context,
+                                             initializer=exit_with, initargs=(os.getpid(),))
+        self._known_domains: dict[str, bool] = {}
+        self._lock = threading.Lock()
+        self.broken = False
+        self.scored_in_workers = 0
+        self.scored_here = 0
+        threading.Thread(target=self._start_workers, args=(processes,), name="scoring-start", daemon=True).start()
+
+    def _start_workers(self, processes: int) -> None:
+        """Start the fork server (it imports tau2: seconds) and the workers while the first simulations run."""
+        try:
+            for _ in range(processes):
+                self._executor.submit(usable_cores)
+        except (RuntimeError, BrokenProcessPool):
+            pass  # closed or broken before it started: scoring falls back on its own
+
+    def score(self, **arguments: Any) -> Any:
+        if not self.broken and self._knows(arguments["domain"]):
+            try:
+                reward_info = self._executor.submit(evaluate_simulation, **arguments).result()
+            except BrokenProcessPool as error:
+                if not self.broken:
+                    log.warning("Scoring processes stopped (%s); scoring the remaining simulations in this "
+                                "process", error)
+                self.broken = True
+            else:
+                with self._lock:
+                    self.scored_in_workers += 1
+                return reward_info
+        reward_info = evaluate_simulation(**arguments)
+        with self._lock:
+            self.scored_here += 1
+        return reward_info
+
+    def _knows(self, domain: str) -> bool:
+        with self._lock:  # one check per domain, however many threads ask at once
+            if domain not in self._known_domains:
+                try:
+                    self._known_domains[domain] = self._executor.submit(has_domain, domain).result()
+                except BrokenProcessPool:
+                    self._known_domains[domain] = False
+                if not self._known_domains[domain]:
+                    log.info("Domain %r is not known to a fresh tau2; scoring it in this process", domain)
+            return self._known_domains[domain]
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+_pool: ScoringPool | None = None
+_users = 0
+_pool_lock = threading.Lock()
+
+
+def _score(**arguments: Any) -> Any:
+    """tau2.run's `evaluate_simulation` while a scoring pool is open."""
+    pool = _pool
+    return pool.score(**arguments) if pool is not None else evaluate_simulation(**arguments)
+
+
+@contextmanager
+def scoring_in_processes(processes: int) -> Iterator[ScoringPool | None]:
+    """Score simulations in `processes` worker processes while inside; 0 keeps scoring in this process.
+
+    Runs inside each other (or in parallel threads) share one pool: the first
+    opens it, the last closes it.
+    """
+    global _pool, _users
+    if processes < 1:
+        yield None
+        return
+    with _pool_lock:
+        if _pool is None:
+            _pool = ScoringPool(processes)
+            tau2.run.evaluate_simulation = _score  # type: ignore[attr-defined]
+        _users += 1
+        pool = _pool
+    try:
+        yield pool
+    finally:
+        with _pool_lock:
+            _users -= 1
+            if _users == 0 and _pool is not None:
+                tau2.run.evaluate_simulation = evaluate_simulation  # type: ignore[attr-defined]
+                _pool.close()
+                _pool = None

@@ -1,0 +1,108 @@
+"""Scoring in worker processes: tau2's exact scores, and this process whenever the workers cannot."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from tau2.domains.airline.environment import get_environment, get_tasks
+from tau2.registry import registry
+
+from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_processes, usable_cores
+from tau2_a2a.reference.oracle_agent import step_parts
+from tau2_a2a.reference.oracle_script import OracleStep
+
+from tests.agents import ReplyOnTask, agent_app
+from tests.conftest import Serve, descendants, run_a2a
+
+TASKS = ["0", "1", "2", "3"]
+
+
+def reward_infos(outcome) -> dict[str, dict]:
+    return {s.task_id: s.reward_info.model_dump(mode="json") for s in outcome.results.simulations}
+
+
+def test_scores_from_workers_equal_scores_in_this_process(serve: Serve, tmp_path: Path) -> None:
+    """In task 2 the agent sends an extra certificate of 500, so its database differs: reward 0 next to 1.0s."""
+    extra = step_parts(OracleStep(tool_name="send_certificate",
+                                  arguments={"user_id": "noah_muller_9847", "amount": 500}))
+    first = serve(lambda url: agent_app(ReplyOnTask("2", extra, at=3), url))
+    second = serve(lambda url: agent_app(ReplyOnTask("2", extra, at=3), url))
+
+    here = run_a2a(first.url, tmp_path / "here", task_ids=TASKS, scoring_processes=0)
+    with scoring_in_processes(2) as pool:
+        in_workers = run_a2a(second.url, tmp_path / "workers", task_ids=TASKS, scoring_processes=2)
+
+    assert pool is not None and (pool.scored_in_workers, pool.scored_here) == (len(TASKS), 0)
+    assert {task: info["reward"] for task, info in reward_infos(here).items()} == {
+        "0": 1.0, "1": 1.0, "2": 0.0, "3": 1.0}
+    assert reward_infos(in_workers) == reward_infos(here)
+    assert reward_infos(here)["2"]["db_check"] == {"db_match": False, "db_reward": 0.0}
+
+
+def test_domain_registered_only_here_is_scored_here(oracle_url: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh interpreter has tau2's domains only; one registered at runtime stays in this process."""
+    monkeypatch.setitem(registry._domains, "airline_copy", get_environment)
+    monkeypatch.setitem(registry._tasks, "airline_copy", get_tasks)
+
+    with scoring_in_processes(2) as pool:
+        outcome = run_a2a(oracle_url, tmp_path, "airline_copy", task_ids=["0", "1"], scoring_processes=2)
+
+    assert pool is not None and (pool.scored_in_workers, pool.scored_here) == (0, 2)
+    assert [s.reward_info.reward for s in outcome.results.simulations] == [1.0, 1.0]
+
+
+def test_killed_scoring_workers_fall_back_to_this_process(oracle_url: str, tmp_path: Path) -> None:
+    with scoring_in_processes(2) as pool:
+        run_a2a(oracle_url, tmp_path / "first", task_ids=["0"], scoring_processes=2)
+        workers = scoring_workers()
+        assert workers, "the first run's scoring started no worker"
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        outcome = run_a2a(oracle_url, tmp_path / "second", task_ids=["1", "2"], scoring_processes=2)
+
+    assert pool is not None and (pool.scored_in_workers, pool.scored_here) == (1, 2)
+    assert pool.broken
+    assert [s.reward_info.reward for s in outcome.results.simulations] == [1.0, 1.0]
+
+
+def test_workers_leave_with_the_pool(oracle_url: str, tmp_path: Path) -> None:
+    with scoring_in_processes(2):
+        run_a2a(oracle_url, tmp_path, task_ids=["0"], scoring_processes=2)
+        workers = scoring_workers()
+    assert workers
+    deadline = time.monotonic() + 30
+    while workers & descendants(os.getpid()):
+        assert time.monotonic() < deadline, "scoring workers outlived their pool"
+        time.sleep(0.1)
+
+
+def test_default_is_one_process_per_core_up_to_the_concurrency() -> None:
+    cores = usable_cores()
+    assert default_scoring_processes(1) == 0  # one simulation at a time: nothing to overlap
+    assert default_scoring_processes(64) == (cores if cores > 1 else 0)
+    assert default_scoring_processes(2) == (2 if cores > 1 else 0)
+
+
+def scoring_workers() -> set[int]:
+    """This process's scoring workers: the children of its fork server."""
+    server = {pid for pid in descendants(os.getpid()) if b"forkserver" in _cmdline(pid)}
+    return {pid for pid in descendants(os.getpid()) if _parent(pid) in server}
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return -1
