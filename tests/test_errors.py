@@ -261,6 +261,9 @@ def test_transient_http_failures_are_retried(serve: Serve, tmp_path: Path, statu
         f"SendMessage to {server.url} failed with HTTP {status}: agent overloaded ({status}), try again"] * 2
     assert outcome.report["run"]["errors_by_category"] == {"http": 2}
     assert [e.status for e in sends(wire)] == [status, status, 200, 200, 200]
+    message_ids = [e.sent_message["messageId"] for e in sends(wire)]
+    assert message_ids[0] == message_ids[1] == message_ids[2]  # a retry resends the same message
+    assert len(set(message_ids)) == 3
 
 
 def test_dropped_connection_is_retried(serve: Serve, tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_proces
 from tau2_a2a.reference.oracle_agent import step_parts
 from tau2_a2a.reference.oracle_script import OracleStep
 
-from tests.agents import ReplyOnTask, agent_app
+from tests.agents import OracleLike, ReplyOnTask, agent_app
 from tests.conftest import Serve, descendants, run_a2a
 
 TASKS = ["0", "1", "2", "3"]
@@ -106,3 +108,35 @@ def _parent(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except OSError:
         return -1
+
+
+UNGUARDED_SCRIPT = """
+import sys
+from tau2.data_model.simulation import RunConfig
+import tau2_a2a
+from tau2_a2a.client.run import evaluate
+
+config = RunConfig(domain="airline", agent="a2a_agent", llm_agent="a2a-test", user="scripted_user",
+                   llm_user="scripted", llm_args_user={}, llm_args_agent={}, llm_args_judge={},
+                   results_dir=sys.argv[2], save_to="run", max_concurrency=2, task_ids=["0", "1"])
+outcome = evaluate(config, tau2_a2a.A2AConfig(endpoint=sys.argv[1]), scoring_processes=2)
+print("REWARDS", [s.reward_info.reward for s in outcome.results.simulations])
+"""
+
+
+def test_unguarded_script_is_not_run_again_by_its_scoring_processes(serve: Serve, tmp_path: Path) -> None:
+    """Python re-runs the main script in each new process; the evaluation in it must not start again."""
+    agent = OracleLike()
+    server = serve(lambda url: agent_app(agent, url))
+    script = tmp_path / "evaluate_my_agent.py"
+    script.write_text(UNGUARDED_SCRIPT)
+    run = subprocess.run([sys.executable, str(script), server.url, str(tmp_path / "results")],
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "REWARDS [1.0, 1.0]" in run.stdout
+    assert "put the call under `if __name__ == \"__main__\":`" in run.stderr
+    assert "Scoring processes stopped" in run.stderr
+    assert sorted({seen.task for seen in agent.seen}) == ["0", "1"]
+    assert len({seen.context_id for seen in agent.seen}) == 2  # two conversations: no second evaluation

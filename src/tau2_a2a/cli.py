@@ -109,8 +109,9 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
                        help="Seconds to wait for one reply (default: %(default)s)")
     group.add_argument("--a2a-debug", action="store_true", help="Log every A2A request and reply in full")
     group.add_argument("--a2a-workers", type=int, default=1,
-                       help="Processes to spread the simulations over (tau2's own work is CPU-bound; "
-                            "use up to one per core). Resume with the same number. Default: 1")
+                       help="Processes to spread the simulations over, each with its share of the scoring "
+                            "processes (for high concurrency on many cores). Resume with the same number. "
+                            "Default: 1")
     group.add_argument("--a2a-scoring-processes", type=int, default=None, metavar="N",
                        help="Processes that score finished simulations with tau2's evaluator, so scoring "
                             "does not hold up the simulations (0: score in the main process). "

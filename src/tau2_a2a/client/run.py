@@ -24,7 +24,7 @@ from tau2.utils.utils import DATA_DIR
 
 from tau2_a2a.client.agent import AGENT_NAME
 from tau2_a2a.client.metrics import metrics_path, write_report
-from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_processes
+from tau2_a2a.client.scoring import default_scoring_processes, refuse_script_rerun, scoring_in_processes
 from tau2_a2a.client.session import sessions
 from tau2_a2a.config import A2AConfig
 
@@ -80,6 +80,7 @@ def evaluate(config: RunConfig, a2a: A2AConfig | None = None, scoring_processes:
     if a2a is None:
         results = run_domain(config)
         return RunOutcome(results, results_path_for(config), None, None)
+    refuse_script_rerun()
     path = prepare_a2a_run(config, a2a)
     if scoring_processes is None:
         scoring_processes = default_scoring_processes(config.max_concurrency)

@@ -13,8 +13,9 @@ same call, with the same arguments, to a pool of processes and waits for its
 result. The scoring code is tau2's own; only the process it runs in changes.
 The pool forks from a server that has imported tau2 once, so a worker starts
 at once. A domain that a fresh interpreter does not know (one registered at
-runtime in this process) and a pool that broke (a worker killed) fall back to
-scoring in this process, so no simulation is lost.
+runtime in this process) and a pool that broke (a worker killed, or a script
+without a `__main__` guard, see `refuse_script_rerun`) fall back to scoring in
+this process, so no simulation is lost.
 """
 
 from __future__ import annotations
@@ -35,6 +36,22 @@ from tau2.evaluator.evaluator import evaluate_simulation
 from tau2.registry import registry
 
 log = logging.getLogger("tau2_a2a.client")
+
+
+def refuse_script_rerun() -> None:
+    """Stop a script that calls `evaluate()` from running again inside each scoring process.
+
+    A scoring process runs the main script once more as it starts (Python's
+    multiprocessing does, for `__main__`'s functions). Unguarded, the script
+    would start a whole evaluation there; this ends that process instead, with
+    what to do, and the run it belongs to scores in its own process.
+    """
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError(
+            "tau2-a2a: the script that calls evaluate() ran again in a scoring process, as Python's "
+            "multiprocessing does with the main script; put the call under `if __name__ == \"__main__\":` "
+            "(or pass scoring_processes=0). The run goes on, scoring in its main process."
+        )
 
 
 def usable_cores() -> int:
@@ -109,30 +126,30 @@ class ScoringPool:
             pass  # closed or broken before it started: scoring falls back on its own
 
     def score(self, **arguments: Any) -> Any:
-        if not self.broken and self._knows(arguments["domain"]):
-            try:
+        try:
+            if self._knows(arguments["domain"]):
                 reward_info = self._executor.submit(evaluate_simulation, **arguments).result()
-            except BrokenProcessPool as error:
+                with self._lock:
+                    self.scored_in_workers += 1
+                return reward_info
+        except BrokenProcessPool as error:
+            with self._lock:
                 if not self.broken:
                     log.warning("Scoring processes stopped (%s); scoring the remaining simulations in this "
                                 "process", error)
                 self.broken = True
-            else:
-                with self._lock:
-                    self.scored_in_workers += 1
-                return reward_info
         reward_info = evaluate_simulation(**arguments)
         with self._lock:
             self.scored_here += 1
         return reward_info
 
     def _knows(self, domain: str) -> bool:
+        """Whether the workers can score `domain`; raises BrokenProcessPool once they cannot score at all."""
+        if self.broken:
+            raise BrokenProcessPool("the scoring processes stopped earlier")
         with self._lock:  # one check per domain, however many threads ask at once
             if domain not in self._known_domains:
-                try:
-                    self._known_domains[domain] = self._executor.submit(has_domain, domain).result()
-                except BrokenProcessPool:
-                    self._known_domains[domain] = False
+                self._known_domains[domain] = self._executor.submit(has_domain, domain).result()
                 if not self._known_domains[domain]:
                     log.info("Domain %r is not known to a fresh tau2; scoring it in this process", domain)
             return self._known_domains[domain]

@@ -167,7 +167,8 @@ class A2ASession:
         if self.config.auth_token:
             headers["Authorization"] = f"Bearer {self.config.auth_token}"
         transport = _MeteringTransport(
-            httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=30.0)),
+            httpx.AsyncHTTPTransport(
+                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=30.0)),
             self.config.debug,
             self.config.auth_token,
         )
@@ -288,11 +289,13 @@ class A2ASession:
         records: list[RequestRecord] = []
         input_tokens = self._tokens.count(parts_size_text(parts))
 
+        message_id = str(uuid.uuid4())  # one per turn: a retry resends the same message, and says so
+
         def send_once() -> Any:
             message = Message(
                 role=Role.ROLE_USER,
                 parts=parts,
-                message_id=str(uuid.uuid4()),
+                message_id=message_id,
                 context_id=context_id or "",
                 task_id=task_id or "",
             )

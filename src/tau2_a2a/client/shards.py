@@ -77,7 +77,8 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
 def _start(config: RunConfig, shard: list[str], parts_dir: Path, index: int,
            concurrency: int, scoring_processes: int, a2a: A2AConfig) -> subprocess.Popen:
     part = config.model_copy(update={
-        "task_ids": shard, "num_tasks": None, "results_dir": str(parts_dir), "save_to": f"part{index}", "max_concurrency": concurrency,
+        "task_ids": shard, "num_tasks": None, "results_dir": str(parts_dir), "save_to": f"part{index}",
+        "max_concurrency": concurrency,
     })
     env = dict(os.environ)
     if a2a.auth_token:
@@ -85,7 +86,8 @@ def _start(config: RunConfig, shard: list[str], parts_dir: Path, index: int,
     child = subprocess.Popen([sys.executable, "-m", "tau2_a2a.client.shards"], stdin=subprocess.PIPE,
                              env=env, text=True)
     assert child.stdin is not None
-    child.stdin.write(json.dumps({"run_config": part.model_dump(mode="json"), "scoring_processes": scoring_processes}))
+    request = {"run_config": part.model_dump(mode="json"), "scoring_processes": scoring_processes}
+    child.stdin.write(json.dumps(request))
     child.stdin.close()
     return child
 
