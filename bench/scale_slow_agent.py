@@ -250,15 +250,16 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
     from tau2_a2a.config import A2AConfig
 
     httpx.post(f"{url}{RESET_PATH}").raise_for_status()
-    if arm == "a2a" and scoring_processes is None:
-        scoring_processes = default_scoring_processes(concurrency)
-    label = f"{arm} c{concurrency}" + (f" s{scoring_processes}" if arm == "a2a" else "") + (
-        f" w{workers}" if workers > 1 else "")
     config = RunConfig(
         domain=domain, agent=SlowNativeOracle.NAME, llm_agent="slow-oracle", llm_args_agent={"delay": delay},
         user="scripted_user", llm_user="scripted", llm_args_user={}, llm_args_judge={}, num_tasks=num_tasks,
-        max_concurrency=concurrency, save_to=label.replace(" ", "_"), results_dir=str(results_dir),
+        max_concurrency=concurrency, results_dir=str(results_dir),
     )
+    if arm == "a2a" and scoring_processes is None:
+        scoring_processes = default_scoring_processes(config)
+    label = f"{arm} c{concurrency}" + (f" s{scoring_processes}" if arm == "a2a" else "") + (
+        f" w{workers}" if workers > 1 else "")
+    config.save_to = label.replace(" ", "_")
     rss_before, load_before = rss_mb(), os.getloadavg()[0]
     cpu_before, machine_before = cpu_seconds(), machine_cpu_seconds()
     with MemorySampler() as memory:

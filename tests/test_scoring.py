@@ -8,8 +8,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tau2.data_model.simulation import RunConfig
 from tau2.domains.airline.environment import get_environment, get_tasks
 from tau2.registry import registry
 
@@ -83,11 +85,17 @@ def test_workers_leave_with_the_pool(oracle_url: str, tmp_path: Path) -> None:
         time.sleep(0.1)
 
 
-def test_default_is_one_process_per_core_up_to_the_concurrency() -> None:
+def test_default_is_one_process_per_core_up_to_the_concurrency_for_runs_worth_it() -> None:
+    def default(**run: Any) -> int:
+        return default_scoring_processes(RunConfig(domain="airline", **run))
+
     cores = usable_cores()
-    assert default_scoring_processes(1) == 0  # one simulation at a time: nothing to overlap
-    assert default_scoring_processes(64) == (cores if cores > 1 else 0)
-    assert default_scoring_processes(2) == (2 if cores > 1 else 0)
+    assert default(max_concurrency=1) == 0  # one simulation at a time: nothing to overlap
+    assert default(max_concurrency=64) == (cores if cores > 1 else 0)  # the whole domain
+    assert default(max_concurrency=2, num_tasks=20) == (2 if cores > 1 else 0)
+    assert default(max_concurrency=2, task_ids=["0", "1"], num_trials=10) == (2 if cores > 1 else 0)
+    assert default(max_concurrency=8, num_tasks=5) == 0  # starting the pool costs more than it saves
+    assert default(max_concurrency=8, num_tasks=19) == 0
 
 
 def scoring_workers() -> set[int]:

@@ -115,7 +115,7 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--a2a-scoring-processes", type=int, default=None, metavar="N",
                        help="Processes that score finished simulations with tau2's evaluator, so scoring "
                             "does not hold up the simulations (0: score in the main process). "
-                            "Default: one per usable core, up to --max-concurrency")
+                            "Default: one per usable core, up to --max-concurrency, for runs of 20 simulations or more")
 
 
 def run_config_from_args(args: argparse.Namespace) -> RunConfig:

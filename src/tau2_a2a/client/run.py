@@ -75,7 +75,7 @@ def evaluate(config: RunConfig, a2a: A2AConfig | None = None, scoring_processes:
     """Run `config` with tau2; with `a2a`, evaluate that A2A agent and write its metrics.
 
     An A2A run scores its simulations in `scoring_processes` worker processes
-    (default: one per usable core, up to --max-concurrency; 0: in this process).
+    (default: see `default_scoring_processes`; 0: in this process).
     """
     if a2a is None:
         results = run_domain(config)
@@ -83,7 +83,7 @@ def evaluate(config: RunConfig, a2a: A2AConfig | None = None, scoring_processes:
     refuse_script_rerun()
     path = prepare_a2a_run(config, a2a)
     if scoring_processes is None:
-        scoring_processes = default_scoring_processes(config.max_concurrency)
+        scoring_processes = default_scoring_processes(config)
     with resume_without_prompt(path.exists()), scoring_in_processes(scoring_processes):
         results = run_domain(config)
     scrub_secrets(path)

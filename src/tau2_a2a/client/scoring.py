@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 import tau2.run
+from tau2.data_model.simulation import RunConfig
 from tau2.evaluator.evaluator import evaluate_simulation
 from tau2.registry import registry
 
@@ -59,10 +60,28 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def default_scoring_processes(max_concurrency: int) -> int:
-    """One scoring process per usable core, no more than simulations at once; 0 (in process) for one at a time."""
-    processes = min(usable_cores(), max_concurrency)
+MIN_SIMULATIONS_FOR_POOL = 20
+
+
+def default_scoring_processes(config: RunConfig) -> int:
+    """One scoring process per usable core, no more than simulations at once; 0 (in process) when not worth it.
+
+    Starting the pool costs about 5 s of CPU (its server imports tau2), about
+    what scoring five airline simulations takes. Below 20 simulations, or one
+    at a time, scoring stays in the main process: several small evaluations
+    side by side (as the service runs them) would pay that cost each.
+    """
+    simulations = planned_simulations(config)
+    if simulations is not None and simulations < MIN_SIMULATIONS_FOR_POOL:
+        return 0
+    processes = min(usable_cores(), config.max_concurrency)
     return processes if processes > 1 else 0
+
+
+def planned_simulations(config: RunConfig) -> int | None:
+    """Tasks x trials as the run's flags give them; None for a whole domain or split (many)."""
+    tasks = len(config.task_ids) if config.task_ids else config.num_tasks
+    return tasks * config.num_trials if tasks is not None else None
 
 
 def has_domain(domain: str) -> bool:

@@ -40,8 +40,8 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
                           scoring_processes: int | None = None) -> RunOutcome:
     """Evaluate the A2A agent with `workers` processes; same results file as one process.
 
-    The scoring processes (default: one per usable core, up to
-    --max-concurrency) are shared out between the workers.
+    The scoring processes (default: see `default_scoring_processes`) are
+    shared out between the workers.
     """
     path = prepare_a2a_run(config, a2a)
     tasks = get_tasks(config.task_set_name or config.domain, config.task_split_name,
@@ -50,7 +50,7 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
     shards = [ids[k::workers] for k in range(min(workers, len(ids)))]
     parts_dir = path.parent / f"{path.stem}_shards"
     if scoring_processes is None:
-        scoring_processes = default_scoring_processes(config.max_concurrency)
+        scoring_processes = default_scoring_processes(config)
     children = [
         _start(config, shard, parts_dir, index, math.ceil(config.max_concurrency / len(shards)),
                math.ceil(scoring_processes / len(shards)), a2a)
