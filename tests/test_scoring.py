@@ -99,9 +99,9 @@ def test_default_is_one_process_per_core_up_to_the_concurrency_for_runs_worth_it
 
 
 def scoring_workers() -> set[int]:
-    """This process's scoring workers: the children of its fork server."""
-    server = {pid for pid in descendants(os.getpid()) if b"forkserver" in _cmdline(pid)}
-    return {pid for pid in descendants(os.getpid()) if _parent(pid) in server}
+    """This process's scoring workers: the processes its fork server started."""
+    servers = {pid for pid in descendants(os.getpid()) if b"forkserver" in _cmdline(pid)}
+    return set().union(*(descendants(server) for server in servers))
 
 
 def _cmdline(pid: int) -> bytes:
@@ -109,13 +109,6 @@ def _cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
-
-
-def _parent(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        return -1
 
 
 UNGUARDED_SCRIPT = """

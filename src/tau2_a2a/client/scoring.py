@@ -72,10 +72,15 @@ def default_scoring_processes(config: RunConfig) -> int:
     side by side (as the service runs them) would pay that cost each.
     """
     simulations = planned_simulations(config)
-    if simulations is not None and simulations < MIN_SIMULATIONS_FOR_POOL:
+    if not pools_supported() or (simulations is not None and simulations < MIN_SIMULATIONS_FOR_POOL):
         return 0
     processes = min(usable_cores(), config.max_concurrency)
     return processes if processes > 1 else 0
+
+
+def pools_supported() -> bool:
+    """Whether this platform can fork workers from a server (not on Windows)."""
+    return "forkserver" in multiprocessing.get_all_start_methods()
 
 
 def planned_simulations(config: RunConfig) -> int | None:
@@ -190,13 +195,13 @@ def _score(**arguments: Any) -> Any:
 
 @contextmanager
 def scoring_in_processes(processes: int) -> Iterator[ScoringPool | None]:
-    """Score simulations in `processes` worker processes while inside; 0 keeps scoring in this process.
+    """Score simulations in `processes` worker processes while inside; 0 (or Windows) keeps them here.
 
     Runs inside each other (or in parallel threads) share one pool: the first
     opens it, the last closes it.
     """
     global _pool, _users
-    if processes < 1:
+    if processes < 1 or not pools_supported():
         yield None
         return
     with _pool_lock:
