@@ -22,6 +22,7 @@ from tau2_a2a.client.agent import AGENT_NAME  # noqa: E402
 from tau2_a2a.client.errors import A2AFailure  # noqa: E402
 from tau2_a2a.client.metrics import format_summary  # noqa: E402
 from tau2_a2a.client.run import agent_model_name, discover, evaluate  # noqa: E402
+from tau2_a2a.client.scoring import default_scoring_processes  # noqa: E402
 from tau2_a2a.config import AUTH_TOKEN_ENV, DEFAULT_TIMEOUT_SECONDS, A2AConfig, ConfigError  # noqa: E402
 
 EXIT_USAGE = 2
@@ -173,12 +174,16 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"A2A agent: {card.name} at {a2a.endpoint}")
     if config.llm_agent == DEFAULT_LLM_AGENT:
         config.llm_agent = agent_model_name(card.name)
+    scoring = args.a2a_scoring_processes
+    if scoring is None:
+        scoring = default_scoring_processes(config)
+    print(f"Scoring: in {scoring} worker processes" if scoring else "Scoring: in this process")
     if args.a2a_workers > 1:
         from tau2_a2a.client.shards import evaluate_in_processes
 
-        outcome = evaluate_in_processes(config, a2a, args.a2a_workers, args.a2a_scoring_processes)
+        outcome = evaluate_in_processes(config, a2a, args.a2a_workers, scoring)
     else:
-        outcome = evaluate(config, a2a, args.a2a_scoring_processes)
+        outcome = evaluate(config, a2a, scoring)
     print(format_summary(outcome.report))
     print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}")
     return 0
