@@ -106,6 +106,10 @@ class OracleLike(AgentExecutor):
         """Every message received in the contexts that played `task`."""
         return [s for s in self.seen if s.task == task]
 
+    def is_message(self, seen: Seen, task: str, at: int) -> bool:
+        """Whether `seen` is message number `at` (0-based) of tau2 task `task`."""
+        return seen.task == task and len(self.messages_of(task)) == at + 1
+
     def next_parts(self, context_id: str) -> list[Part]:
         plan = self.plans.get(context_id)
         return step_parts(plan.popleft()) if plan else [new_text_part(NO_MARKER)]
@@ -186,7 +190,7 @@ class ReplyOnTask(OracleLike):
         self.at = at
 
     async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
-        if seen.task == self.task and len(self.messages_of(self.task)) == self.at + 1:
+        if self.is_message(seen, self.task, self.at):
             await self.answer(event_queue, seen, self.parts)
             return
         await super().respond(context, event_queue, seen)
@@ -275,7 +279,7 @@ class DiesOnTask(OracleLike):
         self.die = die
 
     async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
-        if seen.task == self.task and len(self.messages_of(self.task)) == self.at + 1:
+        if self.is_message(seen, self.task, self.at):
             await asyncio.to_thread(self.die)
         await super().respond(context, event_queue, seen)
 
