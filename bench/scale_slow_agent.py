@@ -9,7 +9,7 @@ This process runs tau2 on the same tasks several times: the same oracle with
 the same delay in-process as a native tau2 agent (no protocol) at concurrency
 1 and N; over A2A at 1, and at N with tau2's scoring in this process
 (--a2a-scoring-processes 0) and in scoring processes (the default); with
---workers W also over W processes (--a2a-workers). It prints wall and CPU
+--workers W[,W...] also over W processes (--a2a-workers). It prints wall and CPU
 times, peak memory, request latencies on both sides, the connections the
 agent saw, and each speed-up against two ideals derived from the run at 1:
 
@@ -166,17 +166,26 @@ def serve(port: int, delay: float, keep_alive: float) -> None:
 
 
 class MemorySampler:
-    """Peak resident memory of this process while a run goes on."""
+    """Peak memory while a run goes on: this process's RSS, and the PSS of it with its helpers.
 
-    def __init__(self, interval: float = 0.1) -> None:
+    PSS (proportional set size) counts a page shared by n processes as 1/n in
+    each, so the sum over the run's processes (scoring processes, workers,
+    forked with shared pages) is what they take together. The agent's
+    process (`exclude`) is not counted.
+    """
+
+    def __init__(self, exclude: int, interval: float = 0.2) -> None:
         self.interval = interval
+        self.exclude = exclude
         self.peak = rss_mb()
+        self.peak_tree = tree_pss_mb(exclude)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while not self._stop.wait(self.interval):
             self.peak = max(self.peak, rss_mb())
+            self.peak_tree = max(self.peak_tree, tree_pss_mb(self.exclude))
 
     def __enter__(self) -> "MemorySampler":
         self._thread.start()
@@ -186,6 +195,22 @@ class MemorySampler:
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, rss_mb())
+
+
+def tree_pss_mb(exclude: int) -> float:
+    """PSS of this process and every process it started (but `exclude`), in MiB."""
+    import psutil  # a dependency of tau2
+
+    me = psutil.Process()
+    total = 0
+    for process in [me, *me.children(recursive=True)]:
+        if process.pid == exclude:
+            continue
+        try:
+            total += process.memory_full_info().pss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue  # gone meanwhile
+    return round(total / 2**20, 1)
 
 
 def cpu_seconds() -> float:
@@ -233,12 +258,14 @@ def list_schedule(durations: list[float], slots: int) -> float:
 
 
 def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency: int, delay: float,
-            results_dir: Path, workers: int = 1, scoring_processes: int | None = None) -> dict[str, Any]:
+            results_dir: Path, agent_pid: int, workers: int = 1,
+            scoring_processes: int | None = None, run_number: int = 0) -> dict[str, Any]:
     """One evaluation of `arm` ("native" or "a2a") at `concurrency`: times, memory, what the agent saw.
 
     A2A runs score in `scoring_processes` processes (None: the default) and
-    with `workers` > 1 run in that many processes (--a2a-workers); memory
-    figures cover this process only, machine CPU covers every process."""
+    with `workers` > 1 run in that many processes (--a2a-workers); RSS covers
+    this process, PSS it and its helper processes, machine CPU every process
+    (`agent_pid`, the agent, is left out of PSS only)."""
     import tau2_a2a  # noqa: F401  (registers the agents and the user)
     from tau2.data_model.simulation import RunConfig
     from tau2.run import run_domain
@@ -259,10 +286,10 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
         scoring_processes = default_scoring_processes(config)
     label = f"{arm} c{concurrency}" + (f" s{scoring_processes}" if arm == "a2a" else "") + (
         f" w{workers}" if workers > 1 else "")
-    config.save_to = label.replace(" ", "_")
+    config.save_to = f"{run_number}_{label.replace(' ', '_')}"  # arms may share a label: never resume
     rss_before, load_before = rss_mb(), os.getloadavg()[0]
     cpu_before, machine_before = cpu_seconds(), machine_cpu_seconds()
-    with MemorySampler() as memory:
+    with MemorySampler(exclude=agent_pid) as memory:
         started = time.perf_counter()
         if arm == "native":
             results, protocol = run_domain(config), None
@@ -290,6 +317,7 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
         "load_average_1min": [load_before, os.getloadavg()[0]],
         "rss_before_mb": rss_before,
         "rss_peak_mb": memory.peak,
+        "pss_peak_with_helpers_mb": memory.peak_tree,
         "rss_after_mb": rss_mb(),
     }
     if protocol is not None:
@@ -318,6 +346,10 @@ def ideal_walls(one: dict[str, Any], n: int) -> tuple[float, float]:
     return latency_only, on_machine
 
 
+def _or_dash(value: Any) -> Any:
+    return "-" if value is None else value
+
+
 def report(runs: list[dict[str, Any]], n: int) -> str:
     sims = runs[0]["simulations"]
     lines = [f"{sims} simulations per run; all runs side by side in this process; "
@@ -325,7 +357,7 @@ def report(runs: list[dict[str, Any]], n: int) -> str:
              f"{'':38}" + "".join(f"{r['label']:>16}" for r in runs)]
 
     def row(label: str, value: Any) -> None:
-        lines.append(f"{label:38}" + "".join(f"{value(r):>16}" for r in runs))
+        lines.append(f"{label:38}" + "".join(f"{_or_dash(value(r)):>16}" for r in runs))
 
     def server(key: str) -> Any:
         return lambda r: r["server"][key] if "server" in r else "-"
@@ -335,6 +367,7 @@ def report(runs: list[dict[str, Any]], n: int) -> str:
     row("CPU of the machine (s)", lambda r: f"{r['machine_cpu_s']:.1f}")
     row("simulations with reward 1.0", lambda r: r["reward_1"])
     row("peak RSS (MiB)", lambda r: f"{r['rss_peak_mb']:.0f}")
+    row("peak PSS with helper processes (MiB)", lambda r: f"{r['pss_peak_with_helpers_mb']:.0f}")
     row("RSS after (MiB)", lambda r: f"{r['rss_after_mb']:.0f}")
     row("1-min load average at start", lambda r: f"{r['load_average_1min'][0]:.1f}")
     row("A2A sessions (HTTP pools)", lambda r: r.get("a2a_sessions", "-"))
@@ -372,6 +405,17 @@ def report(runs: list[dict[str, Any]], n: int) -> str:
     return "\n".join(lines)
 
 
+def worker_arms(text: str) -> list[tuple[int, int | None]]:
+    """--workers "2,4,4:0" -> [(2, None), (4, None), (4, 0)]: worker processes, scoring processes (None: default)."""
+    arms = []
+    for item in text.split(","):
+        workers, _, scoring = item.partition(":")
+        if int(workers) < 2 or (scoring and int(scoring) < 0):
+            raise argparse.ArgumentTypeError(f"{item!r}: W must be at least 2, S at least 0")
+        arms.append((int(workers), int(scoring) if scoring else None))
+    return arms
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--domain", default="airline")
@@ -382,8 +426,9 @@ def main() -> int:
                         help="The agent server's keep-alive timeout in seconds (uvicorn's default: 5)")
     parser.add_argument("--results-dir", default=None, help="Keep the results here (default: a temp dir)")
     parser.add_argument("--skip-native", action="store_true", help="Only the A2A runs")
-    parser.add_argument("--workers", type=int, default=0,
-                        help="Also run A2A at --concurrency over this many processes (--a2a-workers)")
+    parser.add_argument("--workers", type=worker_arms, default=[],
+                        help="Also run A2A at --concurrency over W processes (--a2a-workers), one run per "
+                             "comma-separated W, or W:S for S scoring processes in all (e.g. 2,4,4:0)")
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -402,16 +447,15 @@ def main() -> int:
     if not args.skip_native:
         plan += [("native", 1, 1, None), ("native", n, 1, None)]
     plan += [("a2a", 1, 1, None), ("a2a", n, 1, 0), ("a2a", n, 1, None)]
-    if args.workers > 1:
-        plan.append(("a2a", n, args.workers, None))
+    plan += [("a2a", n, workers, scoring) for workers, scoring in args.workers]
     runs = []
     try:
         wait_for_card(url, server)
         with tempfile.TemporaryDirectory() as scratch:
             results_dir = Path(args.results_dir or scratch)
-            for arm, concurrency, workers, scoring in plan:
+            for number, (arm, concurrency, workers, scoring) in enumerate(plan):
                 runs.append(measure(arm, url, args.domain, args.num_tasks, concurrency, args.delay, results_dir,
-                                    workers=workers, scoring_processes=scoring))
+                                    server.pid, workers=workers, scoring_processes=scoring, run_number=number))
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -88,6 +89,19 @@ def descendants(pid: int) -> set[int]:
         frontier = {child for child, parent in parents.items() if parent in frontier} - found
         found |= frontier
     return found
+
+
+def running() -> set[int]:
+    """Every process id on the machine (Linux /proc)."""
+    return {int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()}
+
+
+def saved_simulations(results_path: Path) -> list[dict] | None:
+    """A results file's simulations, or None while it is missing or being rewritten."""
+    try:
+        return json.loads(results_path.read_text())["simulations"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return None
 
 
 def typed(value: Any) -> Any:

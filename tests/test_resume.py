@@ -10,28 +10,15 @@ import sys
 import time
 from pathlib import Path
 
-
 from tau2_a2a.serving import free_port, wait_for_card
-from tests.conftest import descendants
+from tests.conftest import descendants, running, saved_simulations
 
 TASKS = ["1", "2", "3", "5"]
 CLI = [sys.executable, "-m", "tau2_a2a.cli"]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
-def _simulations(path: Path) -> list[dict] | None:
-    """The results file's simulations, or None while it is missing or being rewritten."""
-    try:
-        return json.loads(path.read_text())["simulations"]
-    except (FileNotFoundError, json.JSONDecodeError, KeyError):
-        return None
-
-
-def _running() -> set[int]:
-    return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()}
-
-
-def test_killed_run_resumes_without_redoing_finished_simulations(tmp_path):
+def test_killed_run_resumes_without_redoing_finishedsaved_simulations(tmp_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     oracle = subprocess.Popen([*CLI, "agent", "oracle", "--delay", "0.3", "--port", str(port)],
@@ -45,7 +32,7 @@ def test_killed_run_resumes_without_redoing_finished_simulations(tmp_path):
         first = subprocess.Popen(run, env=ENV, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 180
-        while len(_simulations(results_path) or []) < 2:
+        while len(saved_simulations(results_path) or []) < 2:
             assert first.poll() is None, "the run ended before it could be killed"
             assert time.monotonic() < deadline, "no two simulations within 180 s"
             time.sleep(0.05)
@@ -53,11 +40,11 @@ def test_killed_run_resumes_without_redoing_finished_simulations(tmp_path):
         assert helpers, "the run started no scoring process"
         first.send_signal(signal.SIGKILL)
         assert first.wait(timeout=30) == -signal.SIGKILL
-        while helpers & _running():
+        while helpers & running():
             assert time.monotonic() < deadline + 30, "scoring processes outlived the killed run"
             time.sleep(0.1)
 
-        finished = _simulations(results_path)
+        finished = saved_simulations(results_path)
         assert finished is not None and 2 <= len(finished) < len(TASKS)
         assert not (tmp_path / "killed_a2a_metrics.json").exists()
 
@@ -69,7 +56,7 @@ def test_killed_run_resumes_without_redoing_finished_simulations(tmp_path):
         oracle.kill()
         oracle.wait(timeout=30)
 
-    simulations = _simulations(results_path)
+    simulations = saved_simulations(results_path)
     assert sorted(s["task_id"] for s in simulations) == sorted(TASKS)  # each task once: none redone
     by_id = {s["id"]: s for s in simulations}
     for before in finished:

@@ -15,10 +15,10 @@ from tau2.data_model.simulation import RunConfig
 from tau2.domains.airline.environment import get_environment, get_tasks
 from tau2.registry import registry
 
-from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_processes, usable_cores
+from tau2_a2a.client.processes import usable_cores
+from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_processes
 from tau2_a2a.reference.oracle_agent import step_parts
 from tau2_a2a.reference.oracle_script import OracleStep
-
 from tests.agents import OracleLike, ReplyOnTask, agent_app
 from tests.conftest import Serve, descendants, run_a2a
 

@@ -128,7 +128,9 @@ def test_arguments_as_a2a_doubles_are_accepted(tools: EvaluationTools) -> None:
                           task_ids=[3.0, 1.0], task_split="base", max_steps=50.0, max_concurrency=2.0)
     assert (spec.task_ids, spec.num_trials, spec.total_simulations, spec.max_steps) == (["3", "1"], 2, 4, 50)
     assert "TAU2_A2A_AUTH_TOKEN" not in " ".join(spec.command(Path("/r")))
-    assert spec.command(Path("/r"))[3:5] == ["run", "airline"]
+    command = spec.command(Path("/r"))
+    assert command[3:5] == ["run", "airline"]
+    assert command[command.index("--a2a-workers") + 1] == "1"  # progress and cancel read its one results file
 
 
 def test_list_domains_reports_tasks_splits_and_tools(tools: EvaluationTools) -> None:

@@ -13,17 +13,23 @@ from typing import Iterator
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
-import tau2_a2a  # noqa: E402,F401  (registers our agents and user with tau2)
 from tau2.cli import add_run_args  # noqa: E402
-from tau2.data_model.simulation import RunConfig  # noqa: E402
 from tau2.config import DEFAULT_LLM_AGENT  # noqa: E402
+from tau2.data_model.simulation import RunConfig  # noqa: E402
 
+import tau2_a2a  # noqa: E402,F401  (registers our agents and user with tau2)
 from tau2_a2a.client.agent import AGENT_NAME  # noqa: E402
 from tau2_a2a.client.errors import A2AFailure  # noqa: E402
 from tau2_a2a.client.metrics import format_summary  # noqa: E402
-from tau2_a2a.client.run import agent_model_name, discover, evaluate  # noqa: E402
+from tau2_a2a.client.run import agent_model_name, discover, evaluate, results_path_for  # noqa: E402
 from tau2_a2a.client.scoring import default_scoring_processes  # noqa: E402
-from tau2_a2a.config import AUTH_TOKEN_ENV, DEFAULT_TIMEOUT_SECONDS, A2AConfig, ConfigError  # noqa: E402
+from tau2_a2a.client.shards import default_workers, evaluate_in_processes  # noqa: E402
+from tau2_a2a.config import (  # noqa: E402
+    AUTH_TOKEN_ENV,
+    DEFAULT_TIMEOUT_SECONDS,
+    A2AConfig,
+    ConfigError,
+)
 
 EXIT_USAGE = 2
 
@@ -109,10 +115,11 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--a2a-timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
                        help="Seconds to wait for one reply (default: %(default)s)")
     group.add_argument("--a2a-debug", action="store_true", help="Log every A2A request and reply in full")
-    group.add_argument("--a2a-workers", type=int, default=1,
-                       help="Processes to spread the simulations over, each with its share of the scoring "
-                            "processes (for high concurrency on many cores). Resume with the same number. "
-                            "Default: 1")
+    group.add_argument("--a2a-workers", type=int, default=None, metavar="N",
+                       help="Processes to spread the simulations over, each with its share of "
+                            "--max-concurrency and of the scoring processes. A resume keeps the split the run "
+                            "started with. Default: one per 16 simulations at once, at most one per usable "
+                            "core, for runs of 20 simulations or more; otherwise 1")
     group.add_argument("--a2a-scoring-processes", type=int, default=None, metavar="N",
                        help="Processes that score finished simulations with tau2's evaluator, so scoring "
                             "does not hold up the simulations (0: score in the main process). "
@@ -174,15 +181,15 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"A2A agent: {card.name} at {a2a.endpoint}")
     if config.llm_agent == DEFAULT_LLM_AGENT:
         config.llm_agent = agent_model_name(card.name)
+    workers = args.a2a_workers or default_workers(config, results_path_for(config))
     scoring = args.a2a_scoring_processes
     if scoring is None:
         scoring = default_scoring_processes(config)
-    print(f"Scoring: in {scoring} worker processes" if scoring else "Scoring: in this process")
-    if args.a2a_workers > 1:
-        from tau2_a2a.client.shards import evaluate_in_processes
-
-        outcome = evaluate_in_processes(config, a2a, args.a2a_workers, scoring)
+    if workers > 1:
+        outcome = evaluate_in_processes(config, a2a, workers, scoring)
     else:
+        print(f"Scoring: in {scoring} worker process{'es' if scoring > 1 else ''}" if scoring
+              else "Scoring: in this process")
         outcome = evaluate(config, a2a, scoring)
     print(format_summary(outcome.report))
     print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}")
@@ -192,7 +199,7 @@ def run_command(args: argparse.Namespace) -> int:
 def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
     if not args.a2a_endpoint:
         raise ConfigError("--agent a2a_agent needs --a2a-endpoint URL (the agent's base URL).")
-    if args.a2a_workers < 1:
+    if args.a2a_workers is not None and args.a2a_workers < 1:
         raise ConfigError(f"--a2a-workers must be at least 1, got {args.a2a_workers}.")
     if args.a2a_scoring_processes is not None and args.a2a_scoring_processes < 0:
         raise ConfigError(f"--a2a-scoring-processes must be 0 or more, got {args.a2a_scoring_processes}.")

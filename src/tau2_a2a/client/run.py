@@ -24,9 +24,13 @@ from tau2.utils.utils import DATA_DIR
 
 from tau2_a2a.client.agent import AGENT_NAME
 from tau2_a2a.client.metrics import metrics_path, write_report
-from tau2_a2a.client.scoring import default_scoring_processes, refuse_script_rerun, scoring_in_processes
+from tau2_a2a.client.scoring import (
+    default_scoring_processes,
+    refuse_script_rerun,
+    scoring_in_processes,
+)
 from tau2_a2a.client.session import sessions
-from tau2_a2a.config import A2AConfig
+from tau2_a2a.config import A2AConfig, ConfigError
 
 log = logging.getLogger("tau2_a2a.client")
 REDACTED = "***"
@@ -82,6 +86,7 @@ def evaluate(config: RunConfig, a2a: A2AConfig | None = None, scoring_processes:
         return RunOutcome(results, results_path_for(config), None, None)
     refuse_script_rerun()
     path = prepare_a2a_run(config, a2a)
+    refuse_resume_of_sharded_run(path)
     if scoring_processes is None:
         scoring_processes = default_scoring_processes(config)
     with resume_without_prompt(path.exists()), scoring_in_processes(scoring_processes):
@@ -89,6 +94,19 @@ def evaluate(config: RunConfig, a2a: A2AConfig | None = None, scoring_processes:
     scrub_secrets(path)
     report = write_report(path)
     return RunOutcome(results, path, metrics_path(path), report)
+
+
+def refuse_resume_of_sharded_run(path: Path) -> None:
+    """A run over workers resumes over workers: its finished simulations are in their parts, not at `path`."""
+    from tau2_a2a.client.shards import started_shards  # shards builds on this module
+
+    started = started_shards(path)
+    if started is not None and not path.exists():
+        raise ConfigError(
+            f"The run saving to {path} was started over {len(started)} worker processes and its finished "
+            f"simulations are in their parts; re-run it with --a2a-workers {len(started)}, or without the "
+            "flag, to resume."
+        )
 
 
 _prompt_lock = threading.Lock()

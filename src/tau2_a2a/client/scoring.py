@@ -23,18 +23,26 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import select
 import threading
-import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import Any, Iterator
+from multiprocessing.context import BaseContext
+from typing import Any
 
 import tau2.run
 from tau2.data_model.simulation import RunConfig
 from tau2.evaluator.evaluator import evaluate_simulation
 from tau2.registry import registry
+
+from tau2_a2a.client.processes import (
+    exit_with,
+    forkserver_available,
+    helper_context,
+    helpers_worth_starting,
+    usable_cores,
+)
 
 log = logging.getLogger("tau2_a2a.client")
 
@@ -55,38 +63,16 @@ def refuse_script_rerun() -> None:
         )
 
 
-def usable_cores() -> int:
-    """CPUs this process may run on (its affinity, not the machine's count)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-MIN_SIMULATIONS_FOR_POOL = 20
-
-
 def default_scoring_processes(config: RunConfig) -> int:
     """One scoring process per usable core, no more than simulations at once; 0 (in process) when not worth it.
 
-    Starting the pool costs about 5 s of CPU (its server imports tau2), about
-    what scoring five airline simulations takes. Below 20 simulations, or one
-    at a time, scoring stays in the main process: several small evaluations
-    side by side (as the service runs them) would pay that cost each.
+    Small runs, and runs of one simulation at a time, score in the main
+    process (see `helpers_worth_starting`).
     """
-    simulations = planned_simulations(config)
-    if not pools_supported() or (simulations is not None and simulations < MIN_SIMULATIONS_FOR_POOL):
+    if not helpers_worth_starting(config):
         return 0
     processes = min(usable_cores(), config.max_concurrency)
     return processes if processes > 1 else 0
-
-
-def pools_supported() -> bool:
-    """Whether this platform can fork workers from a server (not on Windows)."""
-    return "forkserver" in multiprocessing.get_all_start_methods()
-
-
-def planned_simulations(config: RunConfig) -> int | None:
-    """Tasks x trials as the run's flags give them; None for a whole domain or split (many)."""
-    tasks = len(config.task_ids) if config.task_ids else config.num_tasks
-    return tasks * config.num_trials if tasks is not None else None
 
 
 def has_domain(domain: str) -> bool:
@@ -98,40 +84,10 @@ def has_domain(domain: str) -> bool:
     return True
 
 
-def exit_with(parent_pid: int) -> None:
-    """Pool initializer: end this worker when the evaluating process ends, even by SIGKILL.
-
-    Pool workers hold both ends of their task queue, so they never see it
-    close; without this they would outlive a killed run.
-    """
-
-    def watch() -> None:
-        try:
-            select.select([os.pidfd_open(parent_pid)], [], [])  # readable once the process has exited
-        except (AttributeError, OSError):  # no pidfd here: poll
-            while _alive(parent_pid):
-                time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
 class ScoringPool:
     """Worker processes that run `evaluate_simulation`; in-process scoring when they cannot."""
 
-    def __init__(self, processes: int) -> None:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([__name__])
+    def __init__(self, processes: int, context: BaseContext) -> None:
         self._executor = ProcessPoolExecutor(max_workers=processes, mp_context=context,
                                              initializer=exit_with, initargs=(os.getpid(),))
         self._known_domains: dict[str, bool] = {}
@@ -139,10 +95,14 @@ class ScoringPool:
         self.broken = False
         self.scored_in_workers = 0
         self.scored_here = 0
-        threading.Thread(target=self._start_workers, args=(processes,), name="scoring-start", daemon=True).start()
+        if context.get_start_method() == "fork":
+            self._start_workers(processes)  # forks them all now, before this process starts any thread
+        else:
+            threading.Thread(target=self._start_workers, args=(processes,), name="scoring-start",
+                             daemon=True).start()
 
     def _start_workers(self, processes: int) -> None:
-        """Start the fork server (it imports tau2: seconds) and the workers while the first simulations run."""
+        """Start the workers (a new fork server first imports tau2: seconds) while the first simulations run."""
         try:
             for _ in range(processes):
                 self._executor.submit(usable_cores)
@@ -194,19 +154,21 @@ def _score(**arguments: Any) -> Any:
 
 
 @contextmanager
-def scoring_in_processes(processes: int) -> Iterator[ScoringPool | None]:
+def scoring_in_processes(processes: int, context: BaseContext | None = None) -> Iterator[ScoringPool | None]:
     """Score simulations in `processes` worker processes while inside; 0 (or Windows) keeps them here.
 
-    Runs inside each other (or in parallel threads) share one pool: the first
-    opens it, the last closes it.
+    The workers come from the run's fork server (see `processes`), or from
+    `context`: a shard, itself forked with tau2 imported and with one thread,
+    forks its workers directly. Runs inside each other (or in parallel
+    threads) share one pool: the first opens it, the last closes it.
     """
     global _pool, _users
-    if processes < 1 or not pools_supported():
+    if processes < 1 or not forkserver_available():
         yield None
         return
     with _pool_lock:
         if _pool is None:
-            _pool = ScoringPool(processes)
+            _pool = ScoringPool(processes, context or helper_context())
             tau2.run.evaluate_simulation = _score  # type: ignore[attr-defined]
         _users += 1
         pool = _pool

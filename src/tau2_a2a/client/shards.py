@@ -7,17 +7,20 @@ loop waits behind it. Shards spread the tasks over worker processes, each an
 ordinary evaluation of its share; the parent merges their results into the
 file tau2 would have written, with tau2's own summary files and our metrics.
 
-Re-running the same command (same --save-to, same number of workers) resumes
-each shard where it stopped.
+Workers fork from the run's fork server with tau2 already imported (see
+`processes`), so they start in milliseconds, get the settings and the token
+through a pipe (never the command line or the environment), and exit if the
+run is killed. Re-running the same command (same --save-to, same number of
+workers) resumes each shard where it stopped.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import os
-import subprocess
-import sys
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +29,42 @@ from tau2.metrics.agent_metrics import compute_metrics
 from tau2.run import get_tasks, save_results_summary, save_termination_summary
 from tau2.utils.display import ConsoleDisplay
 
+from tau2_a2a.client.atomic_results import atomic_open
 from tau2_a2a.client.metrics import metrics_path, write_report
-from tau2_a2a.client.run import RunOutcome, prepare_a2a_run, scrub_secrets
-from tau2_a2a.client.scoring import default_scoring_processes
-from tau2_a2a.config import AUTH_TOKEN_ENV, A2AConfig
+from tau2_a2a.client.processes import (
+    exit_with,
+    forkserver_available,
+    helper_context,
+    helpers_worth_starting,
+    usable_cores,
+)
+from tau2_a2a.client.run import RunOutcome, evaluate, prepare_a2a_run, scrub_secrets
+from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_processes
+from tau2_a2a.config import A2AConfig, ConfigError
+
+PLAN_FILE = "shards.json"
+SIMULATIONS_PER_WORKER = 16
 
 
 class ShardFailed(RuntimeError):
     """A worker process failed; what it finished is kept for the next run."""
+
+
+def default_workers(config: RunConfig, results_path: Path) -> int:
+    """Worker processes for a run that does not say: one per 16 simulations at once, at most one per core.
+
+    Above about 16 simulations in threads of one interpreter, tau2's own CPU
+    work (building environments, pydantic, under one interpreter lock) delays
+    the replies the A2A event loop is waiting to read. A resume keeps how the
+    run started: its workers' split, or one process. Small runs stay in one
+    process (see `helpers_worth_starting`).
+    """
+    started = started_shards(results_path)
+    if started is not None:
+        return len(started)
+    if results_path.exists() or not helpers_worth_starting(config):
+        return 1
+    return max(1, min(usable_cores(), config.max_concurrency // SIMULATIONS_PER_WORKER))
 
 
 def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
@@ -47,21 +78,25 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
     tasks = get_tasks(config.task_set_name or config.domain, config.task_split_name,
                       config.task_ids, config.num_tasks)
     ids = [task.id for task in tasks]
-    shards = [ids[k::workers] for k in range(min(workers, len(ids)))]
-    parts_dir = path.parent / f"{path.stem}_shards"
+    parts_dir = shards_dir(path)
+    shards = plan_shards(path, ids, workers)
     if scoring_processes is None:
         scoring_processes = default_scoring_processes(config)
-    children = [
-        _start(config, shard, parts_dir, index, math.ceil(config.max_concurrency / len(shards)),
-               math.ceil(scoring_processes / len(shards)), a2a)
-        for index, shard in enumerate(shards)
-    ]
-    exit_codes = [child.wait() for child in children]
+    concurrency = math.ceil(config.max_concurrency / len(shards))
+    scoring = math.ceil(scoring_processes / len(shards))
+    print(
+        f"Workers: {_processes(len(shards))}, each running up to {concurrency} simulations at once and scoring "
+        + (f"them in {_processes(scoring)} of its own" if scoring else "them itself"))
+    children = [_start(config, shard, parts_dir, index, concurrency, scoring, a2a)
+                for index, shard in enumerate(shards)]
+    for child in children:
+        child.join()
+    exit_codes = [child.exitcode for child in children]
     failed = [(index, code) for index, code in enumerate(exit_codes) if code != 0]
     if failed:
         raise ShardFailed(
             f"worker(s) {', '.join(f'{i} (exit {c})' for i, c in failed)} failed; finished simulations "
-            f"are kept in {parts_dir}. Re-run the same command to resume."
+            f"are kept in {parts_dir}. Re-run the command to resume."
         )
     merged = _merge([Results.load(parts_dir / f"part{k}.json") for k in range(len(shards))], ids)
     path.write_text(merged.model_dump_json(indent=2))
@@ -74,22 +109,59 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
     return RunOutcome(merged, path, metrics_path(path), report)
 
 
+def shards_dir(results_path: Path) -> Path:
+    """Where the workers of the run saving to `results_path` keep their parts, and the task split."""
+    return results_path.parent / f"{results_path.stem}_shards"
+
+
+def started_shards(results_path: Path) -> list[list[str]] | None:
+    """The task split of a run over workers that saved (or is saving) to `results_path`; None if none."""
+    plan = shards_dir(results_path) / PLAN_FILE
+    return json.loads(plan.read_text())["task_ids"] if plan.exists() else None
+
+
+def plan_shards(results_path: Path, ids: list[str], workers: int) -> list[list[str]]:
+    """Which tasks each worker runs: on a resume, the split the run started with, whatever `workers` says now.
+
+    The split is saved before any worker starts, so a re-run finds every
+    worker's finished simulations where that worker left them.
+    """
+    started = started_shards(results_path)
+    if started is not None:
+        if sorted(task for shard in started for task in shard) != sorted(ids):
+            raise ConfigError(
+                f"{results_path} was started on other tasks; use another --save-to, or delete it and "
+                f"{shards_dir(results_path)} to start over."
+            )
+        if len(started) != workers:
+            print(f"Resuming over the {len(started)} workers the run started with.")
+        return started
+    if results_path.exists():
+        raise ConfigError(
+            f"{results_path} holds a run started in one process; resume it with --a2a-workers 1, "
+            "or use another --save-to."
+        )
+    shards = [ids[k::workers] for k in range(min(workers, len(ids)))]
+    shards_dir(results_path).mkdir(parents=True, exist_ok=True)
+    with atomic_open(shards_dir(results_path) / PLAN_FILE, "w") as plan:
+        json.dump({"task_ids": shards}, plan)
+    return shards
+
+
 def _start(config: RunConfig, shard: list[str], parts_dir: Path, index: int,
-           concurrency: int, scoring_processes: int, a2a: A2AConfig) -> subprocess.Popen:
+           concurrency: int, scoring_processes: int, a2a: A2AConfig) -> BaseProcess:
     part = config.model_copy(update={
         "task_ids": shard, "num_tasks": None, "results_dir": str(parts_dir), "save_to": f"part{index}",
         "max_concurrency": concurrency,
     })
-    env = dict(os.environ)
-    if a2a.auth_token:
-        env[AUTH_TOKEN_ENV] = a2a.auth_token  # the environment, never the command line
-    child = subprocess.Popen([sys.executable, "-m", "tau2_a2a.client.shards"], stdin=subprocess.PIPE,
-                             env=env, text=True)
-    assert child.stdin is not None
-    request = {"run_config": part.model_dump(mode="json"), "scoring_processes": scoring_processes}
-    child.stdin.write(json.dumps(request))
-    child.stdin.close()
+    child = helper_context().Process(target=_work, name=f"shard-{index}",
+                                     args=(part.model_dump(mode="json"), a2a, scoring_processes, os.getpid()))
+    child.start()
     return child
+
+
+def _processes(count: int) -> str:
+    return f"{count} process" if count == 1 else f"{count} processes"
 
 
 def _merge(parts: list[Results], task_order: list[str]) -> Results:
@@ -101,14 +173,10 @@ def _merge(parts: list[Results], task_order: list[str]) -> Results:
     return Results(timestamp=parts[0].timestamp, info=parts[0].info, tasks=tasks, simulations=simulations)
 
 
-def _worker(request: dict[str, Any]) -> int:
-    """A shard: an ordinary evaluation of its tasks (settings and token as the parent gave)."""
-    from tau2_a2a.client.run import evaluate
-
-    config = RunConfig.model_validate(request["run_config"])
-    evaluate(config, A2AConfig.from_llm_args(config.llm_args_agent), request["scoring_processes"])
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_worker(json.loads(sys.stdin.read())))
+def _work(run_config: dict[str, Any], a2a: A2AConfig, scoring_processes: int, parent_pid: int) -> None:
+    """A shard: an ordinary evaluation of its tasks, with the settings and token the parent gave."""
+    # Fork the scoring workers first, while this process (just forked, tau2 imported) has one thread.
+    fork = multiprocessing.get_context("fork") if forkserver_available() else None
+    with scoring_in_processes(scoring_processes, fork):
+        exit_with(parent_pid)
+        evaluate(RunConfig.model_validate(run_config), a2a, scoring_processes)

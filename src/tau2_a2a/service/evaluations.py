@@ -117,6 +117,7 @@ class EvaluationSpec:
             "--user-llm-args", json.dumps(self.user_llm_args),
             "--num-trials", str(self.num_trials), "--max-steps", str(self.max_steps),
             "--max-concurrency", str(self.max_concurrency),
+            "--a2a-workers", "1",  # one results file, read for progress and kept on cancel
             "--results-dir", str(results_dir), "--save-to", RESULTS_NAME,
         ]
         if self.num_tasks is not None:
