@@ -21,13 +21,7 @@ from tau2_a2a.config import AUTH_TOKEN_ENV, ConfigError
 from tau2_a2a.reference.fidelity import trajectory_differences
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tests.agents import RequireBearer, agent_app
-from tests.conftest import (
-    Serve,
-    descendants,
-    run_native_oracle,
-    running,
-    saved_simulations,
-)
+from tests.conftest import Serve, descendants, run_native_oracle, running, saved_simulations
 
 TASKS = [str(task) for task in range(10)]
 
@@ -158,3 +152,19 @@ def test_default_workers_one_per_16_at_once_up_to_the_cores_and_as_the_run_start
     over_three = tmp_path / "three.json"
     plan_shards(over_three, ["0", "1", "2"], 3)
     assert default(over_three, max_concurrency=1) == 3
+
+
+def test_a_failed_worker_fails_the_run_with_where_its_simulations_are(oracle_url: str, tmp_path: Path) -> None:
+    """A part that cannot be read (here: cut short by hand) stops its worker; the run says so and keeps the rest."""
+    plan_shards(tmp_path / "broken.json", ["0", "1"], 2)
+    (shards_dir(tmp_path / "broken.json") / "part0.json").write_text('{"simulations": [')
+    command = [str(Path(sys.executable).parent / "tau2-a2a"), "run", "airline", "--agent", "a2a_agent",
+               "--a2a-endpoint", oracle_url, "--user", "scripted_user", "--task-ids", "0", "1",
+               "--results-dir", str(tmp_path), "--save-to", "broken"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: worker(s) 0 (exit 1) failed (see above); their finished simulations are kept in "
+        f"{shards_dir(tmp_path / 'broken.json')}. Re-run the command to resume.")
+    assert [sim["task_id"] for sim in saved_simulations(shards_dir(tmp_path / "broken.json") / "part1.json")] == ["1"]
+    assert not (tmp_path / "broken.json").exists()

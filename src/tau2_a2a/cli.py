@@ -13,25 +13,21 @@ from typing import Iterator
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
-from tau2.cli import add_run_args  # noqa: E402
-from tau2.config import DEFAULT_LLM_AGENT  # noqa: E402
-from tau2.data_model.simulation import RunConfig  # noqa: E402
-
 import tau2_a2a  # noqa: E402,F401  (registers our agents and user with tau2)
+from tau2.cli import add_run_args  # noqa: E402
+from tau2.data_model.simulation import RunConfig  # noqa: E402
+from tau2.config import DEFAULT_LLM_AGENT  # noqa: E402
+
 from tau2_a2a.client.agent import AGENT_NAME  # noqa: E402
 from tau2_a2a.client.errors import A2AFailure  # noqa: E402
 from tau2_a2a.client.metrics import format_summary  # noqa: E402
 from tau2_a2a.client.run import agent_model_name, discover, evaluate, results_path_for  # noqa: E402
 from tau2_a2a.client.scoring import default_scoring_processes  # noqa: E402
-from tau2_a2a.client.shards import default_workers, evaluate_in_processes  # noqa: E402
-from tau2_a2a.config import (  # noqa: E402
-    AUTH_TOKEN_ENV,
-    DEFAULT_TIMEOUT_SECONDS,
-    A2AConfig,
-    ConfigError,
-)
+from tau2_a2a.client.shards import ShardFailed, default_workers, evaluate_in_processes  # noqa: E402
+from tau2_a2a.config import AUTH_TOKEN_ENV, DEFAULT_TIMEOUT_SECONDS, A2AConfig, ConfigError  # noqa: E402
 
 EXIT_USAGE = 2
+EXIT_FAILED = 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         except (A2AFailure, ConfigError) as error:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_USAGE
+        except ShardFailed as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_FAILED
 
 
 def build_parser() -> argparse.ArgumentParser:

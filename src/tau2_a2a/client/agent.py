@@ -13,8 +13,6 @@ from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from a2a.types import Message as A2AMessage
-from google.protobuf.json_format import MessageToDict
 from tau2.agent.base import ValidAgentInputMessage
 from tau2.agent.llm_agent import LLMAgent
 from tau2.data_model.message import (
@@ -26,6 +24,8 @@ from tau2.data_model.message import (
     UserMessage,
 )
 from tau2.environment.tool import Tool
+from a2a.types import Message as A2AMessage
+from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.client.errors import AgentMalformedReply
 from tau2_a2a.client.metrics import RAW_DATA_KEY

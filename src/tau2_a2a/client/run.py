@@ -24,11 +24,7 @@ from tau2.utils.utils import DATA_DIR
 
 from tau2_a2a.client.agent import AGENT_NAME
 from tau2_a2a.client.metrics import metrics_path, write_report
-from tau2_a2a.client.scoring import (
-    default_scoring_processes,
-    refuse_script_rerun,
-    scoring_in_processes,
-)
+from tau2_a2a.client.scoring import default_scoring_processes, refuse_script_rerun, scoring_in_processes
 from tau2_a2a.client.session import sessions
 from tau2_a2a.config import A2AConfig, ConfigError
 

@@ -10,8 +10,8 @@ file tau2 would have written, with tau2's own summary files and our metrics.
 Workers fork from the run's fork server with tau2 already imported (see
 `processes`), so they start in milliseconds, get the settings and the token
 through a pipe (never the command line or the environment), and exit if the
-run is killed. Re-running the same command (same --save-to, same number of
-workers) resumes each shard where it stopped.
+run is killed. The task split is saved before they start: re-running with
+the same --save-to resumes each worker's part where it stopped.
 """
 
 from __future__ import annotations
@@ -95,11 +95,12 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
     failed = [(index, code) for index, code in enumerate(exit_codes) if code != 0]
     if failed:
         raise ShardFailed(
-            f"worker(s) {', '.join(f'{i} (exit {c})' for i, c in failed)} failed; finished simulations "
-            f"are kept in {parts_dir}. Re-run the command to resume."
+            f"worker(s) {', '.join(f'{i} (exit {c})' for i, c in failed)} failed (see above); their "
+            f"finished simulations are kept in {parts_dir}. Re-run the command to resume."
         )
     merged = _merge([Results.load(parts_dir / f"part{k}.json") for k in range(len(shards))], ids)
-    path.write_text(merged.model_dump_json(indent=2))
+    with atomic_open(path, "w") as results_file:
+        results_file.write(merged.model_dump_json(indent=2))
     metrics = compute_metrics(merged)
     ConsoleDisplay.display_agent_metrics(metrics)
     save_results_summary(merged, metrics, path.parent / f"{path.stem}_results.json")
