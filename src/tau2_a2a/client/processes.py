@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import select
+import sys
 import threading
 import time
 from multiprocessing.context import BaseContext
@@ -58,6 +59,20 @@ def helper_context() -> BaseContext:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     return context
+
+
+def worker_context() -> BaseContext:
+    """Plain fork when this process runs no other Python thread (Linux); otherwise `helper_context`.
+
+    A process with tau2 imported and one thread, like `tau2-a2a run` once it
+    has closed its card check's session, forks its workers at once, without
+    waiting for a fork server to import tau2. Other threads may hold locks a
+    forked child would inherit locked, so a process running any uses the
+    fork server.
+    """
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return helper_context()
 
 
 def exit_with(parent_pid: int) -> None:

@@ -7,8 +7,9 @@ loop waits behind it. Shards spread the tasks over worker processes, each an
 ordinary evaluation of its share; the parent merges their results into the
 file tau2 would have written, with tau2's own summary files and our metrics.
 
-Workers fork from the run's fork server with tau2 already imported (see
-`processes`), so they start in milliseconds, get the settings and the token
+Workers fork with tau2 already imported: from this process when it runs no
+other thread (the CLI), else from the run's fork server (see `processes`).
+So they start in milliseconds, get the settings and the token in memory or
 through a pipe (never the command line or the environment), and exit if the
 run is killed. The task split is saved before they start: re-running with
 the same --save-to resumes each worker's part where it stopped.
@@ -20,6 +21,7 @@ import json
 import math
 import multiprocessing
 import os
+from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
@@ -34,12 +36,13 @@ from tau2_a2a.client.metrics import metrics_path, write_report
 from tau2_a2a.client.processes import (
     exit_with,
     forkserver_available,
-    helper_context,
     helpers_worth_starting,
     usable_cores,
+    worker_context,
 )
 from tau2_a2a.client.run import RunOutcome, evaluate, prepare_a2a_run, scrub_secrets
 from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_processes
+from tau2_a2a.client.session import sessions
 from tau2_a2a.config import A2AConfig, ConfigError
 
 PLAN_FILE = "shards.json"
@@ -87,7 +90,9 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
     print(
         f"Workers: {_processes(len(shards))}, each running up to {concurrency} simulations at once and scoring "
         + (f"them in {_processes(scoring)} of its own" if scoring else "them itself"))
-    children = [_start(config, shard, parts_dir, index, concurrency, scoring, a2a)
+    sessions.close_all()  # the card check's: the workers open their own, and this process may then fork
+    context = worker_context()
+    children = [_start(context, config, shard, parts_dir, index, concurrency, scoring, a2a)
                 for index, shard in enumerate(shards)]
     for child in children:
         child.join()
@@ -149,13 +154,13 @@ def plan_shards(results_path: Path, ids: list[str], workers: int) -> list[list[s
     return shards
 
 
-def _start(config: RunConfig, shard: list[str], parts_dir: Path, index: int,
+def _start(context: BaseContext, config: RunConfig, shard: list[str], parts_dir: Path, index: int,
            concurrency: int, scoring_processes: int, a2a: A2AConfig) -> BaseProcess:
     part = config.model_copy(update={
         "task_ids": shard, "num_tasks": None, "results_dir": str(parts_dir), "save_to": f"part{index}",
         "max_concurrency": concurrency,
     })
-    child = helper_context().Process(target=_work, name=f"shard-{index}",
+    child = context.Process(target=_work, name=f"shard-{index}",
                                      args=(part.model_dump(mode="json"), a2a, scoring_processes, os.getpid()))
     child.start()
     return child
