@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 import os
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
@@ -33,13 +32,7 @@ from tau2.utils.display import ConsoleDisplay
 
 from tau2_a2a.client.atomic_results import atomic_open
 from tau2_a2a.client.metrics import metrics_path, write_report
-from tau2_a2a.client.processes import (
-    exit_with,
-    forkserver_available,
-    helpers_worth_starting,
-    usable_cores,
-    worker_context,
-)
+from tau2_a2a.client.processes import exit_with, helpers_worth_starting, usable_cores, worker_context
 from tau2_a2a.client.run import RunOutcome, evaluate, prepare_a2a_run, scrub_secrets
 from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_processes
 from tau2_a2a.client.session import sessions
@@ -182,7 +175,6 @@ def _merge(parts: list[Results], task_order: list[str]) -> Results:
 def _work(run_config: dict[str, Any], a2a: A2AConfig, scoring_processes: int, parent_pid: int) -> None:
     """A shard: an ordinary evaluation of its tasks, with the settings and token the parent gave."""
     # Fork the scoring workers first, while this process (just forked, tau2 imported) has one thread.
-    fork = multiprocessing.get_context("fork") if forkserver_available() else None
-    with scoring_in_processes(scoring_processes, fork):
+    with scoring_in_processes(scoring_processes, worker_context()):
         exit_with(parent_pid)
         evaluate(RunConfig.model_validate(run_config), a2a, scoring_processes)
