@@ -51,7 +51,7 @@ def test_killed_run_resumes_without_redoing_finishedsaved_simulations(tmp_path):
         second = subprocess.run(run, env=ENV, stdin=subprocess.DEVNULL, capture_output=True,
                                 text=True, timeout=300)
         assert second.returncode == 0, second.stderr[-3000:]
-        assert "Scoring: in 2 worker processes" in second.stdout
+        assert "Scoring: in 2 processes of its own" in second.stdout
     finally:
         oracle.kill()
         oracle.wait(timeout=30)

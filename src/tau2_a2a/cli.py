@@ -21,6 +21,7 @@ from tau2.config import DEFAULT_LLM_AGENT  # noqa: E402
 from tau2_a2a.client.agent import AGENT_NAME  # noqa: E402
 from tau2_a2a.client.errors import A2AFailure  # noqa: E402
 from tau2_a2a.client.metrics import format_summary  # noqa: E402
+from tau2_a2a.client.processes import processes_phrase  # noqa: E402
 from tau2_a2a.client.run import agent_model_name, discover, evaluate, results_path_for  # noqa: E402
 from tau2_a2a.client.scoring import default_scoring_processes  # noqa: E402
 from tau2_a2a.client.shards import ShardFailed, default_workers, evaluate_in_processes  # noqa: E402
@@ -187,8 +188,7 @@ def run_command(args: argparse.Namespace) -> int:
     if workers > 1:
         outcome = evaluate_in_processes(config, a2a, workers, scoring)
     else:
-        print(f"Scoring: in {scoring} worker process{'es' if scoring > 1 else ''}" if scoring
-              else "Scoring: in this process")
+        print(f"Scoring: in {processes_phrase(scoring)} of its own" if scoring else "Scoring: in this process")
         outcome = evaluate(config, a2a, scoring)
     print(format_summary(outcome.report))
     print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}")

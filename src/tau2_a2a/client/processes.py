@@ -75,6 +75,11 @@ def worker_context() -> BaseContext:
     return helper_context()
 
 
+def processes_phrase(count: int) -> str:
+    """'1 process', '2 processes': how the run reports its helpers."""
+    return f"{count} process" if count == 1 else f"{count} processes"
+
+
 def exit_with(parent_pid: int) -> None:
     """End this helper when process `parent_pid` ends, even by SIGKILL.
 

@@ -32,7 +32,8 @@ from tau2.utils.display import ConsoleDisplay
 
 from tau2_a2a.client.atomic_results import atomic_open
 from tau2_a2a.client.metrics import metrics_path, write_report
-from tau2_a2a.client.processes import exit_with, helpers_worth_starting, usable_cores, worker_context
+from tau2_a2a.client.processes import (exit_with, helpers_worth_starting, processes_phrase, usable_cores,
+                                       worker_context)
 from tau2_a2a.client.run import RunOutcome, evaluate, prepare_a2a_run, scrub_secrets
 from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_processes
 from tau2_a2a.client.session import sessions
@@ -81,8 +82,9 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
     concurrency = math.ceil(config.max_concurrency / len(shards))
     scoring = math.ceil(scoring_processes / len(shards))
     print(
-        f"Workers: {_processes(len(shards))}, each running up to {concurrency} simulations at once and scoring "
-        + (f"them in {_processes(scoring)} of its own" if scoring else "them itself"))
+        f"Workers: {processes_phrase(len(shards))}, each running up to {concurrency} simulations at once and "
+        "scoring "
+        + (f"them in {processes_phrase(scoring)} of its own" if scoring else "them itself"))
     sessions.close_all()  # the card check's: the workers open their own, and this process may then fork
     context = worker_context()
     children = [_start(context, config, shard, parts_dir, index, concurrency, scoring, a2a)
@@ -157,10 +159,6 @@ def _start(context: BaseContext, config: RunConfig, shard: list[str], parts_dir:
                                      args=(part.model_dump(mode="json"), a2a, scoring_processes, os.getpid()))
     child.start()
     return child
-
-
-def _processes(count: int) -> str:
-    return f"{count} process" if count == 1 else f"{count} processes"
 
 
 def _merge(parts: list[Results], task_order: list[str]) -> Results:
