@@ -3,11 +3,15 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# A real a2a-sdk 0.3 client for the cross-version tests (tests/sdk03_client.py). It has its
+# own virtualenv: 0.3 and 1.x share the import name `a2a`.
+VENV03 := .venv-a2a03
+STAMP03 := $(VENV03)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
 .PHONY: demo test bench install clean
 
-install: $(STAMP)
+install: $(STAMP) $(STAMP03)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -15,10 +19,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+$(STAMP03):
+	test -x $(VENV03)/bin/python || $(PYTHON) -m venv $(VENV03) || python3 -m venv $(VENV03)
+	$(VENV03)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV03)/bin/python -m pip install --quiet 'a2a-sdk[http-server]==0.3.22'
+	touch $(STAMP03)
+
 demo: $(STAMP)
 	$(BIN)/tau2-a2a demo
 
-test: $(STAMP)
+test: $(STAMP) $(STAMP03)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
@@ -29,4 +39,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/service_list_domains.py
 
 clean:
-	rm -rf $(VENV) results
+	rm -rf $(VENV) $(VENV03) results

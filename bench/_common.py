@@ -5,24 +5,29 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tau2_a2a.serving import wait_for_card  # noqa: E402
+
 BIN = Path(sys.executable).parent
 
 
 @contextmanager
-def oracle_process(port: int, delay: float = 0.0) -> Iterator[str]:
-    """`tau2-a2a agent oracle` in its own process; yields its URL once the card answers."""
+def oracle_process(port: int, delay: float = 0.0, grpc_port: int | None = None) -> Iterator[str]:
+    """`tau2-a2a agent oracle` in its own process; yields its URL once the card answers.
+
+    With `grpc_port` (e.g. a `free_port()`) it serves gRPC there too, declared in its card;
+    the gRPC server starts before the HTTP one, so it is up once the card answers.
+    """
     url = f"http://127.0.0.1:{port}"
-    process = subprocess.Popen(
-        [str(BIN / "tau2-a2a"), "agent", "oracle", "--port", str(port), "--delay", str(delay)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    command = [str(BIN / "tau2-a2a"), "agent", "oracle", "--port", str(port), "--delay", str(delay)]
+    if grpc_port is not None:
+        command += ["--grpc-port", str(grpc_port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_card(url, process)
         yield url

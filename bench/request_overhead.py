@@ -1,9 +1,17 @@
-"""Per-request protocol overhead of the client against an agent that answers at once.
+"""Per-request protocol overhead of the client over each A2A binding, against an agent that answers at once.
 
-Side by side in one run, against the same agent process: our A2A session
-(a2a-sdk client, metering, token counting, retries) versus a bare httpx POST
-of the same JSON-RPC body. Two message sizes: a user turn, and a first
-message (policy and tools). Prints mean/p50 per request and the ratios.
+One run, one oracle process serving JSON-RPC, HTTP+JSON and gRPC. For each
+binding and two payloads (a user turn, and the large first message with
+policy and tools) it compares our A2A session (a2a-sdk client, metering,
+token counting, retries) with a bare request of the same payload over the
+same binding:
+
+  JSON-RPC   httpx POST of the JSON-RPC SendMessage body to /
+  HTTP+JSON  httpx POST of the SendMessageRequest JSON to /message:send (as a2a-sdk's RestTransport)
+  gRPC       A2AServiceStub.SendMessage on a sync channel kept open
+
+Arms run interleaved, 10 requests at a time, so all see the same machine.
+Prints mean/p50 per request, the ratio of means and the overhead in ms per request.
 
     .venv/bin/python bench/request_overhead.py [--requests 200]
 """
@@ -11,40 +19,74 @@ message (policy and tools). Prints mean/p50 per request and the ratios.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import oracle_process  # noqa: E402
 
+import grpc  # noqa: E402
 import httpx  # noqa: E402
 import tau2_a2a  # noqa: E402,F401
-from a2a.types import Message, Role, SendMessageRequest  # noqa: E402
+from a2a.types import Message, Part, Role, SendMessageRequest  # noqa: E402
+from a2a.types.a2a_pb2_grpc import A2AServiceStub  # noqa: E402
 from google.protobuf.json_format import MessageToDict  # noqa: E402
 from tau2.agent.llm_agent import AGENT_INSTRUCTION, SYSTEM_PROMPT  # noqa: E402
 from tau2.registry import registry  # noqa: E402
 
+from tau2_a2a.client.bindings import BINDINGS, READABLE  # noqa: E402
 from tau2_a2a.client.session import A2ASession  # noqa: E402
 from tau2_a2a.config import A2AConfig  # noqa: E402
 from tau2_a2a.protocol.messages import conversation_start, user_turn  # noqa: E402
 from tau2_a2a.serving import free_port  # noqa: E402
 
+Send = Callable[[list[Part]], None]
 
-def first_message_parts() -> list:
+
+def first_message_parts() -> list[Part]:
     environment = registry.get_env_constructor("airline")()
     system = SYSTEM_PROMPT.format(agent_instruction=AGENT_INSTRUCTION, domain_policy=environment.get_policy())
     schemas = [tool.openai_schema for tool in environment.get_tools()]
     return conversation_start(system, schemas, user_turn("I want to change my flight."), [])
 
 
-def timed(function, count: int) -> list[float]:
+def request_for(parts: list[Part]) -> SendMessageRequest:
+    return SendMessageRequest(message=Message(role=Role.ROLE_USER, parts=parts, message_id=str(uuid.uuid4())))
+
+
+def bare_senders(url: str, http: httpx.Client, channel: grpc.Channel) -> dict[str, Send]:
+    """Per binding name, a bare SendMessage of `parts`: no a2a-sdk client, no session."""
+    stub = A2AServiceStub(channel)
+
+    def jsonrpc(parts: list[Part]) -> None:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": MessageToDict(request_for(parts))}
+        response = http.post(url + "/", json=body)
+        response.raise_for_status()
+        assert "result" in response.json(), response.text
+
+    def http_json(parts: list[Part]) -> None:
+        http.post(url + "/message:send", json=MessageToDict(request_for(parts))).raise_for_status()
+
+    def grpc_send(parts: list[Part]) -> None:
+        stub.SendMessage(request_for(parts), metadata=[("a2a-version", "1.0")])
+
+    return {"jsonrpc": jsonrpc, "http-json": http_json, "grpc": grpc_send}
+
+
+def session_send(session: A2ASession, parts: list[Part]) -> None:
+    session.send(parts, None, None, 0)
+
+
+def timed(send: Send, parts: list[Part], count: int) -> list[float]:
     samples = []
     for _ in range(count):
         started = time.perf_counter()
-        function()
+        send(parts)
         samples.append((time.perf_counter() - started) * 1000.0)
     return samples
 
@@ -53,32 +95,37 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200)
     args = parser.parse_args()
-    with oracle_process(free_port()) as url:
-        session = A2ASession(A2AConfig(endpoint=url))
-        raw = httpx.Client(headers={"A2A-Version": "1.0"})
-        print(f"{args.requests} sequential requests per arm to an agent that answers at once ({url})")
+    grpc_port = free_port()
+    with oracle_process(free_port(), grpc_port=grpc_port) as url, \
+            httpx.Client(headers={"A2A-Version": "1.0"}) as http, \
+            grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        sessions = {name: A2ASession(A2AConfig(endpoint=url, transport=name)) for name in BINDINGS}
+        bare = bare_senders(url, http, channel)
+        arms: dict[tuple[str, str], Send] = {}
+        for name, session in sessions.items():
+            arms[name, "session"] = functools.partial(session_send, session)
+            arms[name, "bare"] = bare[name]
+        print(f"{args.requests} sequential requests per arm to an agent that answers at once "
+              f"({url}, gRPC 127.0.0.1:{grpc_port}); times in ms per request")
+        print(f"  {'payload':13s} {'binding':9s} | {'session mean':>12s} {'p50':>7s} | "
+              f"{'bare mean':>9s} {'p50':>7s} | {'ratio':>6s} {'overhead':>9s}")
         for label, parts in (("user turn", user_turn("Yes, please.")), ("first message", first_message_parts())):
-            def ours() -> None:
-                session.send(parts, None, None, 0)
-
-            def bare() -> None:
-                message = Message(role=Role.ROLE_USER, parts=parts, message_id=str(uuid.uuid4()))
-                body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                        "params": MessageToDict(SendMessageRequest(message=message))}
-                raw.post(url + "/", json=body).raise_for_status()
-
-            timed(ours, 10), timed(bare, 10)  # warm both paths
-            ours_ms, bare_ms = [], []
-            for _ in range(args.requests // 10):  # interleave so both see the same machine
-                ours_ms += timed(ours, 10)
-                bare_ms += timed(bare, 10)
-            print(
-                f"  {label:13s} session mean {statistics.mean(ours_ms):7.2f} ms  p50 {statistics.median(ours_ms):7.2f} ms | "
-                f"bare httpx mean {statistics.mean(bare_ms):7.2f} ms  p50 {statistics.median(bare_ms):7.2f} ms | "
-                f"ratio {statistics.mean(ours_ms) / statistics.mean(bare_ms):.2f}x, "
-                f"overhead {statistics.mean(ours_ms) - statistics.mean(bare_ms):+.2f} ms/request"
-            )
-        session.close()
+            samples: dict[tuple[str, str], list[float]] = {arm: [] for arm in arms}
+            for send in arms.values():
+                timed(send, parts, 10)  # warm every path
+            for _ in range(args.requests // 10):  # interleave so all arms see the same machine
+                for arm, send in arms.items():
+                    samples[arm] += timed(send, parts, 10)
+            for name, session in sessions.items():
+                assert session.binding == BINDINGS[name], session.binding
+                ours, raw = samples[name, "session"], samples[name, "bare"]
+                print(f"  {label:13s} {READABLE[session.binding]:9s} | "
+                      f"{statistics.mean(ours):12.2f} {statistics.median(ours):7.2f} | "
+                      f"{statistics.mean(raw):9.2f} {statistics.median(raw):7.2f} | "
+                      f"{statistics.mean(ours) / statistics.mean(raw):5.2f}x "
+                      f"{statistics.mean(ours) - statistics.mean(raw):+9.2f}")
+        for session in sessions.values():
+            session.close()
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -111,3 +112,61 @@ def typed(value: Any) -> Any:
     if isinstance(value, list):
         return [typed(v) for v in value]
     return (type(value).__name__, value)
+
+
+REPO = Path(__file__).resolve().parents[1]
+SDK03_PYTHON = REPO / ".venv-a2a03" / "bin" / "python"
+SERVICE_TOKEN = "svc-token-3c9d1e"  # the token of the `service_all_bindings` fixture
+
+
+@pytest.fixture(scope="session")
+def sdk03() -> Callable[..., dict[str, Any]]:
+    """Run tests/sdk03_client.py (a real a2a-sdk 0.3 client, in .venv-a2a03); its JSON result.
+
+    sdk03(url, text=..., data={...}, parts=[...], transport="JSONRPC" | "HTTP+JSON", token=...) -> dict
+    sends a data part, then a text part, or `parts` (A2A 0.3 JSON) as they are.
+    """
+    if not SDK03_PYTHON.exists():
+        pytest.fail(f"{SDK03_PYTHON} is missing: run `make test` (it builds .venv-a2a03 with a2a-sdk 0.3.22).")
+
+    def run(url: str, *, text: str | None = None, data: dict[str, Any] | None = None,
+            parts: list[dict[str, Any]] | None = None, transport: str = "JSONRPC", token: str | None = None,
+            timeout: float = 600.0) -> dict[str, Any]:
+        if parts is None:
+            parts = [{"kind": "data", "data": data}] if data is not None else []
+            parts += [{"kind": "text", "text": text}] if text else []
+        args = [str(SDK03_PYTHON), str(REPO / "tests" / "sdk03_client.py"), url, "--parts", json.dumps(parts),
+                "--transport", transport, "--timeout", str(timeout)]
+        args += ["--token", token] if token else []
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout + 60,
+                              env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        try:
+            return json.loads(done.stdout)
+        except json.JSONDecodeError:
+            pytest.fail(f"sdk03_client.py exited with {done.returncode} and no JSON:\n{done.stderr[-3000:]}")
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def oracle_all_bindings() -> Iterator[BackgroundServer]:
+    """The oracle serving JSON-RPC, HTTP+JSON and gRPC, its card declaring each for A2A 1.0 and 0.3."""
+    port, grpc_port = free_port(), free_port()
+    card = oracle_card(f"http://127.0.0.1:{port}", f"127.0.0.1:{grpc_port}")
+    with BackgroundServer(a2a_app(OracleExecutor(), card), port=port, grpc_port=grpc_port) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def service_all_bindings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer]:
+    """`tau2-a2a serve --grpc-port` with bearer auth (SERVICE_TOKEN), every binding."""
+    from tau2_a2a.service.app import build_app
+    from tau2_a2a.service.evaluations import Limits
+    from tau2_a2a.service.settings import ServiceSettings
+
+    port, grpc_port = free_port(), free_port()
+    settings = ServiceSettings(results_dir=tmp_path_factory.mktemp("service_all_bindings"),
+                               limits=Limits(max_running=2), auth_token=SERVICE_TOKEN)
+    app = build_app(settings, f"http://127.0.0.1:{port}", poll_seconds=0.2, grpc_url=f"127.0.0.1:{grpc_port}")
+    with BackgroundServer(app, port=port, grpc_port=grpc_port) as server:
+        yield server

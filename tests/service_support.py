@@ -170,3 +170,34 @@ class ServiceStandinLLM:
         return {"role": "assistant", "content": None, "tool_calls": [{
             "id": f"call_{len(self.requests)}", "type": "function",
             "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+
+
+def assessment_message(request: dict[str, Any], *, as_data: bool = False) -> Any:
+    """An AgentBeats assessment request: JSON text in one text part (as the gateway sends it), or a data part."""
+    import json
+    import uuid
+
+    from a2a.helpers import new_data_part, new_text_part
+    from a2a.types import Message, Role
+
+    part = new_data_part(request) if as_data else new_text_part(json.dumps(request))
+    return Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[part])
+
+
+async def stream_message(url: str, message: Any, card: Any = None) -> list[Any]:
+    """Every streamed event of one message sent with streaming on, in order."""
+    client, http = await connect(url, streaming=True, card=card)
+    try:
+        request = SendMessageRequest(message=message)
+        return [event async for event in client.send_message(request, context=ClientCallContext(timeout=600))]
+    finally:
+        await http.aclose()
+
+
+async def final_task(url: str, task_id: str, card: Any = None) -> Task:
+    """The task as the service keeps it once its stream ended (GetTask)."""
+    client, http = await connect(url, card=card)
+    try:
+        return await client.get_task(GetTaskRequest(id=task_id))
+    finally:
+        await http.aclose()

@@ -5,6 +5,11 @@ It plays the agent of a tau2 task named by the scripted user's marker
 task's golden action k, then says the task's communicate_info. Real HTTP on
 loopback, so LiteLLM, tau2's llm_agent and the baseline A2A agent all run
 unchanged. It records every request body it receives.
+
+By default it calls tools by OpenAI function calling. With `tool_calls_as_text`
+it writes them as `{"tool_calls": [...]}` text instead and reads tool results
+from user messages: that is how an agent that declares no tools (the ADK
+reference agent) asks tau2 for them and gets their results.
 """
 
 from __future__ import annotations
@@ -27,15 +32,16 @@ NO_MARKER = "I can only play tasks named by a [tau2-task domain=... id=...] line
 class StandinLLM:
     """The chat completions endpoint and the log of what it was asked."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool_calls_as_text: bool = False) -> None:
+        self.tool_calls_as_text = tool_calls_as_text
         self.requests: list[dict[str, Any]] = []
         self.api_base = ""  # set once served: the URL LiteLLM's `api_base` takes
         self._lock = threading.Lock()
 
     @classmethod
-    def serve(cls, serve: Callable[[Callable[[str], Any]], Any]) -> "StandinLLM":
+    def serve(cls, serve: Callable[[Callable[[str], Any]], Any], tool_calls_as_text: bool = False) -> "StandinLLM":
         """Start one on loopback with the tests' `serve` fixture."""
-        llm = cls()
+        llm = cls(tool_calls_as_text)
         server = serve(lambda url: llm.app())
         llm.api_base = f"{server.url}/v1"
         return llm
@@ -70,24 +76,37 @@ class StandinLLM:
             },
         })
 
-    @staticmethod
-    def reply(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The next golden action after as many tool results as seen so far, then the closing text."""
         marker = next((found for m in messages if m.get("role") == "user"
-                       for found in [find_marker(m.get("content"))] if found), None)
+                       for found in [find_marker(content_text(m.get("content")))] if found), None)
         if marker is None:
             return {"role": "assistant", "content": NO_MARKER}
         steps = oracle_steps(*marker)
-        done = sum(1 for m in messages if m.get("role") == "tool")
+        if self.tool_calls_as_text:
+            done = sum(1 for m in messages if m.get("role") == "user"
+                       and content_text(m.get("content")).startswith("Tool result"))
+        else:
+            done = sum(1 for m in messages if m.get("role") == "tool")
         step = steps[min(done, len(steps) - 1)]
         if step.tool_name is None:
             return {"role": "assistant", "content": step.text}
+        call = {"id": f"call_standin_{done}", "name": step.tool_name, "arguments": step.arguments or {}}
+        if self.tool_calls_as_text:
+            return {"role": "assistant", "content": json.dumps({"tool_calls": [call]})}
         return {
             "role": "assistant",
             "content": None,
             "tool_calls": [{
-                "id": f"call_standin_{done}",
+                "id": call["id"],
                 "type": "function",
-                "function": {"name": step.tool_name, "arguments": json.dumps(step.arguments or {})},
+                "function": {"name": step.tool_name, "arguments": json.dumps(call["arguments"])},
             }],
         }
+
+
+def content_text(content: Any) -> str:
+    """A chat message's content as one string: OpenAI content may be a list of text blocks."""
+    if isinstance(content, list):
+        return "\n".join(block.get("text", "") for block in content if isinstance(block, dict))
+    return content or ""

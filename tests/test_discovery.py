@@ -190,11 +190,13 @@ def test_a2a_1_0_agent_is_discovered_and_spoken_to_in_1_0(serve: Serve) -> None:
     card, version = discover(server.url)
     assert card.name == "tau2 oracle"
     assert [(i.protocol_binding, i.url, i.protocol_version) for i in card.supported_interfaces] == [
-        ("JSONRPC", server.url, "1.0")
+        ("JSONRPC", server.url, "1.0"), ("JSONRPC", server.url, "0.3"),
+        ("HTTP+JSON", server.url, "1.0"), ("HTTP+JSON", server.url, "0.3"),
     ]
     assert version == "1.0"
     assert [p.text for p in say_hello(server.url).parts] == [NO_MARKER]
-    assert log.calls == [("SendMessage", "1.0")]
+    # each session checks access before its first message: discover's, then say_hello's
+    assert log.calls == [("GetTask", "1.0"), ("GetTask", "1.0"), ("SendMessage", "1.0")]
 
 
 # -- A2A 0.3 ------------------------------------------------------------------------
@@ -215,7 +217,7 @@ def test_a2a_0_3_agent_is_spoken_to_in_0_3(serve: Serve) -> None:
     """The client follows the card: 0.3 method names and version header."""
     server, log = serve_logged(serve, app_v03)
     assert [p.text for p in say_hello(server.url).parts] == [NO_MARKER]
-    assert log.calls == [("message/send", "0.3")]
+    assert log.calls == [("tasks/get", "0.3"), ("message/send", "0.3")]
 
 
 def test_tau2_evaluation_of_an_a2a_0_3_agent(serve: Serve, tmp_path: Path) -> None:
@@ -241,8 +243,8 @@ def test_tau2_evaluation_of_an_a2a_0_3_agent(serve: Serve, tmp_path: Path) -> No
     assert {r["error"] for r in requests} == {None}
     assert outcome.report["run"]["failed_requests"] == 0
     assert outcome.metrics_path is not None and outcome.metrics_path.exists()
-    assert {method for method, _ in log.calls} == {"message/send"}
-    assert len(log.calls) == len(requests)
+    assert [method for method, _ in log.calls] == ["tasks/get"] + ["message/send"] * len(requests)
+    assert outcome.report["discovery"]["requests"][-1]["method"] == "GetTask"  # the access check
 
 
 # -- where the card is --------------------------------------------------------------
@@ -288,17 +290,41 @@ def test_card_request_failing_with_a_server_error(serve: Serve) -> None:
         ({"name": "Nameless agent", "description": "No interfaces", "version": "1.0.0",
           "capabilities": {}, "skills": []},
          "it lists no interface (supportedInterfaces, or url in a 0.3 card)"),
-        ({"name": "gRPC only", "supportedInterfaces": [
-            {"url": "http://127.0.0.1:1", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]},
-         "it offers no JSONRPC interface (offers GRPC)"),
     ],
-    ids=["not-a-card", "no-interfaces", "no-jsonrpc"],
+    ids=["not-a-card", "no-interfaces"],
 )
 def test_card_that_tau2_cannot_use(serve: Serve, card: dict[str, Any], problems: str) -> None:
     server = serve(lambda url: card_body_app(json.dumps(card)))
     error = discovery_error(server.url)
     assert isinstance(error, AgentCardError)
     assert str(error) == f"The agent card at {server.url} is invalid: {problems}."
+
+
+def test_card_with_no_binding_we_speak_is_refused_naming_what_it_offers(serve: Serve) -> None:
+    card = {"name": "Websocket only", "supportedInterfaces": [
+        {"url": "ws://127.0.0.1:1/a2a", "protocolBinding": "WEBSOCKET", "protocolVersion": "1.0"}]}
+    server = serve(lambda url: card_body_app(json.dumps(card)))
+    error = discovery_error(server.url)
+    assert isinstance(error, AgentCardError)
+    assert str(error) == (
+        f"The agent card at {server.url} offers no interface tau2-a2a speaks: it offers "
+        "WEBSOCKET 1.0 at ws://127.0.0.1:1/a2a; tau2-a2a speaks JSONRPC, HTTP+JSON and GRPC."
+    )
+
+
+def test_transport_the_card_does_not_offer_is_refused_naming_what_it_offers(serve: Serve) -> None:
+    server = serve(app_v10)
+    session = A2ASession(A2AConfig(endpoint=server.url, timeout=10, transport="grpc"))
+    try:
+        with pytest.raises(AgentCardError) as caught:
+            _ = session.card
+    finally:
+        session.close()
+    assert str(caught.value) == (
+        f"--a2a-transport grpc: the agent card at {server.url} offers no GRPC interface (it offers "
+        f"JSONRPC 1.0 at {server.url}, JSONRPC 0.3 at {server.url}, HTTP+JSON 1.0 at {server.url}, "
+        f"HTTP+JSON 0.3 at {server.url}); pass --a2a-transport http-json or jsonrpc (or auto)."
+    )
 
 
 @pytest.mark.parametrize(
@@ -400,7 +426,10 @@ def test_card_command_shows_a_1_0_agent(card_commands: dict[str, Any]) -> None:
         "  description: Reference agent: replays each tau2 task's golden actions over A2A.",
         "  version:     0.1.0",
         f"  interfaces:  JSONRPC {url} (A2A 1.0)",
-        "  protocol:    A2A 1.0 over JSON-RPC (what tau2 will speak)",
+        f"               JSONRPC {url} (A2A 0.3)",
+        f"               HTTP+JSON {url} (A2A 1.0)",
+        f"               HTTP+JSON {url} (A2A 0.3)",
+        f"  protocol:    A2A 1.0 over JSON-RPC at {url} (what tau2 will speak with --a2a-transport auto)",
         "  streaming:   no (tau2 sends blocking requests)",
         "  auth:        none declared",
         "  skills:      tau2 oracle",
@@ -419,7 +448,7 @@ def test_card_description_of_a_0_3_agent_with_auth(serve: Serve) -> None:
         "  description: The reference oracle behind a 0.3 card.",
         "  version:     0.3.1",
         f"  interfaces:  JSONRPC {server.url} (A2A 0.3.0)",
-        "  protocol:    A2A 0.3.0 over JSON-RPC (what tau2 will speak)",
+        f"  protocol:    A2A 0.3.0 over JSON-RPC at {server.url} (what tau2 will speak with --a2a-transport auto)",
         "  streaming:   no (tau2 sends blocking requests)",
         "  auth:        bearer",
         "  skills:      tau2 oracle",

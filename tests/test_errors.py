@@ -122,9 +122,9 @@ def test_missing_card_stops_the_run_before_any_simulation(serve: Serve, tmp_path
         ({"supportedInterfaces": None}, "it lists no interface (supportedInterfaces, or url in a 0.3 card)"),
         ({"name": None, "supportedInterfaces": [
             {"url": "http://127.0.0.1:1", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]},
-         "it has no name; it offers no JSONRPC interface (offers HTTP+JSON)"),
+         "it has no name"),
     ],
-    ids=["no-interface", "no-name-no-jsonrpc"],
+    ids=["no-interface", "no-name"],
 )
 def test_invalid_card_stops_the_run_before_any_simulation(serve: Serve, tmp_path: Path,
                                                           changes: dict[str, Any], problem: str) -> None:

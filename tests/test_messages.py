@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 import uuid
+import warnings
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
-from google.protobuf.json_format import MessageToJson, Parse
+from google.genai import types as genai_types
+from google.protobuf.json_format import MessageToDict, MessageToJson, Parse
 from tau2.agent.llm_agent import LLMAgent
 from tau2.registry import registry
 
@@ -29,18 +32,30 @@ from tau2_a2a.protocol.messages import (
     parts_size_text,
     read_turn,
     reply_content,
+    reply_parts,
     restore_schema_numbers,
     tool_calls_reply,
     tool_results_turn,
     user_turn,
 )
 from tau2_a2a.protocol.toolcalls import (
+    DataPart,
     ParsedReply,
     ToolCallRequest,
     parse_reply,
     restore_arguments,
 )
-from tests.conftest import typed
+from tests.agents import AsksForInput, agent_app
+from tests.conftest import Serve, run_a2a, typed
+
+with warnings.catch_warnings():  # google-adk marks its A2A converters experimental on every call
+    warnings.simplefilter("ignore")
+    from google.adk.a2a.converters.part_converter import (
+        convert_a2a_part_to_genai_part,
+        convert_genai_part_to_a2a_part,
+    )
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*EXPERIMENTAL.*:UserWarning")
 
 GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
 USER_TEXT = "I need to cancel reservation ZFA04Y.\n[tau2-task domain=airline id=0]"
@@ -147,14 +162,16 @@ def test_system_prompt_travels_only_in_the_system_part() -> None:
     assert "<policy>" not in turn.user_text
 
 
-def test_tools_text_part_lists_every_tool_for_text_only_agents() -> None:
-    tools = tool_schemas("airline")
-    parts = conversation_start("policy", tools, user_turn("hi"), [])
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
+def test_tools_text_part_carries_the_full_schemas_for_text_only_agents(domain: str) -> None:
+    """The text holds exactly what the data part holds: a text-only agent misses nothing."""
+    tools = tool_schemas(domain)
+    parts = through_json(message(conversation_start("policy", tools, user_turn("hi"), []))).parts
     text = parts[1].text
-    assert text.startswith("<tools>\n") and text.endswith("\n</tools>")
-    assert '{"tool_calls": [{"name": ..., "arguments": {...}}]}' in text
-    for tool in tools:
-        assert f"\n- {tool['function']['name']}(" in text
+    assert text.startswith("<tools>\nTo call a tool, answer with <json>") and text.endswith("\n]\n</tools>")
+    listed = text.removesuffix("\n</tools>").split("The tools, as OpenAI function schemas:\n")[1]
+    assert json.loads(listed) == tools
+    assert typed(json.loads(listed)) == typed(read_turn(message(list(parts))).tools)
 
 
 def test_history_with_tool_calls_keeps_argument_types() -> None:
@@ -262,7 +279,7 @@ def test_tool_calls_reply_parses_back_to_the_same_calls(wire: str) -> None:
     parts = tool_calls_reply(CALLS)
     assert kinds(parts) == ["tool_calls"]
     reply = WIRES[wire](Message(role=Role.ROLE_AGENT, parts=parts, message_id="m1"))
-    parsed = parse_reply(*reply_content(reply))
+    parsed = parse_reply(*reply_parts(reply))
     assert parsed.text is None
     assert [(c.name, c.id) for c in parsed.tool_calls] == [(c.name, c.id) for c in CALLS]
     parameters = {t["function"]["name"]: t["function"]["parameters"] for t in tool_schemas("airline")}
@@ -282,7 +299,8 @@ def test_reply_content_of_a_task_reads_status_message_and_artifacts() -> None:
         artifacts=[Artifact(artifact_id="a1", parts=[new_data_part({"tool_calls": []}), new_text_part("note")])],
     )
     assert reply_content(through_task_json(task)) == (["Which flight?", "note"], [{"tool_calls": []}])
-    assert parse_reply(*reply_content(task)) == ParsedReply(text="Which flight?\nnote", tool_calls=[])
+    assert reply_parts(task) == (["Which flight?", "note"], [DataPart({"tool_calls": []})])
+    assert parse_reply(*reply_parts(task)) == ParsedReply(text="Which flight?\nnote", tool_calls=[])
 
 
 def through_task_json(task: Task) -> Task:
@@ -298,3 +316,94 @@ def test_reply_content_of_a_task_without_status_message() -> None:
 def test_parts_size_text_counts_text_and_data() -> None:
     parts = [new_text_part("Hello"), new_data_part({"b": 1, "a": "x"})]
     assert parts_size_text(parts) == 'Hello\n{"a": "x", "b": 1.0}'
+
+
+# -- ADK function calls and function responses -----------------------------------------
+
+
+def adk_function_call(name: str, args: dict[str, Any], call_id: str | None) -> Part:
+    """A function call as google-adk itself puts it on the wire."""
+    call = genai_types.FunctionCall(name=name, args=args, id=call_id)
+    return convert_genai_part_to_a2a_part(genai_types.Part(function_call=call))
+
+
+@pytest.mark.parametrize("wire", WIRES, ids=list(WIRES))
+def test_adk_function_call_parts_parse_with_their_metadata(wire: str) -> None:
+    """ADK's own function-call parts become calls in the adk form, typed again by the schema."""
+    parts = [adk_function_call(c.name, c.arguments, c.id) for c in CALLS]
+    reply = WIRES[wire](Message(role=Role.ROLE_AGENT, parts=parts, message_id="m1"))
+    texts, data_parts = reply_parts(reply)
+    assert texts == [] and [p.metadata for p in data_parts] == [{"adk_type": "function_call"}] * len(CALLS)
+    parsed = parse_reply(texts, data_parts)
+    assert [(c.name, c.id, c.form) for c in parsed.tool_calls] == [(c.name, c.id, "adk") for c in CALLS]
+    parameters = {t["function"]["name"]: t["function"]["parameters"] for t in tool_schemas("airline")}
+    restored = [restore_arguments(c.arguments, parameters[c.name]) for c in parsed.tool_calls]
+    assert typed(restored) == typed([c.arguments for c in CALLS])
+
+
+def test_reply_content_leaves_out_the_metadata() -> None:
+    """What a reply's size and the logs count stays the data alone."""
+    reply = Message(role=Role.ROLE_AGENT, message_id="m", parts=[adk_function_call("list_all_airports", {}, "a")])
+    assert reply_content(reply) == ([], [{"name": "list_all_airports", "id": "a", "args": {}}])
+
+
+ADK_RESULTS = [
+    ToolResult(id="adk-1", name="get_user_details", content='{"user_id": "sara_doe_496"}', form="adk"),
+    ToolResult(id="adk-2", name="cancel_reservation", content="Error: reservation not found", error=True, form="adk"),
+]
+
+
+@pytest.mark.parametrize("wire", WIRES, ids=list(WIRES))
+def test_results_of_adk_calls_also_go_back_as_adk_function_responses(wire: str) -> None:
+    """ADK's converter reads each extra part back into the FunctionResponse its agent waits for."""
+    parts = list(WIRES[wire](message(tool_results_turn(ADK_RESULTS))).parts)
+    assert kinds(parts) == ["tool_results"] * 4
+    assert [MessageToDict(p.metadata) for p in parts[2:]] == [
+        {"tau2_kind": "tool_results", "adk_type": "function_response"}
+    ] * 2
+    responses = [convert_a2a_part_to_genai_part(p).function_response for p in parts[2:]]
+    assert [(r.id, r.name, r.response) for r in responses] == [
+        ("adk-1", "get_user_details", {"result": '{"user_id": "sara_doe_496"}'}),
+        ("adk-2", "cancel_reservation", {"result": "Error: reservation not found"}),
+    ]
+    assert read_turn(message(parts)) == IncomingTurn(tool_results=ADK_RESULTS)
+
+
+def test_only_results_of_adk_calls_get_adk_parts() -> None:
+    parts = tool_results_turn([RESULTS[0], ADK_RESULTS[0], RESULTS[1]])
+    adk_parts = [p for p in parts if "adk_type" in p.metadata]
+    assert [MessageToDict(p.data)["id"] for p in adk_parts] == ["adk-1"]
+    assert read_turn(message(parts)).tool_results == [RESULTS[0], ADK_RESULTS[0], RESULTS[1]]
+
+
+class AdkFormOracle(AsksForInput):
+    """The oracle asking for its golden actions as a google-adk agent with long-running tools
+    does: function-call data parts in a task left waiting for input."""
+
+    def next_parts(self, context_id: str) -> list[Part]:
+        plan = self.plans.get(context_id)
+        if not plan or plan[0].tool_name is None:
+            return super().next_parts(context_id)
+        step = plan.popleft()
+        return [adk_function_call(step.tool_name, step.arguments or {}, f"adk-{uuid.uuid4().hex[:8]}")]
+
+
+def test_adk_function_calls_over_a_real_run(serve: Serve, tmp_path: Path) -> None:
+    """Tasks with integer arguments (a certificate amount; nested payment amounts) score 1.0, and
+    every result comes back to the agent as the ADK function response of its call."""
+    agent = AdkFormOracle()
+    server = serve(lambda url: agent_app(agent, url))
+    outcome = run_a2a(server.url, tmp_path, "airline", task_ids=["2", "8"])
+    assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == {"2": 1.0, "8": 1.0}
+    answered = 0
+    for task in ("2", "8"):
+        exchanges = agent.messages_of(task)
+        for asked, answer in zip(exchanges, exchanges[1:]):
+            calls = parse_reply(*reply_parts(Message(parts=asked.reply_parts))).tool_calls
+            responses = [
+                convert_a2a_part_to_genai_part(p).function_response for p in answer.parts if "adk_type" in p.metadata
+            ]
+            assert [(r.id, r.name) for r in responses] == [(c.id, c.name) for c in calls]
+            assert [r.response for r in responses] == [{"result": r.content} for r in answer.turn.tool_results]
+            answered += len(calls)
+    assert answered == 4 + 4  # the golden actions of tasks 2 and 8

@@ -35,7 +35,8 @@ from tests.conftest import FAST, run_a2a
 RECORD_FIELDS = {
     "simulation_id", "task_id", "trial", "turn", "attempt", "method", "endpoint", "protocol_version",
     "context_id", "http_status", "latency_ms", "request_bytes", "response_bytes", "input_tokens",
-    "output_tokens", "error", "error_message", "unknown_tool_calls",
+    "output_tokens", "error", "error_message", "unknown_tool_calls", "transport", "grpc_status", "events",
+    "first_event_ms",
 }
 
 
@@ -79,7 +80,7 @@ def test_every_request_the_server_received_has_one_record(metered_run: dict[str,
     records = all_records(report)
     server_saw = [("GetAgentCard" if e.method == "GET" else e.rpc_method, e.status) for e in wire]
     assert [(r["method"], r["http_status"]) for r in records] == server_saw
-    assert server_saw[:3] == [("GetAgentCard", 200), ("SendMessage", 503), ("SendMessage", 200)]
+    assert server_saw[:4] == [("GetAgentCard", 200), ("GetTask", 200), ("SendMessage", 503), ("SendMessage", 200)]
     assert [e.path for e in wire] == [CARD_PATH] + ["/"] * (len(wire) - 1)
     assert report["run"]["requests"] + report["discovery"]["summary"]["requests"] == len(wire)
 
@@ -96,10 +97,12 @@ def test_record_sizes_are_the_bodies_the_server_saw(metered_run: dict[str, Any])
 
 def test_record_fields(metered_run: dict[str, Any]) -> None:
     url, report = metered_run["url"], metered_run["outcome"].report
-    [card] = report["discovery"]["requests"]
+    card, access_check = report["discovery"]["requests"]
     assert (card["method"], card["turn"], card["attempt"], card["endpoint"], card["context_id"],
-            card["input_tokens"], card["output_tokens"], card["error"]) == (
-        "GetAgentCard", None, 1, url, None, 0, 0, None)
+            card["input_tokens"], card["output_tokens"], card["error"], card["transport"]) == (
+        "GetAgentCard", None, 1, url, None, 0, 0, None, None)
+    assert (access_check["method"], access_check["turn"], access_check["error"], access_check["transport"]) == (
+        "GetTask", None, None, "JSONRPC")
     expected_shape = {
         "1": [(0, 1, 503, "http"), (0, 2, 200, None), (1, 1, 200, None), (2, 1, 200, None)],
         "2": [(turn, 1, 200, None) for turn in range(5)],
@@ -115,6 +118,10 @@ def test_record_fields(metered_run: dict[str, Any]) -> None:
             assert (record["method"], record["endpoint"], record["protocol_version"]) == ("SendMessage", url, "1.0")
             assert record["latency_ms"] > 0
             assert record["unknown_tool_calls"] == 0
+            assert (record["transport"], record["grpc_status"]) == ("JSONRPC", None)
+            if record["error"] is None:  # a blocking reply is one event, the first and last
+                assert record["events"] == 1
+                assert 0 < record["first_event_ms"] <= record["latency_ms"]
         contexts = {r["context_id"] for r in records}
         assert len(contexts) == 1 and None not in contexts
     [refused] = [r for s in report["simulations"] for r in s["requests"] if r["error"]]

@@ -86,7 +86,11 @@ def test_cli_run_with_token_completes(cli_run_with_token: dict[str, Any]) -> Non
     from tau2.data_model.simulation import Results
 
     run = cli_run_with_token
-    assert run["code"] == 0, run["stderr"][-3000:]
+    # One simulation ended with an A2A error, so the run exits 3 and says so last.
+    assert run["code"] == 3, run["stderr"][-3000:]
+    assert run["stderr"].splitlines()[-1] == (
+        f"1 of 2 simulations ended with A2A errors (protocol=1): they score 0; "
+        f"see {run['results'] / 'run_a2a_metrics.json'}")
     simulations = {s.task_id: s for s in Results.load(run["results"] / "run.json").simulations}
     assert simulations["2"].reward_info.reward == 1.0
     assert simulations["1"].termination_reason == TerminationReason.AGENT_ERROR

@@ -13,7 +13,7 @@ from google.genai import types
 from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.service import summary
-from tau2_a2a.service.app import card_json, service_card
+from tau2_a2a.service.app import ADK_BINDINGS, card_json, service_card
 from tau2_a2a.service.evaluations import EvaluationManager, Limits
 from tau2_a2a.service.targets import TargetPolicy, TargetRefused
 from tau2_a2a.service.tools import EvaluationTools, ToolError
@@ -180,7 +180,7 @@ def test_adk_agents_card_is_the_generated_card() -> None:
     committed = json.loads((REPO / "adk_agents" / "tau2_eval" / "agent.json").read_text())
     url = committed["supportedInterfaces"][0]["url"]
     assert url.endswith("/a2a/tau2_eval")
-    assert committed == card_json(service_card(url, Limits()))
+    assert committed == card_json(service_card(url, Limits(), http_bindings=ADK_BINDINGS))  # ADK serves JSON-RPC
 
 
 def test_target_token_is_moved_out_of_requests_before_anything_stores_them() -> None:

@@ -151,7 +151,8 @@ def test_task_left_working_is_polled_until_done(serve: Serve, tmp_path: Path) ->
     server = serve(lambda url: agent_app(FinishesLater(delay=0.5), url, [middleware(WireLog, exchanges=wire)]))
     outcome = run_a2a(server.url, tmp_path, task_ids=["1"], a2a=A2AConfig(endpoint=server.url, retry=FAST))
     assert by_task(outcome)["1"].reward_info.reward == 1.0
-    calls = [e for e in wire if e.method == "POST"]
+    access_check, *calls = [e for e in wire if e.method == "POST"]  # the run's access check comes first
+    assert access_check.rpc_method == "GetTask" and "TASK_NOT_FOUND" in access_check.response_body.decode()
     records = records_of(outcome, "1")
     # One record per request, in the order the agent received them.
     assert [r["method"] for r in records] == [e.rpc_method for e in calls]

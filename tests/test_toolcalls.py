@@ -8,6 +8,7 @@ computed from, so each form and each type rule is pinned down exactly.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -16,6 +17,8 @@ from tau2.registry import registry
 
 import tau2_a2a  # noqa: F401  (registers with tau2 before its registry is used)
 from tau2_a2a.protocol.toolcalls import (
+    ANSWER_CONVENTION,
+    DataPart,
     MalformedReply,
     ParsedReply,
     ToolCallRequest,
@@ -27,6 +30,12 @@ from tests.conftest import typed
 
 LOOKUP = {"name": "get_user_details", "arguments": {"user_id": "sara_doe_496"}}
 LOOKUP_CALL = ToolCallRequest(name="get_user_details", arguments={"user_id": "sara_doe_496"})
+ADK_CALL = {"adk_type": "function_call"}  # the metadata google-adk gives a function call's data part
+
+
+def data_parts(*values: Any, metadata: dict[str, Any] | None = None) -> list[DataPart]:
+    """Data parts of a reply, all with the same metadata (none, as most agents send them)."""
+    return [DataPart(value, dict(metadata or {})) for value in values]
 
 
 @cache
@@ -65,7 +74,7 @@ def as_wire(value: Any) -> Any:
 
 def test_data_part_tool_calls_with_name_arguments_and_id() -> None:
     """The canonical form: ids are kept so tau2 can pair results with calls."""
-    reply = parse_reply([], [{"tool_calls": [{**LOOKUP, "id": "call_7"}]}])
+    reply = parse_reply([], data_parts({"tool_calls": [{**LOOKUP, "id": "call_7"}]}))
     assert reply == ParsedReply(
         text=None,
         tool_calls=[ToolCallRequest(name="get_user_details", arguments={"user_id": "sara_doe_496"}, id="call_7")],
@@ -74,24 +83,24 @@ def test_data_part_tool_calls_with_name_arguments_and_id() -> None:
 
 def test_data_part_tool_name_spelling_and_missing_id() -> None:
     """Some frameworks say tool_name; a call without id gets none (tau2 assigns one)."""
-    reply = parse_reply([], [{"tool_calls": [{"tool_name": "get_user_details", "arguments": {"user_id": "sara_doe_496"}}]}])
+    reply = parse_reply([], data_parts({"tool_calls": [{"tool_name": "get_user_details", "arguments": {"user_id": "sara_doe_496"}}]}))
     assert reply == ParsedReply(text=None, tool_calls=[LOOKUP_CALL])
 
 
 def test_numeric_call_id_from_a_data_part_is_not_a_float_string() -> None:
     """Data parts turn an id 7 into 7.0; the call id must still read "7"."""
-    reply = parse_reply([], [{"tool_calls": [{**LOOKUP, "id": 7.0}]}])
+    reply = parse_reply([], data_parts({"tool_calls": [{**LOOKUP, "id": 7.0}]}))
     assert reply.tool_calls[0].id == "7"
 
 
 def test_data_part_single_tool_call_key() -> None:
-    reply = parse_reply([], [{"tool_call": LOOKUP}])
+    reply = parse_reply([], data_parts({"tool_call": LOOKUP}))
     assert reply == ParsedReply(text=None, tool_calls=[LOOKUP_CALL])
 
 
 def test_data_without_tool_calls_is_ignored_and_text_kept() -> None:
     """Agents attach other data (citations, state); only tool_calls mean actions."""
-    reply = parse_reply(["Your reservation is confirmed."], [{"confidence": 0.9}, ["a", "b"], "note"])
+    reply = parse_reply(["Your reservation is confirmed."], data_parts({"confidence": 0.9}, ["a", "b"], "note"))
     assert reply == ParsedReply(text="Your reservation is confirmed.", tool_calls=[])
 
 
@@ -100,7 +109,7 @@ def test_several_calls_in_one_data_part_keep_their_order() -> None:
         {"name": "get_reservation_details", "arguments": {"reservation_id": "ZFA04Y"}, "id": "a"},
         {"name": "get_user_details", "arguments": {"user_id": "sara_doe_496"}, "id": "b"},
     ]
-    reply = parse_reply([], [{"tool_calls": calls}])
+    reply = parse_reply([], data_parts({"tool_calls": calls}))
     assert reply.text is None
     assert reply.tool_calls == [
         ToolCallRequest(name="get_reservation_details", arguments={"reservation_id": "ZFA04Y"}, id="a"),
@@ -111,19 +120,39 @@ def test_several_calls_in_one_data_part_keep_their_order() -> None:
 def test_calls_from_data_and_text_parts_are_all_collected() -> None:
     """Data-part calls first, then calls found in text, in part order."""
     text_call = json.dumps({"name": "list_all_airports", "arguments": {}})
-    reply = parse_reply([text_call], [{"tool_calls": [LOOKUP]}])
+    reply = parse_reply([text_call], data_parts({"tool_calls": [LOOKUP]}))
     assert reply == ParsedReply(
         text=None,
         tool_calls=[LOOKUP_CALL, ToolCallRequest(name="list_all_airports", arguments={})],
     )
 
 
-# -- JSON in text -------------------------------------------------------------------
+# -- every form, as JSON text and in a data part -------------------------------------
 
-PAYLOADS = {
-    "name-arguments": LOOKUP,
-    "tool_call": {"tool_call": LOOKUP},
-    "tool_calls": {"tool_calls": [LOOKUP]},
+OPENAI_LOOKUP = {
+    "id": "call_abc",
+    "type": "function",
+    "function": {"name": "get_user_details", "arguments": json.dumps({"user_id": "sara_doe_496"})},
+}
+OPENAI_LOOKUP_CALL = replace(LOOKUP_CALL, id="call_abc", form="openai")
+PAYLOADS: dict[str, tuple[dict[str, Any], ToolCallRequest]] = {
+    "name-arguments": (LOOKUP, LOOKUP_CALL),
+    "tool_call": ({"tool_call": LOOKUP}, LOOKUP_CALL),
+    "tool_calls": ({"tool_calls": [LOOKUP]}, LOOKUP_CALL),
+    "openai": ({"tool_calls": [OPENAI_LOOKUP]}, OPENAI_LOOKUP_CALL),
+    "openai-arguments-object": (
+        {"tool_calls": [{**OPENAI_LOOKUP, "function": {"name": "get_user_details", "arguments": {"user_id": "sara_doe_496"}}}]},
+        OPENAI_LOOKUP_CALL,
+    ),
+    "openai-assistant-message": ({"role": "assistant", "content": None, "tool_calls": [OPENAI_LOOKUP]}, OPENAI_LOOKUP_CALL),
+    "openai-legacy": (
+        {"function_call": {"name": "get_user_details", "arguments": json.dumps({"user_id": "sara_doe_496"})}},
+        replace(LOOKUP_CALL, form="openai_legacy"),
+    ),
+    "openai-legacy-arguments-object": (
+        {"function_call": {"name": "get_user_details", "arguments": {"user_id": "sara_doe_496"}}},
+        replace(LOOKUP_CALL, form="openai_legacy"),
+    ),
 }
 WRAPPERS = {
     "bare": "{}",
@@ -139,9 +168,84 @@ WRAPPERS = {
 @pytest.mark.parametrize("payload", PAYLOADS, ids=list(PAYLOADS))
 @pytest.mark.parametrize("wrapper", WRAPPERS, ids=list(WRAPPERS))
 def test_tool_call_json_in_text(payload: str, wrapper: str) -> None:
-    """Text-only agents: each payload shape, bare, fenced or tagged, is one call and no text."""
-    text = WRAPPERS[wrapper].replace("{}", json.dumps(PAYLOADS[payload]), 1)
+    """Text-only agents: each payload shape, bare, fenced or tagged, is one call (in its form) and no text."""
+    value, expected = PAYLOADS[payload]
+    text = WRAPPERS[wrapper].replace("{}", json.dumps(value), 1)
+    assert parse_reply([text], []) == ParsedReply(text=None, tool_calls=[expected])
+
+
+@pytest.mark.parametrize("payload", [name for name in PAYLOADS if name != "name-arguments"])
+def test_tool_call_forms_in_a_data_part(payload: str) -> None:
+    value, expected = PAYLOADS[payload]
+    assert parse_reply([], data_parts(value)) == ParsedReply(text=None, tool_calls=[expected])
+
+
+def test_a_bare_call_object_in_a_data_part_is_not_a_call() -> None:
+    """In data, only the keyed forms are calls: other data an agent attaches may well have a name."""
+    assert parse_reply(["Done."], data_parts(LOOKUP)) == ParsedReply(text="Done.", tool_calls=[])
+
+
+def test_forms_may_be_mixed_in_one_list() -> None:
+    reply = parse_reply([], data_parts({"tool_calls": [OPENAI_LOOKUP, {**LOOKUP, "id": "c2"}]}))
+    assert reply.tool_calls == [OPENAI_LOOKUP_CALL, replace(LOOKUP_CALL, id="c2")]
+
+
+def test_several_json_tags_are_several_calls_in_order() -> None:
+    """What the tools text teaches: one <json> block per call, prose around them dropped."""
+    second = {"name": "list_all_airports", "arguments": {}}
+    text = f"First your profile: <json>{json.dumps(LOOKUP)}</json> then the airports:\n<json>{json.dumps(second)}</json>"
+    assert parse_reply([text], []) == ParsedReply(
+        text=None, tool_calls=[LOOKUP_CALL, ToolCallRequest(name="list_all_airports", arguments={})]
+    )
+
+
+def test_blocks_of_tags_and_fences_come_in_text_order() -> None:
+    second = {"function_call": {"name": "list_all_airports", "arguments": "{}"}}
+    text = f"```json\n{json.dumps(second)}\n```\n<json>{json.dumps(LOOKUP)}</json>"
+    reply = parse_reply([text], [])
+    assert [(c.name, c.form) for c in reply.tool_calls] == [("list_all_airports", "openai_legacy"), ("get_user_details", "tau2")]
+
+
+def test_an_example_block_beside_a_call_block_is_not_a_call() -> None:
+    text = f'An example reservation: <json>{{"reservation_id": "ZFA04Y"}}</json> <json>{json.dumps(LOOKUP)}</json>'
     assert parse_reply([text], []) == ParsedReply(text=None, tool_calls=[LOOKUP_CALL])
+
+
+# -- ADK function-call data parts ---------------------------------------------------
+
+
+def test_adk_function_call_data_part() -> None:
+    """google-adk puts a function call on the wire as {"name", "args", "id"} marked adk_type=function_call."""
+    data = {"name": "get_user_details", "args": {"user_id": "sara_doe_496"}, "id": "adk-1b2c"}
+    reply = parse_reply([], data_parts(data, metadata=ADK_CALL))
+    assert reply == ParsedReply(text=None, tool_calls=[replace(LOOKUP_CALL, id="adk-1b2c", form="adk")])
+
+
+def test_adk_function_call_without_args_or_id() -> None:
+    """ADK leaves out args and id that are None."""
+    reply = parse_reply([], data_parts({"name": "list_all_airports"}, metadata=ADK_CALL))
+    assert reply.tool_calls == [ToolCallRequest(name="list_all_airports", arguments={}, form="adk")]
+
+
+def test_adk_respond_and_several_calls_with_thoughts_and_other_metadata() -> None:
+    """ADK adds metadata of its own (thought signatures, long-running ids); only adk_type decides."""
+    metadata = {**ADK_CALL, "adk_thought_signature": "c2ln", "adk_is_long_running": True}
+    reply = parse_reply(
+        ["Let me check."],
+        data_parts(
+            {"name": "get_user_details", "args": {"user_id": "sara_doe_496"}, "id": "a"},
+            {"name": "respond", "args": {"content": "One moment."}, "id": "b"},
+            metadata=metadata,
+        ),
+    )
+    assert reply == ParsedReply(text="Let me check.\nOne moment.", tool_calls=[replace(LOOKUP_CALL, id="a", form="adk")])
+
+
+def test_adk_function_call_metadata_decides_not_the_shape() -> None:
+    """The same data marked as an ADK function response, or not marked at all, asks for nothing."""
+    data = {"name": "get_user_details", "args": {"user_id": "sara_doe_496"}, "id": "a"}
+    for metadata in ({"adk_type": "function_response"}, {}, {"adk_type": "Function_Call"}):
+        assert parse_reply(["Hello."], data_parts(data, metadata=metadata)).tool_calls == []
 
 
 def test_several_calls_as_json_text() -> None:
@@ -154,7 +258,7 @@ def test_several_calls_as_json_text() -> None:
 
 
 def test_respond_in_a_data_part_is_text_for_the_user() -> None:
-    reply = parse_reply([], [{"tool_calls": [{"name": "respond", "arguments": {"content": "How can I help?"}}]}])
+    reply = parse_reply([], data_parts({"tool_calls": [{"name": "respond", "arguments": {"content": "How can I help?"}}]}))
     assert reply == ParsedReply(text="How can I help?", tool_calls=[])
 
 
@@ -165,7 +269,7 @@ def test_respond_as_json_text_is_text_for_the_user() -> None:
 
 def test_respond_next_to_an_action_gives_text_and_the_action() -> None:
     calls = [LOOKUP, {"name": "respond", "arguments": {"content": "One moment."}}]
-    reply = parse_reply([], [{"tool_calls": calls}])
+    reply = parse_reply([], data_parts({"tool_calls": calls}))
     assert reply == ParsedReply(text="One moment.", tool_calls=[LOOKUP_CALL])
 
 
@@ -204,18 +308,18 @@ def test_blank_reply_has_neither_text_nor_calls() -> None:
 def test_arguments_as_a_json_string() -> None:
     """OpenAI-style function calls carry their arguments as a JSON string."""
     call = {"name": "get_user_details", "arguments": json.dumps({"user_id": "sara_doe_496"})}
-    assert parse_reply([], [{"tool_calls": [call]}]).tool_calls == [LOOKUP_CALL]
+    assert parse_reply([], data_parts({"tool_calls": [call]})).tool_calls == [LOOKUP_CALL]
     assert parse_reply([json.dumps({"tool_call": call})], []).tool_calls == [LOOKUP_CALL]
 
 
 @pytest.mark.parametrize("arguments", ["", "   "])
 def test_empty_argument_string_means_no_arguments(arguments: str) -> None:
-    reply = parse_reply([], [{"tool_calls": [{"name": "list_all_airports", "arguments": arguments}]}])
+    reply = parse_reply([], data_parts({"tool_calls": [{"name": "list_all_airports", "arguments": arguments}]}))
     assert reply.tool_calls == [ToolCallRequest(name="list_all_airports", arguments={})]
 
 
 def test_missing_arguments_mean_no_arguments() -> None:
-    reply = parse_reply([], [{"tool_calls": [{"name": "list_all_airports"}]}])
+    reply = parse_reply([], data_parts({"tool_calls": [{"name": "list_all_airports"}]}))
     assert reply.tool_calls == [ToolCallRequest(name="list_all_airports", arguments={})]
 
 
@@ -249,31 +353,90 @@ def test_missing_arguments_mean_no_arguments() -> None:
          'expected respond(content: string), got respond arguments {"text": "Hello"}'),
         ([], [{"tool_calls": [{"name": "respond", "arguments": {"content": 5.0}}]}],
          'expected respond(content: string), got respond arguments {"content": 5.0}'),
+        ([], [{"tool_calls": [{"type": "function", "function": "get_user_details"}]}],
+         'expected an OpenAI tool call {"type": "function", "function": {"name": ..., "arguments": ...}}, '
+         'got {"type": "function", "function": "get_user_details"}'),
+        (['<json>{"tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}</json>'], [],
+         'expected an OpenAI tool call {"type": "function", "function": {"name": ..., "arguments": ...}}, '
+         'got {"id": "c", "function": {"arguments": "{}"}}'),
+        ([], [{"tool_calls": [{"function": {"name": "get_user_details", "arguments": 5.0}}]}],
+         "tool call 'get_user_details': expected arguments to be an object, got number 5.0"),
+        (['{"function_call": "get_user_details"}'], [],
+         'expected "function_call" to be {"name": ..., "arguments": ...}, got string "get_user_details"'),
+        ([], [{"function_call": {"arguments": {}}}],
+         'expected "function_call" to be {"name": ..., "arguments": ...}, got object {"arguments": {}}'),
+        (["```json\n{\"function_call\": {\"name\": \"x\", \"arguments\": \"[1]\"}}\n```"], [],
+         "tool call 'x': expected arguments to be an object, got array [1]"),
     ],
     ids=[
         "tool_calls-object", "tool_calls-string", "tool_calls-null-in-text", "call-without-name",
         "call-with-empty-name", "call-with-numeric-name", "call-not-object", "tool_call-array-in-text",
         "arguments-array", "respond-without-content", "respond-with-other-key", "respond-numeric-content",
+        "openai-function-string", "openai-function-without-name-in-text", "openai-arguments-number",
+        "function_call-string-in-text", "function_call-without-name", "function_call-arguments-array-in-text",
     ],
 )
 def test_malformed_reply_says_what_was_expected_and_what_came(
     texts: list[str], datas: list[Any], message: str
 ) -> None:
     with pytest.raises(MalformedReply) as caught:
-        parse_reply(texts, datas)
+        parse_reply(texts, data_parts(*datas))
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (["get_user_details"], 'expected an ADK function call {"name": ..., "args": {...}, "id": ...}, '
+                               'got array ["get_user_details"]'),
+        ({"args": {"user_id": "u"}, "id": "a"}, 'expected an ADK function call {"name": ..., "args": {...}, '
+                                                '"id": ...}, got object {"args": {"user_id": "u"}, "id": "a"}'),
+        ({"name": "get_user_details", "args": ["u"]},
+         "tool call 'get_user_details': expected arguments to be an object, got array [\"u\"]"),
+        ({"name": "respond", "args": {"content": ["hi"]}},
+         'expected respond(content: string), got respond arguments {"content": ["hi"]}'),
+    ],
+    ids=["not-an-object", "without-name", "args-array", "respond-content-array"],
+)
+def test_malformed_adk_function_call(data: Any, message: str) -> None:
+    with pytest.raises(MalformedReply) as caught:
+        parse_reply([], data_parts(data, metadata=ADK_CALL))
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("depth", [50, 990, 1000, 3000, 100_000])
+def test_deeply_nested_json_is_text_or_a_malformed_reply(depth: int) -> None:
+    """Whatever depth, the parser answers with text or MalformedReply, never a RecursionError."""
+    nested = "[" * depth + "]" * depth
+    for text in (nested, f'{{"tool_calls": {nested}}}', f'<json>{{"tool_calls": [{nested}]}}</json>',
+                 f'{{"name": "x", "arguments": {nested}}}'):
+        try:
+            reply = parse_reply([text], [])
+        except MalformedReply:
+            continue
+        assert reply.text == text and reply.tool_calls == []
+    with pytest.raises(MalformedReply, match="tool call 'x': expected arguments to be an object or its JSON text"):
+        parse_reply([], data_parts({"tool_calls": [{"name": "x", "arguments": "[" * 100_000}]}))
+
+
+def test_a_number_too_long_for_python_is_not_json() -> None:
+    text = '{"name": "x", "arguments": {"n": ' + "1" * 5000 + "}}"
+    assert parse_reply([text], []) == ParsedReply(text=text, tool_calls=[])
 
 
 def test_arguments_string_that_is_not_json() -> None:
     with pytest.raises(MalformedReply) as caught:
-        parse_reply([], [{"tool_calls": [{"name": "get_user_details", "arguments": "{user_id: sara}"}]}])
-    assert str(caught.value).startswith("tool call 'get_user_details': arguments are not valid JSON (")
+        parse_reply([], data_parts({"tool_calls": [{"name": "get_user_details", "arguments": "{user_id: sara}"}]}))
+    assert str(caught.value) == (
+        "tool call 'get_user_details': expected arguments to be an object or its JSON text, got a string that "
+        'is not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1)): "{user_id: sara}"'
+    )
 
 
 def test_long_offending_value_is_cut_in_the_message() -> None:
     """An agent may send a huge blob; the error names it without flooding the log."""
     with pytest.raises(MalformedReply) as caught:
-        parse_reply([], [{"tool_calls": "x" * 5000}])
+        parse_reply([], data_parts({"tool_calls": "x" * 5000}))
     assert str(caught.value) == 'expected "tool_calls" to be a list of calls, got string "' + "x" * 199 + "..."
 
 
@@ -392,17 +555,35 @@ def test_every_golden_action_survives_the_data_part_round_trip() -> None:
 # -- tool descriptions --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
-def test_describe_tools_lists_every_tool(domain: str) -> None:
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom", "mock"])
+def test_describe_tools_carries_the_full_schemas_as_json(domain: str) -> None:
+    """A text-only agent sees every field, item type, enum and description tau2's native agent sees."""
     tools = schemas(domain)
-    lines = describe_tools(tools).splitlines()
-    assert [line.split("(", 1)[0] for line in lines] == [f"- {t['function']['name']}" for t in tools]
+    text = describe_tools(tools)
+    convention, listed = text.split("\nThe tools, as OpenAI function schemas:\n")
+    assert convention == ANSWER_CONVENTION
+    assert json.loads(listed) == tools
+    assert len(listed.splitlines()) == len(tools) + 2  # "[", one tool per line, "]"
 
 
-def test_describe_tools_marks_optional_arguments_and_types() -> None:
-    lines = describe_tools(schemas("airline")).splitlines()
-    assert "- send_certificate(user_id: string, amount: integer): Send a certificate to a user. Be careful!" in lines
-    book = next(line for line in lines if line.startswith("- book_reservation("))
-    assert "flights: array" in book and "total_baggages: integer" in book
-    telecom = describe_tools(schemas("telecom")).splitlines()
-    assert any(line.startswith("- get_bills_for_customer(customer_id: string, limit?: integer)") for line in telecom)
+def test_describe_tools_keeps_nested_definitions() -> None:
+    """book_reservation's passengers and payments are $defs models: the text must not flatten them away."""
+    listed = describe_tools(schemas("airline")).split("OpenAI function schemas:\n")[1]
+    book = next(t for t in json.loads(listed) if t["function"]["name"] == "book_reservation")
+    assert set(book["function"]["parameters"]["$defs"]) >= {"FlightInfo", "Passenger", "Payment"}
+    assert book["function"]["parameters"]["properties"]["cabin"]["enum"] == ["business", "economy", "basic_economy"]
+
+
+def test_answer_convention_teaches_the_forms_the_parser_reads() -> None:
+    """Each example in the paragraph, filled in, parses as the paragraph says."""
+    assert parse_reply(['<json>{"name": "get_user_details", "arguments": {"user_id": "sara_doe_496"}}</json>'], []) == (
+        ParsedReply(text=None, tool_calls=[LOOKUP_CALL])
+    )
+    assert parse_reply(['<json>{"name": "respond", "arguments": {"content": "Hello."}}</json>'], []) == (
+        ParsedReply(text="Hello.", tool_calls=[])
+    )
+    assert parse_reply([], data_parts({"tool_calls": [LOOKUP]})).tool_calls == [LOOKUP_CALL]
+    for example in ('<json>{"name": TOOL_NAME, "arguments": {...}}</json>',
+                    '<json>{"name": "respond", "arguments": {"content": YOUR_MESSAGE}}</json>',
+                    '{"tool_calls": [{"name": TOOL_NAME, "arguments": {...}}]}'):
+        assert example in ANSWER_CONVENTION

@@ -1,4 +1,11 @@
-"""tau2-a2a: run | card | agent | demo | serve."""
+"""tau2-a2a: run | card | agent | demo | ab | serve.
+
+Exit codes of `tau2-a2a run`: 0 every simulation ran without an A2A error;
+3 some simulations ended with A2A errors (they score 0; the last line says how
+many and why); 2 the run could not start or was stopped (bad flag, agent
+unreachable, card invalid, token refused, before or during the run; finished
+simulations are kept); 1 a worker process failed.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ import logging
 import os
 import sys
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -20,15 +27,16 @@ from tau2.config import DEFAULT_LLM_AGENT  # noqa: E402
 
 from tau2_a2a.client.agent import AGENT_NAME  # noqa: E402
 from tau2_a2a.client.errors import A2AFailure  # noqa: E402
-from tau2_a2a.client.metrics import format_summary  # noqa: E402
+from tau2_a2a.client.metrics import a2a_error_line, format_summary  # noqa: E402
 from tau2_a2a.client.processes import processes_phrase  # noqa: E402
 from tau2_a2a.client.run import agent_model_name, discover, evaluate, results_path_for  # noqa: E402
 from tau2_a2a.client.scoring import default_scoring_processes  # noqa: E402
 from tau2_a2a.client.shards import ShardFailed, default_workers, evaluate_in_processes  # noqa: E402
-from tau2_a2a.config import AUTH_TOKEN_ENV, DEFAULT_TIMEOUT_SECONDS, A2AConfig, ConfigError  # noqa: E402
+from tau2_a2a.config import AUTH_TOKEN_ENV, DEFAULT_TIMEOUT_SECONDS, TRANSPORTS, A2AConfig, ConfigError  # noqa: E402
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
+EXIT_A2A_ERRORS = 3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tau2-a2a", description=__doc__)
     commands = parser.add_subparsers(dest="command")
 
-    run = commands.add_parser("run", help="Run tau2-bench; with --agent a2a_agent, against an A2A agent")
+    run = commands.add_parser("run", help="Run tau2-bench; with --agent a2a_agent, against an A2A agent",
+                              epilog="Exit codes: 0 no simulation ended with an A2A error; 3 some did (they score 0); "
+                                     "2 the run could not start or the agent refused the token (finished simulations "
+                                     "are kept; re-run to resume); 1 a worker process failed.")
     run.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
     add_run_args(run)
     add_a2a_args(run)
@@ -62,13 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
     card.add_argument("url", help="The agent's base URL")
     card.add_argument("--a2a-auth-token", default=None, help=f"Bearer token (or ${AUTH_TOKEN_ENV})")
     card.add_argument("--a2a-timeout", type=float, default=30.0)
+    add_transport_args(card)
     card.set_defaults(func=card_command)
 
     agent = commands.add_parser("agent", help="Serve a reference A2A agent")
     agent_kinds = agent.add_subparsers(dest="kind")
     oracle = agent_kinds.add_parser("oracle", help="Replays each task's golden actions (use with scripted_user)")
     oracle.add_argument("--host", default="127.0.0.1")
-    oracle.add_argument("--port", type=int, default=9100)
+    oracle.add_argument("--port", type=int, default=9100, help="JSON-RPC, HTTP+JSON and the card")
+    oracle.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
     oracle.add_argument("--delay", type=float, default=0.0, help="Seconds to wait before each reply")
     oracle.set_defaults(func=oracle_command)
     llm = agent_kinds.add_parser("llm", help="The baseline LLM agent (tau2's llm_agent over A2A), any LiteLLM model")
@@ -83,8 +96,19 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--idle-timeout", type=float, default=3600.0,
                      help="Forget a conversation idle for this many seconds (default: %(default)s)")
     llm.add_argument("--host", default="127.0.0.1")
-    llm.add_argument("--port", type=int, default=9101)
+    llm.add_argument("--port", type=int, default=9101, help="JSON-RPC, HTTP+JSON and the card")
+    llm.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
     llm.set_defaults(func=llm_agent_command)
+    adk = agent_kinds.add_parser("adk", help="A Google ADK agent served by ADK's to_a2a, any LiteLLM model")
+    adk.add_argument("--model", required=True, help="LiteLLM model name, e.g. gpt-4.1 or openai/my-model")
+    adk.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint")
+    adk.add_argument("--api-key-env", default=None,
+                     help="Name of the environment variable holding the API key (default: LiteLLM's own)")
+    adk.add_argument("--llm-args", type=json.loads, default={"temperature": 0.0},
+                     help="JSON of extra LiteLLM arguments (default: %(default)s, as tau2's llm_agent)")
+    adk.add_argument("--host", default="127.0.0.1")
+    adk.add_argument("--port", type=int, default=9102)
+    adk.set_defaults(func=adk_agent_command)
 
     demo = commands.add_parser("demo", help="Offline: evaluate the bundled oracle over A2A on a few tasks")
     demo.add_argument("--domain", default="airline")
@@ -103,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tau2_a2a.service.app import add_serve_command
 
     add_serve_command(commands)
+    from tau2_a2a.client.merge import add_merge_command
+
+    add_merge_command(commands)
 
     return parser
 
@@ -115,6 +142,7 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--a2a-timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
                        help="Seconds to wait for one reply (default: %(default)s)")
     group.add_argument("--a2a-debug", action="store_true", help="Log every A2A request and reply in full")
+    add_transport_args(group)
     group.add_argument("--a2a-workers", type=int, default=None, metavar="N",
                        help="Processes to spread the simulations over, each with its share of "
                             "--max-concurrency and of the scoring processes. A resume keeps the split the run "
@@ -124,6 +152,14 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
                        help="Processes that score finished simulations with tau2's evaluator, so scoring "
                             "does not hold up the simulations (0: score in the main process). "
                             "Default: one per usable core, up to --max-concurrency, for runs of 20 simulations or more")
+
+
+def add_transport_args(parser: Any) -> None:
+    parser.add_argument("--a2a-transport", choices=TRANSPORTS, default="auto",
+                        help="A2A binding to use: auto takes the card's first interface tau2-a2a speaks "
+                             "(default: %(default)s)")
+    parser.add_argument("--a2a-streaming", action="store_true",
+                        help="Send SendStreamingMessage when the card says the agent streams (blocking otherwise)")
 
 
 def run_config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -178,7 +214,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     a2a = a2a_config_from_args(args)
     card = discover(a2a)
-    print(f"A2A agent: {card.name} at {a2a.endpoint}")
+    print(f"A2A agent: {card.name} at {a2a.endpoint} ({describe_binding(a2a)})")
     if config.llm_agent == DEFAULT_LLM_AGENT:
         config.llm_agent = agent_model_name(card.name)
     workers = args.a2a_workers or default_workers(config, results_path_for(config))
@@ -191,8 +227,22 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"Scoring: in {processes_phrase(scoring)} of its own" if scoring else "Scoring: in this process")
         outcome = evaluate(config, a2a, scoring)
     print(format_summary(outcome.report))
-    print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}")
+    print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}", flush=True)
+    failed = a2a_error_line(outcome.report, outcome.metrics_path)
+    if failed:
+        print(failed, file=sys.stderr)
+        return EXIT_A2A_ERRORS
     return 0
+
+
+def describe_binding(a2a: A2AConfig) -> str:
+    """'A2A 1.0 over JSON-RPC, streaming': what the session settled on from the card."""
+    from tau2_a2a.client.bindings import READABLE
+    from tau2_a2a.client.session import sessions
+
+    session = sessions.get(a2a)
+    return (f"A2A {session.protocol_version} over {READABLE[session.binding]}"
+            + (", streaming" if session.streaming else ""))
 
 
 def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
@@ -207,36 +257,46 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
         auth_token=args.a2a_auth_token or os.environ.get(AUTH_TOKEN_ENV) or None,
         timeout=args.a2a_timeout,
         debug=args.a2a_debug,
+        transport=args.a2a_transport,
+        streaming=args.a2a_streaming,
     )
 
 
 def card_command(args: argparse.Namespace) -> int:
     from tau2_a2a.client.card import describe_card
 
-    a2a = A2AConfig(endpoint=args.url, timeout=args.a2a_timeout,
+    a2a = A2AConfig(endpoint=args.url, timeout=args.a2a_timeout, transport=args.a2a_transport,
+                    streaming=args.a2a_streaming,
                     auth_token=args.a2a_auth_token or os.environ.get(AUTH_TOKEN_ENV) or None)
-    print(describe_card(discover(a2a), a2a.endpoint))
+    print(describe_card(discover(a2a), a2a.endpoint, a2a.transport, a2a.streaming))
     return 0
 
 
 def oracle_command(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-    from tau2_a2a.serving import a2a_app
+    from tau2_a2a.serving import a2a_app, serve_forever
 
-    url = f"http://{args.host}:{args.port}"
+    url, grpc_url = _agent_urls(args)
     print(f"tau2 oracle agent at {url} (card: {url}/.well-known/agent-card.json)")
-    uvicorn.run(a2a_app(OracleExecutor(delay=args.delay), oracle_card(url)),
-                host=args.host, port=args.port, log_level="warning")
+    _print_bindings(url, grpc_url)
+    serve_forever(a2a_app(OracleExecutor(delay=args.delay), oracle_card(url, grpc_url)),
+                  args.host, args.port, grpc_port=args.grpc_port)
     return 0
 
 
-def llm_agent_command(args: argparse.Namespace) -> int:
-    import uvicorn
+def _agent_urls(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The HTTP URL and the gRPC host:port (None without --grpc-port) an agent's card declares."""
+    return f"http://{args.host}:{args.port}", f"{args.host}:{args.grpc_port}" if args.grpc_port else None
 
+
+def _print_bindings(url: str, grpc_url: str | None) -> None:
+    grpc = f", gRPC at {grpc_url}" if grpc_url else ""
+    print(f"  bindings (A2A 1.0 and 0.3): JSON-RPC and HTTP+JSON at {url}{grpc}", flush=True)
+
+
+def llm_agent_command(args: argparse.Namespace) -> int:
     from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
-    from tau2_a2a.serving import a2a_app
+    from tau2_a2a.serving import a2a_app, serve_forever
 
     llm_args = {**args.llm_args, "num_retries": args.max_retries}
     if args.api_base:
@@ -245,11 +305,42 @@ def llm_agent_command(args: argparse.Namespace) -> int:
         if not os.environ.get(args.api_key_env):
             raise ConfigError(f"--api-key-env {args.api_key_env}: that environment variable is not set.")
         llm_args["api_key"] = os.environ[args.api_key_env]
-    url = f"http://{args.host}:{args.port}"
-    print(f"tau2 baseline LLM agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)", flush=True)
+    url, grpc_url = _agent_urls(args)
+    print(f"tau2 baseline LLM agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)")
+    _print_bindings(url, grpc_url)
     executor = LLMExecutor(args.model, llm_args, idle_timeout=args.idle_timeout)
-    uvicorn.run(a2a_app(executor, llm_agent_card(url, args.model)),
-                host=args.host, port=args.port, log_level="warning")
+    serve_forever(a2a_app(executor, llm_agent_card(url, args.model, grpc_url)),
+                  args.host, args.port, grpc_port=args.grpc_port)
+    return 0
+
+
+def adk_agent_command(args: argparse.Namespace) -> int:
+    import warnings
+
+    import uvicorn
+
+    from tau2_a2a.reference.adk_agent import adk_app
+
+    llm_args = dict(args.llm_args)
+    if args.api_key_env:
+        if not os.environ.get(args.api_key_env):
+            raise ConfigError(f"--api-key-env {args.api_key_env}: that environment variable is not set.")
+        llm_args["api_key"] = os.environ[args.api_key_env]
+    warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]")  # ADK marks its A2A parts experimental, at each use
+
+    def without_traceback(record: logging.LogRecord) -> bool:
+        record.exc_info, record.exc_text = None, None
+        return True
+
+    # ADK logs a failed LLM call with its traceback; the console gets one line, the client the error.
+    console = logging.StreamHandler(sys.stderr)
+    console.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    console.addFilter(without_traceback)
+    adk_logger = logging.getLogger("google_adk")
+    adk_logger.handlers[:], adk_logger.propagate = [console], False
+    url = f"http://{args.host}:{args.port}"
+    print(f"tau2 ADK agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)", flush=True)
+    uvicorn.run(adk_app(args.model, url, args.api_base, llm_args), host=args.host, port=args.port, log_level="warning")
     return 0
 
 

@@ -24,6 +24,11 @@ _CREDENTIAL = "a2a_credential"
 _MAX_ATTEMPTS = "a2a_max_attempts"
 _BACKOFF = "a2a_backoff_seconds"
 _MAX_BACKOFF = "a2a_max_backoff_seconds"
+_TRANSPORT = "a2a_transport"
+_STREAMING = "a2a_streaming"
+
+# --a2a-transport choices: `auto` takes the card's first interface we speak.
+TRANSPORTS = ("auto", "jsonrpc", "http-json", "grpc")
 
 
 class ConfigError(ValueError):
@@ -75,7 +80,7 @@ def validate_endpoint(endpoint: str) -> str:
 
 @dataclass(frozen=True)
 class A2AConfig:
-    """Everything the A2A agent type needs to talk to one remote agent."""
+    """Everything the A2A agent type needs to talk to one remote agent, over which binding, blocking or streaming."""
 
     endpoint: str
     auth_token: str | None = field(default=None, repr=False)
@@ -83,9 +88,13 @@ class A2AConfig:
     retry: RetryPolicy = RetryPolicy()
     debug: bool = False
     credential_ref: str | None = None
+    transport: str = "auto"
+    streaming: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "endpoint", validate_endpoint(self.endpoint))
+        if self.transport not in TRANSPORTS:
+            raise ConfigError(f"A2A transport {self.transport!r} is not one of {', '.join(TRANSPORTS)}.")
         if self.timeout <= 0:
             raise ConfigError(f"A2A timeout must be positive, got {self.timeout}.")
         if self.retry.max_attempts < 1:
@@ -107,6 +116,8 @@ class A2AConfig:
             _BACKOFF: self.retry.backoff_seconds,
             _MAX_BACKOFF: self.retry.max_backoff_seconds,
             _DEBUG: self.debug,
+            _TRANSPORT: self.transport,
+            _STREAMING: self.streaming,
         }
         if self.credential_ref:
             args[_CREDENTIAL] = self.credential_ref
@@ -134,6 +145,8 @@ class A2AConfig:
             ),
             debug=bool(llm_args.get(_DEBUG, False)),
             credential_ref=llm_args.get(_CREDENTIAL),
+            transport=str(llm_args.get(_TRANSPORT, "auto")),
+            streaming=bool(llm_args.get(_STREAMING, False)),
         )
 
 

@@ -1,7 +1,21 @@
-"""Serving an a2a-sdk agent: its card, its JSON-RPC app, uvicorn in the foreground or a thread."""
+"""Serving an a2a-sdk agent over every A2A binding, for protocol 1.0 and 0.3.
+
+One Starlette app serves the card, JSON-RPC and HTTP+JSON on the HTTP port;
+a grpc.aio server on its own port shares the app's request handler, in the
+same event loop, so a task started over one binding can be read or canceled
+over another. The app records that handler in `app.state.a2a_handler`, and
+the gRPC interceptors it needs (the service's bearer check) in
+`app.state.grpc_interceptors`.
+
+    port, grpc_port = free_port(), free_port()
+    card = agent_card(name, description, f"http://127.0.0.1:{port}", grpc_url=f"127.0.0.1:{grpc_port}")
+    with BackgroundServer(a2a_app(executor, card), port=port, grpc_port=grpc_port) as server:
+        server.url, server.grpc_url
+"""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -9,46 +23,94 @@ from typing import Any
 
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor
-from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.types import AgentCard
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute
+
+from tau2_a2a.protocol.cards import CARD_PATHS, agent_card
+
+__all__ = [
+    "BackgroundServer",
+    "a2a_app",
+    "a2a_routes",
+    "agent_card",
+    "free_port",
+    "grpc_server",
+    "serve_forever",
+    "wait_for_card",
+]
+
+GRPC_GRACE_SECONDS = 2.0
 
 
-def agent_card(
-    name: str,
-    description: str,
-    url: str,
-    skills: list[AgentSkill] | None = None,
-    streaming: bool = False,
-    version: str = "0.1.0",
-) -> AgentCard:
-    """An A2A 1.0 card with one JSON-RPC interface at `url`."""
-    return AgentCard(
-        name=name,
-        description=description,
-        version=version,
-        supported_interfaces=[
-            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
-        ],
-        capabilities=AgentCapabilities(streaming=streaming),
-        default_input_modes=["text/plain", "application/json"],
-        default_output_modes=["text/plain", "application/json"],
-        skills=skills or [],
-    )
+def a2a_routes(handler: RequestHandler, card: AgentCard) -> list[BaseRoute]:
+    """The card (both well-known paths), JSON-RPC at / and HTTP+JSON below /, each with 0.3 compatibility."""
+    return [
+        *(route for path in CARD_PATHS for route in create_agent_card_routes(card, card_url=path)),
+        *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
+        *create_rest_routes(handler, enable_v0_3_compat=True),  # last: it mounts a catch-all /{tenant}
+    ]
 
 
 def a2a_app(executor: AgentExecutor, card: AgentCard, **starlette_args: Any) -> Starlette:
-    """Card at /.well-known/agent-card.json, JSON-RPC (A2A 1.0 and 0.3) at /."""
-    handler = DefaultRequestHandler(
-        agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
-    )
-    routes = [
-        *create_agent_card_routes(card),
-        *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
-    ]
-    return Starlette(routes=routes, **starlette_args)
+    """A Starlette app serving `executor` at the URLs `card` declares (gRPC: see `grpc_server`)."""
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
+    app = Starlette(routes=a2a_routes(handler, card), **starlette_args)
+    app.state.a2a_handler = handler
+    return app
+
+
+def grpc_server(app: Starlette, address: str) -> Any:
+    """A grpc.aio server on `address` (host:port), A2A 1.0 and 0.3, sharing `app`'s request handler.
+
+    Create and start it inside the event loop that serves `app`.
+    """
+    import grpc
+    from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
+    from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
+    from a2a.server.request_handlers import GrpcHandler
+    from a2a.types import a2a_pb2_grpc
+
+    state = getattr(app, "state", None)
+    handler = getattr(state, "a2a_handler", None)
+    if handler is None:
+        raise ValueError("gRPC needs an app made by tau2_a2a.serving.a2a_app or the service's build_app.")
+    server = grpc.aio.server(interceptors=list(getattr(state, "grpc_interceptors", ())))
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
+    a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(CompatGrpcHandler(handler), server)
+    server.add_insecure_port(address)
+    return server
+
+
+async def _serve(server: uvicorn.Server, app: Any, grpc_address: str | None) -> None:
+    """uvicorn and, when asked, the gRPC server beside it in the same event loop."""
+    grpc = grpc_server(app, grpc_address) if grpc_address else None
+    if grpc is not None:
+        await grpc.start()
+    try:
+        await server.serve()
+    finally:
+        if grpc is not None:
+            await grpc.stop(GRPC_GRACE_SECONDS)
+
+
+def _uvicorn(app: Any, host: str, port: int, log_level: str) -> uvicorn.Server:
+    # The plain asyncio loop: grpc.aio shares it.
+    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="auto",
+                                         loop="asyncio"))
+
+
+def serve_forever(app: Any, host: str, port: int, grpc_port: int | None = None,
+                  log_level: str = "warning") -> None:
+    """Serve `app` on host:port (and gRPC on host:grpc_port) until interrupted (Ctrl-C, SIGTERM)."""
+    grpc_address = f"{host}:{grpc_port}" if grpc_port else None
+    try:
+        asyncio.run(_serve(_uvicorn(app, host, port, log_level), app, grpc_address))
+    except KeyboardInterrupt:
+        pass  # uvicorn hands Ctrl-C back once it has shut down
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -59,25 +121,40 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class BackgroundServer:
-    """uvicorn serving an ASGI app in a daemon thread; for tests, demos and benchmarks."""
+    """An ASGI app (and, with `grpc_port`, its gRPC server) in a daemon thread; for tests, demos, benchmarks."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int | None = None) -> None:
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int | None = None,
+                 grpc_port: int | None = None) -> None:
         self.host = host
         self.port = port or free_port(host)
-        config = uvicorn.Config(app, host=host, port=self.port, log_level="warning", lifespan="auto")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name=f"uvicorn:{self.port}", daemon=True)
+        self.grpc_port = grpc_port
+        self.app = app
+        self._server = _uvicorn(app, host, self.port, "warning")
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"uvicorn:{self.port}", daemon=True)
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def grpc_url(self) -> str | None:
+        """host:port of the gRPC server, as cards declare it; None without gRPC."""
+        return f"{self.host}:{self.grpc_port}" if self.grpc_port else None
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(_serve(self._server, self.app, self.grpc_url))
+        except BaseException as error:  # noqa: BLE001  (reported by start(); uvicorn exits on a taken port)
+            self._error = error
 
     def start(self, timeout: float = 30.0) -> "BackgroundServer":
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"server on {self.url} did not start")
+                reason = f": {self._error!r}" if self._error else ""
+                raise RuntimeError(f"server on {self.url} did not start{reason}")
             time.sleep(0.02)
         return self
 

@@ -35,11 +35,11 @@ from tau2_a2a.protocol.messages import (
     USAGE_METADATA_KEY,
     ToolResult,
     conversation_start,
-    reply_content,
+    reply_parts,
     tool_results_turn,
     user_turn,
 )
-from tau2_a2a.protocol.toolcalls import MalformedReply, parse_reply, restore_arguments
+from tau2_a2a.protocol.toolcalls import CallForm, MalformedReply, parse_reply, restore_arguments
 
 AGENT_NAME = "a2a_agent"
 log = logging.getLogger("tau2_a2a.client")
@@ -53,7 +53,8 @@ class A2AAgentState:
     context_id: str | None = None
     task_id: str | None = None
     turn: int = 0
-    pending_calls: dict[str, str] = field(default_factory=dict)  # call id -> tool name
+    # call id -> tool name and the form the call came in, which its result goes back in
+    pending_calls: dict[str, tuple[str, CallForm]] = field(default_factory=dict)
 
 
 class A2AAgent(LLMAgent):
@@ -112,24 +113,21 @@ class A2AAgent(LLMAgent):
         return conversation_start(self.system_prompt, self.tool_schemas, turn_parts, history, self.seed)
 
     def _tool_result(self, message: ToolMessage, state: A2AAgentState) -> ToolResult:
-        return ToolResult(
-            id=message.id,
-            name=state.pending_calls.pop(message.id, ""),
-            content=message.content or "",
-            error=message.error,
-        )
+        name, form = state.pending_calls.pop(message.id, ("", "tau2"))
+        return ToolResult(id=message.id, name=name, content=message.content or "", error=message.error, form=form)
 
     def _to_assistant_message(self, exchange: Any, state: A2AAgentState) -> AssistantMessage:
-        texts, datas = reply_content(exchange.reply)
+        texts, data_parts = reply_parts(exchange.reply)
         record = exchange.records[-1]
         try:
-            parsed = parse_reply(texts, datas)
+            parsed = parse_reply(texts, data_parts)
             if parsed.text is None and not parsed.tool_calls:
                 raise MalformedReply("expected text for the user or tool calls, got an empty reply")
         except MalformedReply as error:
             failure = AgentMalformedReply(redact(
                 f"Malformed reply from {self.config.endpoint}: {error}. "
-                f"Got text {texts!r:.300} and data {datas!r:.300}. See docs/protocol.md for the accepted forms.",
+                f"Got text {texts!r:.300} and data {[p.data for p in data_parts]!r:.300}. "
+                "See docs/protocol.md for the accepted forms.",
                 self.config.auth_token,
             ))
             log.error("%s", failure)
@@ -146,7 +144,7 @@ class A2AAgent(LLMAgent):
                 arguments = call.arguments
             else:
                 arguments = restore_arguments(call.arguments, parameters)
-            state.pending_calls[call_id] = call.name
+            state.pending_calls[call_id] = (call.name, call.form)
             tool_calls.append(ToolCall(id=call_id, name=call.name, arguments=arguments, requestor="assistant"))
         usage, cost = _usage_and_cost(exchange)
         return AssistantMessage(

@@ -37,15 +37,33 @@ class AgentTimeout(A2AFailure):
 
 
 class AgentAuthError(A2AFailure):
+    """The agent refused our credentials. Never retried: a run that meets it mid-way stops."""
+
     category = ErrorCategory.AUTH
 
 
 class AgentHTTPError(A2AFailure):
+    """An error status from the binding: HTTP for JSON-RPC and HTTP+JSON, a gRPC code for gRPC.
+
+    Retried like an overloaded or failing server: HTTP 429 and 5xx, gRPC
+    RESOURCE_EXHAUSTED, INTERNAL and UNKNOWN.
+    """
+
     category = ErrorCategory.HTTP
+
+    def __init__(self, message: str, status: int | None = None, retryable: bool | None = None) -> None:
+        super().__init__(message, status)
+        self._retryable = retryable
 
     @property
     def retryable(self) -> bool:  # type: ignore[override]
+        if self._retryable is not None:
+            return self._retryable
         return self.status is not None and (self.status == 429 or self.status >= 500)
+
+
+class RunStopped(AgentAuthError):
+    """A run stopped because the agent refused our credentials mid-way; its finished simulations are kept."""
 
 
 class AgentProtocolError(A2AFailure):

@@ -47,6 +47,10 @@ class RequestRecord:
     error: str | None = None
     error_message: str | None = None
     unknown_tool_calls: int = 0
+    transport: str | None = None  # the card's binding: JSONRPC, HTTP+JSON or GRPC (None: the card fetch)
+    grpc_status: str | None = None  # over gRPC: OK or the status code that ended the request
+    events: int = 0  # A2A events received: 1 for a blocking reply, one per event of a stream
+    first_event_ms: float | None = None  # time to the first event (equal to the latency when blocking)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,13 +102,19 @@ def simulation_records(simulation: Any) -> list[dict[str, Any]]:
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Aggregates over request records: counts, latency percentiles, tokens, bytes, errors."""
     latencies = np.array([r["latency_ms"] for r in records], dtype=float)
+    first_events = np.array([r["first_event_ms"] for r in records if r.get("first_event_ms") is not None],
+                            dtype=float)
+    transports: dict[str, int] = {}
+    for record in records:
+        if record.get("transport"):
+            transports[record["transport"]] = transports.get(record["transport"], 0) + 1
     errors: dict[str, int] = {}
     for record in records:
         if record["error"]:
             errors[record["error"]] = errors.get(record["error"], 0) + 1
 
-    def pct(q: float) -> float | None:
-        return round(float(np.percentile(latencies, q)), 3) if len(latencies) else None
+    def pct(q: float, values: np.ndarray = latencies) -> float | None:
+        return round(float(np.percentile(values, q)), 3) if len(values) else None
 
     return {
         "requests": len(records),
@@ -115,6 +125,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             "max": round(float(latencies.max()), 3) if len(latencies) else None,
             "total": round(float(latencies.sum()), 3),
         },
+        "first_event_ms": {"p50": pct(50, first_events), "p95": pct(95, first_events)},
+        "events": sum(r.get("events", 0) for r in records),
+        "transports": transports,
         "tokens": {
             "input": sum(r["input_tokens"] for r in records),
             "output": sum(r["output_tokens"] for r in records),
@@ -137,6 +150,7 @@ def build_report(results: Any, simulations: Iterable[Any] | None = None,
     """
     per_simulation = []
     all_records: list[dict[str, Any]] = []
+    ended_by: dict[str, int] = {}
     local_seconds = 0.0
     for simulation in simulations if simulations is not None else results.simulations:
         records = [
@@ -148,12 +162,16 @@ def build_report(results: Any, simulations: Iterable[Any] | None = None,
         a2a_seconds = summary["latency_ms"]["total"] / 1000.0
         local = max(float(simulation.duration) - a2a_seconds, 0.0)
         local_seconds += local
+        error = ending_error(simulation)
+        if error:
+            ended_by[error] = ended_by.get(error, 0) + 1
         per_simulation.append(
             {
                 "simulation_id": simulation.id,
                 "task_id": simulation.task_id,
                 "trial": simulation.trial,
                 "termination_reason": _value(simulation.termination_reason),
+                "a2a_error": error,
                 "duration_s": round(float(simulation.duration), 3),
                 "a2a_time_s": round(a2a_seconds, 3),
                 "local_time_s": round(local, 3),
@@ -164,6 +182,7 @@ def build_report(results: Any, simulations: Iterable[Any] | None = None,
         all_records.extend(records)
     run = summarize(all_records)
     run["simulations"] = len(per_simulation)
+    run["simulations_ended_by_a2a_errors"] = ended_by
     run["a2a_time_s"] = round(run["latency_ms"]["total"] / 1000.0, 3)
     run["local_time_s"] = round(local_seconds, 3)
     discovery = list(discovery or [])
@@ -172,6 +191,27 @@ def build_report(results: Any, simulations: Iterable[Any] | None = None,
         "discovery": {"summary": summarize(discovery), "requests": discovery},
         "simulations": per_simulation,
     }
+
+
+def ending_error(simulation: Any) -> str | None:
+    """The A2A error category that ended a simulation (see client/orchestration.py), or None."""
+    for message in reversed(simulation.messages):
+        raw = getattr(message, "raw_data", None) or {}
+        error = raw.get(RAW_DATA_KEY, {}).get("error")
+        if error:
+            return str(error)
+    return None
+
+
+def a2a_error_line(report: dict[str, Any], metrics_file: Path | None) -> str | None:
+    """'3 of 10 simulations ended with A2A errors (timeout=2, http=1): ...', or None when none did."""
+    ended = report["run"].get("simulations_ended_by_a2a_errors") or {}
+    if not ended:
+        return None
+    kinds = ", ".join(f"{kind}={count}" for kind, count in sorted(ended.items(), key=lambda item: (-item[1], item[0])))
+    where = f"; see {metrics_file}" if metrics_file else ""
+    return (f"{sum(ended.values())} of {report['run']['simulations']} simulations ended with A2A errors "
+            f"({kinds}): they score 0{where}")
 
 
 def _value(reason: Any) -> str:
@@ -213,7 +253,10 @@ def format_summary(report: dict[str, Any]) -> str:
             "A2A protocol metrics",
             f"  simulations: {run['simulations']}   requests: {run['requests']}"
             f"   failed: {run['failed_requests']} ({errors})",
-            f"  latency ms: p50 {latency['p50']}   p95 {latency['p95']}   max {latency['max']}",
+            f"  latency ms: p50 {latency['p50']}   p95 {latency['p95']}   max {latency['max']}"
+            f"   first event p50 {run['first_event_ms']['p50']}",
+            f"  transports: {', '.join(f'{k}={v}' for k, v in sorted(run['transports'].items())) or '-'}"
+            f"   events: {run['events']}",
             f"  tokens: in {run['tokens']['input']}   out {run['tokens']['output']}"
             f"   bytes: sent {run['bytes']['request']}   received {run['bytes']['response']}",
             f"  time in A2A calls: {run['a2a_time_s']} s   local simulation time: {run['local_time_s']} s",

@@ -23,6 +23,7 @@ from tau2.utils.display import ConsoleDisplay
 from tau2.utils.utils import DATA_DIR
 
 from tau2_a2a.client.agent import AGENT_NAME
+from tau2_a2a.client.errors import AgentAuthError, RunStopped
 from tau2_a2a.client.metrics import metrics_path, write_report
 from tau2_a2a.client.scoring import default_scoring_processes, refuse_script_rerun, scoring_in_processes
 from tau2_a2a.client.session import sessions
@@ -85,11 +86,28 @@ def evaluate(config: RunConfig, a2a: A2AConfig | None = None, scoring_processes:
     refuse_resume_of_sharded_run(path)
     if scoring_processes is None:
         scoring_processes = default_scoring_processes(config)
-    with resume_without_prompt(path.exists()), scoring_in_processes(scoring_processes):
-        results = run_domain(config)
+    try:
+        with resume_without_prompt(path.exists()), scoring_in_processes(scoring_processes):
+            results = run_domain(config)
+    except AgentAuthError as refusal:
+        raise stopped_by_refusal(refusal, a2a, path) from None
     scrub_secrets(path)
     report = write_report(path)
     return RunOutcome(results, path, metrics_path(path), report)
+
+
+def stopped_by_refusal(refusal: AgentAuthError, a2a: A2AConfig, path: Path) -> RunStopped:
+    """The run stopped when the agent refused our credentials: keep what finished, say what to pass."""
+    finished = 0
+    if path.exists():
+        scrub_secrets(path)
+        finished = len(write_report(path)["simulations"])
+    return RunStopped(
+        f"The agent at {a2a.endpoint} refused our credentials mid-run "
+        f"({f'HTTP {refusal.status}' if refusal.status else 'gRPC UNAUTHENTICATED'}), so the run stopped; its {finished} finished simulations are kept in {path}. Pass a valid bearer token with "
+        "--a2a-auth-token or TAU2_A2A_AUTH_TOKEN and re-run the same command to resume.",
+        status=refusal.status,
+    )
 
 
 def refuse_resume_of_sharded_run(path: Path) -> None:

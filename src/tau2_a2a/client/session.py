@@ -1,9 +1,11 @@
-"""One A2A session per endpoint: card discovery, one HTTP pool, send with retries.
+"""One A2A session per endpoint: card discovery, one connection pool, send with retries.
 
 tau2 runs simulations in worker threads; a2a-sdk is async. Each session owns
-one event loop in a background thread and one `httpx.AsyncClient`, so every
-thread of a run shares the same connection pool. Worker threads call the
-synchronous methods, which hand coroutines to that loop.
+one event loop in a background thread and one `httpx.AsyncClient` (one gRPC
+channel for gRPC), so every thread of a run shares the same connections.
+Worker threads call the synchronous methods, which hand coroutines to that
+loop. The binding (JSON-RPC, HTTP+JSON, gRPC) is chosen from the card once;
+a2a-sdk's own transport for it does the talking, blocking or streaming.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientF
 from a2a.client.errors import A2AClientTimeoutError, AgentCardResolutionError
 from a2a.types import (
     AgentCard,
+    AgentInterface,
     GetTaskRequest,
     Message,
     Part,
@@ -34,6 +37,8 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import A2AError, TaskNotFoundError
+
+from tau2_a2a.client.bindings import GRPC, READABLE, choose_interface, grpc_target, protocol_version
 
 from tau2_a2a.client.errors import (
     A2AFailure,
@@ -48,6 +53,8 @@ from tau2_a2a.client.errors import (
 from tau2_a2a.client.metrics import RequestRecord, TokenCounter, note_discovery
 from tau2_a2a.config import A2AConfig, redact
 from tau2_a2a.protocol.messages import parts_size_text, reply_content
+from tau2_a2a.protocol.stream import StreamedReply
+from tau2_a2a.protocol.toolcalls import MalformedReply
 
 log = logging.getLogger("tau2_a2a.client")
 wire_log = logging.getLogger("tau2_a2a.wire")
@@ -65,12 +72,20 @@ _FAILED_STATES = (
 
 @dataclass
 class _Wire:
-    """What the metering transport saw of the HTTP exchanges of one request."""
+    """What was seen of the exchanges of one request: HTTP by the metering transport, gRPC by the session."""
 
     status: int | None = None
     request_bytes: int = 0
     response_bytes: int = 0
     error_body: str = ""  # the start of the body of a reply with status >= 400
+    events: int = 0  # A2A events received (a blocking call has one)
+    first_event_at: float | None = None  # perf_counter() of the first event
+
+    def saw_event(self, size: int) -> None:
+        self.events += 1
+        self.response_bytes += size
+        if self.first_event_at is None:
+            self.first_event_at = time.perf_counter()
 
 
 _current_wire: contextvars.ContextVar[_Wire | None] = contextvars.ContextVar(
@@ -78,13 +93,33 @@ _current_wire: contextvars.ContextVar[_Wire | None] = contextvars.ContextVar(
 )
 
 
+class _CountedStream(httpx.AsyncByteStream):
+    """A response body passed on chunk by chunk (so streamed events arrive as sent), counted and logged."""
+
+    def __init__(self, inner: Any, wire: _Wire | None, log_chunk: Any) -> None:
+        self._inner = inner
+        self._wire = wire
+        self._log_chunk = log_chunk
+
+    async def __aiter__(self) -> Any:
+        async for chunk in self._inner:
+            if self._wire is not None:
+                self._wire.response_bytes += len(chunk)
+            self._log_chunk(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 class _MeteringTransport(httpx.AsyncBaseTransport):
     """Counts bytes and keeps the HTTP status of each request; logs bodies in debug mode.
 
     A request body counts as sent unless the connection could not even be
     opened; the status counts as soon as the status line arrives, even if the
-    body is then cut off. Debug logs never show the bearer token, not even
-    when the agent echoes it back.
+    body is then cut off. A successful body streams through; an error body is
+    read whole, since its words go into the error message. Debug logs never
+    show the bearer token, not even when the agent echoes it back.
     """
 
     def __init__(self, inner: httpx.AsyncBaseTransport, debug: bool, token: str | None) -> None:
@@ -106,10 +141,18 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             if wire is not None:
                 wire.request_bytes += len(body)
             raise
-        chunks: list[bytes] = []
         if wire is not None:
             wire.request_bytes += len(body)
             wire.status = response.status_code
+        if response.status_code < 400:
+            return httpx.Response(
+                response.status_code,
+                headers=response.headers,
+                stream=_CountedStream(response.stream, wire, self._log_reply_chunk),
+                extensions=response.extensions,
+                request=request,
+            )
+        chunks: list[bytes] = []
         try:
             async for chunk in response.stream:  # type: ignore[union-attr]
                 chunks.append(chunk)
@@ -118,7 +161,7 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             if wire is not None:
                 wire.response_bytes += sum(len(c) for c in chunks)
         raw = b"".join(chunks)
-        if wire is not None and response.status_code >= 400:
+        if wire is not None:
             wire.error_body = raw[:2000].decode(errors="replace")
         if self._debug:
             wire_log.info("A2A reply %s\n%s", response.status_code,
@@ -130,6 +173,10 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             extensions=response.extensions,
             request=request,
         )
+
+    def _log_reply_chunk(self, chunk: bytes) -> None:
+        if self._debug:
+            wire_log.info("A2A reply chunk\n%s", redact(chunk.decode(errors="replace"), self._token))
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -158,7 +205,11 @@ class A2ASession:
         self._thread.start()
         self._card: AgentCard | None = None
         self.protocol_version = ""
+        self.binding = ""  # the card's protocol_binding we talk over, once discovered
+        self.streaming = False  # whether messages go out as SendStreamingMessage
+        self.refusal: AgentAuthError | None = None  # set when the agent refuses us mid-run: nothing more is sent
         self._client: Any = None
+        self._grpc_channel: Any = None
         self._discover_lock = threading.Lock()
         self._http = self._call(self._make_http())
 
@@ -182,24 +233,58 @@ class A2ASession:
 
     @property
     def card(self) -> AgentCard:
-        """The agent card, fetched and validated once per session.
+        """The agent card, fetched and validated once per session, and access to its interface checked.
 
-        When we hold a token or the card declares security, access to the
-        JSON-RPC interface is checked too, so a refused token stops a run
-        before any simulation. A failed discovery is not cached.
+        The check runs whatever the card declares: many agents serve their
+        card to anyone and guard only the interface, or name a URL nobody
+        listens on. A failed discovery is not cached.
         """
         with self._discover_lock:
             if self._card is None:
-                card = self._call(self._discover())
-                config = ClientConfig(streaming=False, httpx_client=self._http)
-                self._client = ClientFactory(config).create(card)
-                self.protocol_version = jsonrpc_version(card)
-                if self.config.auth_token or card.security_schemes or card.security_requirements:
-                    self._call(self._check_access(card))
+                card, interface = self._call(self._discover())
+                self.binding = interface.protocol_binding
+                self.protocol_version = protocol_version(interface)
+                self.streaming = self._streams(card)
+                self._client = self._call(self._make_client(card))
+                self._call(self._check_access(interface))
                 self._card = card
         return self._card
 
-    async def _discover(self) -> AgentCard:
+    def _streams(self, card: AgentCard) -> bool:
+        if self.config.streaming and not card.capabilities.streaming:
+            log.warning("--a2a-streaming: the agent at %s does not stream (its card says so); "
+                        "sending blocking SendMessage requests instead.", self.config.endpoint)
+        return self.config.streaming and card.capabilities.streaming
+
+    async def _make_client(self, card: AgentCard) -> Any:
+        """a2a-sdk's client for the chosen binding; made on the session's loop, where gRPC needs its channel."""
+        config = ClientConfig(streaming=self.streaming, httpx_client=self._http,
+                              supported_protocol_bindings=[self.binding],
+                              grpc_channel_factory=self._open_grpc_channel)
+        return ClientFactory(config).create(card)
+
+    def _open_grpc_channel(self, url: str) -> Any:
+        import grpc
+
+        limits = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
+        if url.startswith(("https://", "grpcs://")):
+            self._grpc_channel = grpc.aio.secure_channel(grpc_target(url), grpc.ssl_channel_credentials(), limits)
+        else:
+            self._grpc_channel = grpc.aio.insecure_channel(grpc_target(url), limits)
+        return self._grpc_channel
+
+    @property
+    def _grpc(self) -> bool:
+        return self.binding == GRPC
+
+    def _context(self) -> ClientCallContext:
+        """Per-call settings: the timeout, and over gRPC the bearer token (HTTP carries it in the client's headers)."""
+        parameters = None
+        if self._grpc and self.config.auth_token:
+            parameters = {"authorization": f"Bearer {self.config.auth_token}"}
+        return ClientCallContext(timeout=self.config.timeout, service_parameters=parameters)
+
+    async def _discover(self) -> tuple[AgentCard, AgentInterface]:
         endpoint = self.config.endpoint
         last_error: A2AFailure | None = None
         for path in CARD_PATHS:
@@ -222,11 +307,12 @@ class A2ASession:
                 raise failure from None
             try:
                 validate_card(card, endpoint)
+                interface = choose_interface(card, self.config.transport, endpoint)
             except AgentCardError as invalid:
                 record.error = invalid.category.value
                 record.error_message = str(invalid)
                 raise
-            return card
+            return card, interface
         assert last_error is not None
         raise AgentCardError(
             f"No agent card at {endpoint}{CARD_PATHS[0]} nor {endpoint}{CARD_PATHS[1]} (HTTP 404). "
@@ -234,39 +320,41 @@ class A2ASession:
             status=404,
         )
 
-    async def _check_access(self, card: AgentCard) -> None:
+    async def _check_access(self, interface: AgentInterface) -> None:
         """Ask for a task that does not exist, before any simulation starts.
 
         An agent that accepts our credentials answers "task not found". Many
-        agents serve their card to anyone and guard only JSON-RPC, so this is
-        where a missing or wrong token shows, and a card naming a JSON-RPC URL
+        agents serve their card to anyone and guard only their interface, so
+        this is where a missing or wrong token shows, and a card naming a URL
         nobody listens on.
         """
         endpoint = self.config.endpoint
-        rpc_url = jsonrpc_url(card)
+        rpc_url = interface.url
+        binding = READABLE.get(interface.protocol_binding, interface.protocol_binding)
         probe = GetTaskRequest(id=f"tau2-a2a-access-check-{uuid.uuid4()}")
         try:
-            await self._request("GetTask", None, 1, None, 0, self._client.get_task(probe), discovery=True)
+            await self._request("GetTask", None, 1, None, 0, self._get_task_once(probe), discovery=True)
         except _Failed as failed:
             failure, record = failed.failure, failed.record
             if isinstance(failed.cause, TaskNotFoundError):
                 record.error = record.error_message = None  # the expected answer: access works
                 return
             if isinstance(failure, AgentAuthError):
+                how = f"HTTP {failure.status}" if failure.status else "UNAUTHENTICATED"
                 error: A2AFailure = AgentAuthError(
-                    f"The agent at {endpoint} refused a JSON-RPC request to {rpc_url} with HTTP {failure.status}. "
+                    f"The agent at {endpoint} refused a {binding} request to {rpc_url} with {how}. "
                     "Pass a valid bearer token with --a2a-auth-token or TAU2_A2A_AUTH_TOKEN.",
                     status=failure.status,
                 )
-            elif isinstance(failure, AgentUnreachable):
+            elif isinstance(failure, (AgentUnreachable, AgentTimeout)):
                 why = _root_message(_chain(failed.cause), self.config.auth_token)
                 error = AgentUnreachable(
-                    f"The agent card at {endpoint} names {rpc_url} for JSON-RPC, but nothing answers there "
+                    f"The agent card at {endpoint} names {rpc_url} for {binding}, but nothing answers there "
                     f"({why}). Fix the url in the agent's card, or start the agent there.",
                 )
             elif isinstance(failure, AgentHTTPError) and failure.status in (404, 405):
                 error = AgentCardError(
-                    f"The agent card at {endpoint} names {rpc_url} for JSON-RPC, but that URL answers "
+                    f"The agent card at {endpoint} names {rpc_url} for {binding}, but that URL answers "
                     f"HTTP {failure.status}. Fix the url in the agent's card.",
                     status=failure.status,
                 )
@@ -281,9 +369,22 @@ class A2ASession:
     # -- sending -------------------------------------------------------------------
 
     def send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int) -> Exchange:
-        """Send one message and wait for the agent's reply (retrying transient failures)."""
+        """Send one message and wait for the agent's reply (retrying transient failures).
+
+        Once the agent has refused our credentials, nothing more is sent: the
+        refusal is raised again at once, so the run stops instead of repeating it.
+        """
         _ = self.card  # discovery errors surface here, before any request
-        return self._call(self._send(parts, context_id, task_id, turn))
+        self.raise_if_refused()
+        try:
+            return self._call(self._send(parts, context_id, task_id, turn))
+        except AgentAuthError as refusal:
+            self.refusal = self.refusal or refusal
+            raise
+
+    def raise_if_refused(self) -> None:
+        if self.refusal is not None:
+            raise AgentAuthError(str(self.refusal), status=self.refusal.status)
 
     async def _send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int) -> Exchange:
         records: list[RequestRecord] = []
@@ -301,7 +402,8 @@ class A2ASession:
             )
             return self._send_once(SendMessageRequest(message=message))
 
-        reply = await self._with_retries("SendMessage", turn, context_id, input_tokens, send_once, records)
+        method = "SendStreamingMessage" if self.streaming else "SendMessage"
+        reply = await self._with_retries(method, turn, context_id, input_tokens, send_once, records)
         reply = await self._settle(reply, turn, records)
         context_id = reply.context_id or context_id
         for record in records:  # attempts refused before the agent opened the context belong to it too
@@ -331,17 +433,31 @@ class A2ASession:
                 raise failure from None
 
     async def _send_once(self, request: SendMessageRequest) -> Message | Task:
-        context = ClientCallContext(timeout=self.config.timeout)
-        async for event in self._client.send_message(request, context=context):
-            if event.HasField("message"):
-                return event.message
-            if event.HasField("task"):
-                return event.task
-        raise AgentMalformedReply("expected a Message or a Task in reply to SendMessage, got nothing")
+        """One SendMessage (one event) or SendStreamingMessage (events until the stream ends), as one reply."""
+        wire = _current_wire.get()
+        if wire is not None and self._grpc:
+            wire.request_bytes += request.ByteSize()
+        streamed = StreamedReply()
+        async for event in self._client.send_message(request, context=self._context()):
+            if wire is not None:
+                wire.saw_event(event.ByteSize() if self._grpc else 0)
+            streamed.add(event)
+        try:
+            return streamed.reply()
+        except MalformedReply as error:
+            raise AgentMalformedReply(str(error)) from None
 
-    async def _get_task(self, task_id: str) -> Task:
-        return await self._client.get_task(GetTaskRequest(id=task_id),
-                                           context=ClientCallContext(timeout=self.config.timeout))
+    async def _get_task_once(self, request: GetTaskRequest) -> Task:
+        wire = _current_wire.get()
+        if wire is not None and self._grpc:
+            wire.request_bytes += request.ByteSize()
+        task = await self._client.get_task(request, context=self._context())
+        if wire is not None:
+            wire.saw_event(task.ByteSize() if self._grpc else 0)
+        return task
+
+    def _get_task(self, task_id: str) -> Any:
+        return self._get_task_once(GetTaskRequest(id=task_id))
 
     async def _settle(self, reply: Message | Task, turn: int, records: list[RequestRecord]) -> Message | Task:
         """Poll a task the agent left working until it needs input or ends."""
@@ -389,6 +505,7 @@ class A2ASession:
         finally:
             _current_wire.reset(token)
         latency_ms = (time.perf_counter() - started) * 1000.0
+        first_event_ms = None if wire.first_event_at is None else round((wire.first_event_at - started) * 1000.0, 3)
         output_tokens = 0
         if isinstance(result, (Message, Task)):
             output_tokens = self._tokens.count(reply_text(result))
@@ -398,13 +515,17 @@ class A2ASession:
             method=method,
             endpoint=self.config.endpoint,
             protocol_version=self.protocol_version,
+            transport=self.binding or None,
             context_id=getattr(result, "context_id", None) or context_id,
             http_status=wire.status,
+            grpc_status=_grpc_status(cause) if self._grpc and method != "GetAgentCard" else None,
             latency_ms=round(latency_ms, 3),
             request_bytes=wire.request_bytes,
             response_bytes=wire.response_bytes,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
+            events=wire.events,
+            first_event_ms=first_event_ms,
             error=failure.category.value if failure else None,
             error_message=str(failure) if failure else None,
         )
@@ -417,6 +538,8 @@ class A2ASession:
     def close(self) -> None:
         if self._loop.is_closed():
             return
+        if self._grpc_channel is not None:
+            self._call(self._grpc_channel.close())
         self._call(self._http.aclose())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
@@ -443,30 +566,13 @@ def _open_task_id(reply: Message | Task) -> str | None:
     return None
 
 
-def jsonrpc_version(card: AgentCard) -> str:
-    """The protocol version a2a-sdk's client will speak to this card's JSON-RPC interface."""
-    versions = [i.protocol_version for i in card.supported_interfaces if i.protocol_binding == "JSONRPC"]
-    if "1.0" in versions:
-        return "1.0"
-    return (versions or ["1.0"])[0] or "1.0"
-
-
-def jsonrpc_url(card: AgentCard) -> str:
-    """The URL of the card's JSON-RPC interface (the one a2a-sdk's client will call)."""
-    urls = [i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC"]
-    return urls[0] if urls else ""
-
-
 def validate_card(card: AgentCard, endpoint: str) -> None:
-    """A card tau2 can use names the agent and offers a JSON-RPC interface."""
+    """A card tau2 can use names the agent and lists an interface (which one we use: `choose_interface`)."""
     problems = []
     if not card.name:
         problems.append("it has no name")
-    bindings = [i.protocol_binding for i in card.supported_interfaces]
     if not card.supported_interfaces:
         problems.append("it lists no interface (supportedInterfaces, or url in a 0.3 card)")
-    elif "JSONRPC" not in bindings:
-        problems.append(f"it offers no JSONRPC interface (offers {', '.join(bindings)})")
     if problems:
         raise AgentCardError(f"The agent card at {endpoint} is invalid: {'; '.join(problems)}.")
 
@@ -508,6 +614,9 @@ def _classify(error: BaseException, status: int | None, token: str | None, doing
             "(--a2a-auth-token or TAU2_A2A_AUTH_TOKEN).",
             status=status,
         )
+    rpc_failure = _classify_grpc(chain, token, doing, timeout)
+    if rpc_failure is not None:
+        return rpc_failure
     if any(isinstance(e, (httpx.TimeoutException, asyncio.TimeoutError, TimeoutError, A2AClientTimeoutError))
            for e in chain):
         after = f" after {timeout:g}s" if timeout else ""
@@ -533,6 +642,47 @@ def _classify(error: BaseException, status: int | None, token: str | None, doing
     return AgentProtocolError(f"{doing} failed: {text[:300]}", status=status)
 
 
+def _rpc_error(chain: list[BaseException]) -> Any:
+    """The gRPC error in a chain of exceptions, if any (grpc is imported only by gRPC sessions)."""
+    import sys
+
+    grpc = sys.modules.get("grpc")
+    if grpc is None:
+        return None
+    return next((e for e in chain if isinstance(e, grpc.aio.AioRpcError)), None)
+
+
+def _grpc_status(error: BaseException | None) -> str | None:
+    """The gRPC status code of a request: OK, or the code of the gRPC error that ended it."""
+    if error is None:
+        return "OK"
+    rpc = _rpc_error(_chain(error))
+    return rpc.code().name if rpc is not None else None
+
+
+def _classify_grpc(chain: list[BaseException], token: str | None, doing: str,
+                   timeout: float | None) -> A2AFailure | None:
+    """gRPC status codes mapped to the categories HTTP statuses get (None: not a gRPC transport error)."""
+    rpc = _rpc_error(chain)
+    if rpc is None:
+        return None
+    code = rpc.code().name
+    said = redact(rpc.details() or "", token)[:200]
+    if code in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+        return AgentAuthError(f"{doing} was refused with gRPC {code}: the agent needs a valid bearer token "
+                              "(--a2a-auth-token or TAU2_A2A_AUTH_TOKEN).")
+    if code == "DEADLINE_EXCEEDED":
+        after = f" after {timeout:g}s" if timeout else ""
+        return AgentTimeout(f"{doing} timed out{after} (gRPC DEADLINE_EXCEEDED); raise --a2a-timeout if the agent "
+                            "is slow.")
+    if code == "UNAVAILABLE":
+        return AgentUnreachable(f"{doing} failed: gRPC UNAVAILABLE ({said}). Is the agent running, and is the "
+                                "gRPC address in its card right?")
+    if code in ("RESOURCE_EXHAUSTED", "INTERNAL", "UNKNOWN"):
+        return AgentHTTPError(f"{doing} failed with gRPC {code}: {said}", retryable=True)
+    return None
+
+
 def _chain(error: BaseException | None) -> list[BaseException]:
     """The exception and its causes, outermost first."""
     chain: list[BaseException] = []
@@ -549,18 +699,17 @@ def _root_message(chain: list[BaseException], token: str | None) -> str:
 
 
 class _SessionPool:
-    """Sessions by (endpoint, credential reference, timeout, retries, debug) for this process."""
+    """Sessions by their whole configuration (endpoint, token, binding, streaming, ...) for this process."""
 
     def __init__(self) -> None:
-        self._sessions: dict[tuple[Any, ...], A2ASession] = {}
+        self._sessions: dict[A2AConfig, A2ASession] = {}
         self._lock = threading.Lock()
 
     def get(self, config: A2AConfig) -> A2ASession:
-        key = (config.endpoint, config.reference, config.auth_token, config.timeout, config.retry, config.debug)
         with self._lock:
-            session = self._sessions.get(key)
+            session = self._sessions.get(config)
             if session is None:
-                session = self._sessions[key] = A2ASession(config)
+                session = self._sessions[config] = A2ASession(config)
             return session
 
     def close_all(self) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -31,6 +32,7 @@ from tau2.run import get_tasks, save_results_summary, save_termination_summary
 from tau2.utils.display import ConsoleDisplay
 
 from tau2_a2a.client.atomic_results import atomic_open
+from tau2_a2a.client.errors import RunStopped
 from tau2_a2a.client.metrics import metrics_path, write_report
 from tau2_a2a.client.processes import (exit_with, helpers_worth_starting, processes_phrase, usable_cores,
                                        worker_context)
@@ -41,6 +43,7 @@ from tau2_a2a.config import A2AConfig, ConfigError
 
 PLAN_FILE = "shards.json"
 SIMULATIONS_PER_WORKER = 16
+REFUSED_EXIT = 2  # a worker's exit code when the agent refused our credentials (RunStopped)
 
 
 class ShardFailed(RuntimeError):
@@ -92,6 +95,12 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
     for child in children:
         child.join()
     exit_codes = [child.exitcode for child in children]
+    if REFUSED_EXIT in exit_codes:
+        raise RunStopped(
+            f"The agent at {a2a.endpoint} refused our credentials mid-run, so the run stopped; the finished "
+            f"simulations are kept in {parts_dir}. Pass a valid bearer token with --a2a-auth-token or "
+            "TAU2_A2A_AUTH_TOKEN and re-run the same command to resume."
+        )
     failed = [(index, code) for index, code in enumerate(exit_codes) if code != 0]
     if failed:
         raise ShardFailed(
@@ -175,4 +184,8 @@ def _work(run_config: dict[str, Any], a2a: A2AConfig, scoring_processes: int, pa
     # Fork the scoring workers first, while this process (just forked, tau2 imported) has one thread.
     with scoring_in_processes(scoring_processes, worker_context()):
         exit_with(parent_pid)
-        evaluate(RunConfig.model_validate(run_config), a2a, scoring_processes)
+        try:
+            evaluate(RunConfig.model_validate(run_config), a2a, scoring_processes)
+        except RunStopped as stopped:
+            print(f"error: {stopped}", file=sys.stderr)
+            sys.exit(REFUSED_EXIT)

@@ -9,7 +9,7 @@ never mixed into the user's words.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
@@ -17,6 +17,10 @@ from a2a.types import Message, Part, Task
 from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.protocol.toolcalls import (
+    ADK_FUNCTION_RESPONSE,
+    ADK_TYPE_KEY,
+    CallForm,
+    DataPart,
     ToolCallRequest,
     describe_tools,
     restore_arguments,
@@ -32,20 +36,20 @@ HISTORY = "history"
 SEED = "tau2_seed"
 USAGE_METADATA_KEY = "llm_usage"  # optional reply metadata: the agent's own LLM usage and cost
 
-TOOL_CONVENTION = """\
-To call tools, answer with a data part {"tool_calls": [{"name": ..., "arguments": {...}}]}
-or with that JSON as text. Any other text is your message to the user.
-Available tools:"""
-
 
 @dataclass
 class ToolResult:
-    """The outcome of one tool call, as tau2's environment produced it."""
+    """The outcome of one tool call, as tau2's environment produced it.
+
+    ``form`` is the form the call came in: a result of an ADK function call also
+    goes back as an ADK function response, which is what an ADK agent waits for.
+    """
 
     id: str
     name: str
     content: str
     error: bool = False
+    form: CallForm = "tau2"
 
 
 @dataclass
@@ -74,13 +78,14 @@ def conversation_start(
 ) -> list[Part]:
     """Parts of a simulation's first message.
 
-    The system prompt (instructions and ``<policy>``), the tools as text and as
-    data, the conversation so far (tau2's greeting, or a task's prior history),
-    then the turn itself (the user's words, or tool results). tau2's per-trial
-    seed, when it has one, rides in the system part's metadata, so an agent can
-    sample as tau2's native agent would.
+    The system prompt (instructions and ``<policy>``), the tools as text (how to
+    answer, then the full schemas as JSON) and as data, the conversation so far
+    (tau2's greeting, or a task's prior history), then the turn itself (the
+    user's words, or tool results). tau2's per-trial seed, when it has one,
+    rides in the system part's metadata, so an agent can sample as tau2's
+    native agent would.
     """
-    tools_text = f"<tools>\n{TOOL_CONVENTION}\n{describe_tools(tool_schemas)}\n</tools>"
+    tools_text = f"<tools>\n{describe_tools(tool_schemas)}\n</tools>"
     system = _part(SYSTEM, new_text_part(system_prompt))
     if seed is not None:
         system.metadata.update({SEED: seed})
@@ -99,7 +104,8 @@ def user_turn(text: str) -> list[Part]:
 
 
 def tool_results_turn(results: list[ToolResult]) -> list[Part]:
-    """Parts of a message carrying all tool results of one turn: text and data."""
+    """Parts of a message carrying all tool results of one turn: text and data,
+    then an ADK function response for each result of a call that came in ADK's form."""
     text = "\n".join(
         f"Tool result{' (error)' if r.error else ''} for {r.name} (call {r.id}):\n{r.content}"
         for r in results
@@ -110,12 +116,22 @@ def tool_results_turn(results: list[ToolResult]) -> list[Part]:
             for r in results
         ]
     }
-    return [_part(TOOL_RESULTS, new_text_part(text)), _part(TOOL_RESULTS, new_data_part(data))]
+    parts = [_part(TOOL_RESULTS, new_text_part(text)), _part(TOOL_RESULTS, new_data_part(data))]
+    return parts + [_adk_function_response(r) for r in results if r.form == "adk"]
+
+
+def _adk_function_response(result: ToolResult) -> Part:
+    """A data part google-adk's A2A part converter reads back as a genai FunctionResponse."""
+    response = {"id": result.id, "name": result.name, "response": {"result": result.content}}
+    part = _part(TOOL_RESULTS, new_data_part(response))
+    part.metadata.update({ADK_TYPE_KEY: ADK_FUNCTION_RESPONSE})
+    return part
 
 
 def read_turn(message: Message) -> IncomingTurn:
     """Decode a message built by the functions above (the agent-side view)."""
     turn = IncomingTurn()
+    adk_answered: set[str] = set()  # ids of calls answered as ADK function responses too
     for part in message.parts:
         kind = part.metadata[KIND] if KIND in part.metadata else USER
         if part.HasField("text"):
@@ -127,7 +143,10 @@ def read_turn(message: Message) -> IncomingTurn:
                 turn.user_text = part.text if turn.user_text is None else turn.user_text + "\n" + part.text
         elif part.HasField("data"):
             data = MessageToDict(part.data)
-            if kind == TOOLS and isinstance(data, dict):
+            adk_type = part.metadata[ADK_TYPE_KEY] if ADK_TYPE_KEY in part.metadata else None
+            if adk_type == ADK_FUNCTION_RESPONSE and isinstance(data, dict):
+                adk_answered.add(str(data.get("id", "")))
+            elif kind == TOOLS and isinstance(data, dict):
                 tools = data.get("tools")
                 turn.tools = restore_schema_numbers(tools) if isinstance(tools, list) else tools
             elif kind == HISTORY and isinstance(data, dict):
@@ -143,6 +162,7 @@ def read_turn(message: Message) -> IncomingTurn:
                 ]
     if turn.history:
         turn.history = _restore_history(turn.history, turn.tools or [])
+    turn.tool_results = [replace(r, form="adk") if r.id in adk_answered else r for r in turn.tool_results]
     return turn
 
 
@@ -207,8 +227,9 @@ def tool_calls_reply(calls: list[ToolCallRequest]) -> list[Part]:
     return [_part(TOOL_CALLS, new_data_part({"tool_calls": payload}))]
 
 
-def reply_content(reply: Message | Task) -> tuple[list[str], list[Any]]:
-    """Text and data parts of an agent's reply, whether a Message or a Task.
+def reply_parts(reply: Message | Task) -> tuple[list[str], list[DataPart]]:
+    """Text and data parts of an agent's reply, whether a Message or a Task: what
+    `parse_reply` reads. A data part keeps its metadata, which marks ADK function calls.
 
     For a Task, the status message and the artifacts carry the reply.
     """
@@ -218,7 +239,18 @@ def reply_content(reply: Message | Task) -> tuple[list[str], list[Any]]:
         parts = list(reply.status.message.parts) if reply.status.HasField("message") else []
         for artifact in reply.artifacts:
             parts.extend(artifact.parts)
-    return get_text_parts(parts), get_data_parts(parts)
+    data_parts = [
+        DataPart(data=MessageToDict(part.data), metadata=MessageToDict(part.metadata))
+        for part in parts
+        if part.HasField("data")
+    ]
+    return get_text_parts(parts), data_parts
+
+
+def reply_content(reply: Message | Task) -> tuple[list[str], list[Any]]:
+    """Text and data of an agent's reply without part metadata: what its size and logs count."""
+    texts, data_parts = reply_parts(reply)
+    return texts, [part.data for part in data_parts]
 
 
 def parts_size_text(parts: list[Part]) -> str:

@@ -1,9 +1,15 @@
 """Tool descriptors going out, tool calls coming back, in every accepted form.
 
-Accepted tool-call forms (see docs/protocol.md):
-- a data part ``{"tool_calls": [{"name" | "tool_name": ..., "arguments": {...}, "id"?: ...}]}``
-- JSON in text: ``{"name": ..., "arguments": ...}``, ``{"tool_call": {...}}`` or
-  ``{"tool_calls": [...]}``, bare, in a ```json fence, or in ``<json>`` tags.
+Accepted tool-call forms (see docs/protocol.md); each call records the one it came in:
+- ``tau2``: ``{"tool_calls": [{"name" | "tool_name": ..., "arguments": {...}, "id"?: ...}]}``,
+  ``{"tool_call": {...}}``, or in text ``{"name": ..., "arguments": ...}``;
+- ``openai``: ``{"tool_calls": [{"id": ..., "type": "function",
+  "function": {"name": ..., "arguments": ...}}]}``;
+- ``openai_legacy``: ``{"function_call": {"name": ..., "arguments": ...}}``;
+  each in a data part, or as JSON text: bare, in a ```json fence, or in ``<json>`` tags
+  (several fences or tags are several calls);
+- ``adk``: a data part whose metadata has ``adk_type: function_call`` and whose data is
+  ``{"name": ..., "args": {...}, "id": ...}``, as google-adk's A2A part converter writes it.
 A call named ``respond`` with ``{"content": ...}`` is a message to the user.
 """
 
@@ -12,12 +18,28 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 RESPOND_TOOL = "respond"
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-_JSON_TAGS = re.compile(r"<json>(.*?)</json>", re.DOTALL | re.IGNORECASE)
+CallForm = Literal["tau2", "openai", "openai_legacy", "adk"]
+
+# google-adk's A2A part converter names the genai part a data part holds in this metadata key.
+ADK_TYPE_KEY = "adk_type"
+ADK_FUNCTION_CALL = "function_call"
+ADK_FUNCTION_RESPONSE = "function_response"
+
+# The keys that make an object hold tool calls, in data parts and in JSON text alike.
+_CALL_KEYS = ("tool_calls", "tool_call", "function_call")
+# A ```json fence or <json> tags around JSON in text; one pattern, so blocks come in text order.
+_JSON_BLOCK = re.compile(r"<json>(.*?)</json>|```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+
+ANSWER_CONVENTION = """\
+To call a tool, answer with <json>{"name": TOOL_NAME, "arguments": {...}}</json>; several such \
+blocks are several calls, run in order, and all their results come back in the next message. \
+To speak to the user, answer with plain text, or with \
+<json>{"name": "respond", "arguments": {"content": YOUR_MESSAGE}}</json>. \
+A data part {"tool_calls": [{"name": TOOL_NAME, "arguments": {...}}]} works too."""
 
 
 class MalformedReply(ValueError):
@@ -26,11 +48,20 @@ class MalformedReply(ValueError):
 
 @dataclass
 class ToolCallRequest:
-    """One tool call as the remote agent asked for it."""
+    """One tool call as the remote agent asked for it, and the form it used (its result goes back in kind)."""
 
     name: str
     arguments: dict[str, Any]
     id: str | None = None
+    form: CallForm = "tau2"
+
+
+@dataclass
+class DataPart:
+    """A data part of a reply with its metadata, which tells an ADK function call from other data."""
+
+    data: Any
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -42,36 +73,17 @@ class ParsedReply:
 
 
 def describe_tools(schemas: list[dict[str, Any]]) -> str:
-    """Readable tool list for agents that read text only."""
-    lines = []
-    for schema in schemas:
-        function = schema["function"]
-        params = function.get("parameters", {}).get("properties", {})
-        required = set(function.get("parameters", {}).get("required", []))
-        args = ", ".join(
-            f"{name}{'' if name in required else '?'}: {_type_name(spec)}"
-            for name, spec in params.items()
-        )
-        description = " ".join(function.get("description", "").split())
-        lines.append(f"- {function['name']}({args}): {description}")
-    return "\n".join(lines)
+    """The tools for agents that read text only: how to answer, then every schema exactly as
+    tau2's own agent gets it (OpenAI function schemas), one JSON array, one tool per line."""
+    listed = ",\n".join(json.dumps(schema) for schema in schemas)
+    return f"{ANSWER_CONVENTION}\nThe tools, as OpenAI function schemas:\n[\n{listed}\n]"
 
 
-def _type_name(spec: dict[str, Any]) -> str:
-    if "type" in spec:
-        return str(spec["type"])
-    if "$ref" in spec:
-        return spec["$ref"].rsplit("/", 1)[-1]
-    if "anyOf" in spec:
-        return " | ".join(_type_name(option) for option in spec["anyOf"])
-    return "any"
-
-
-def parse_reply(texts: list[str], datas: list[Any]) -> ParsedReply:
+def parse_reply(texts: list[str], data_parts: list[DataPart]) -> ParsedReply:
     """Turn the text and data parts of a reply into text and tool calls."""
     calls: list[ToolCallRequest] = []
-    for data in datas:
-        calls.extend(_calls_from_data(data))
+    for part in data_parts:
+        calls.extend(_calls_from_data_part(part))
     plain_texts = []
     for text in texts:
         text_calls = _calls_from_text(text)
@@ -93,8 +105,15 @@ def parse_reply(texts: list[str], datas: list[Any]) -> ParsedReply:
     return ParsedReply(text=text, tool_calls=actions)
 
 
+def _calls_from_data_part(part: DataPart) -> list[ToolCallRequest]:
+    """An ADK function call when the metadata says so; else whatever calls the data holds."""
+    if part.metadata.get(ADK_TYPE_KEY) == ADK_FUNCTION_CALL:
+        return [_adk_call(part.data)]
+    return _calls_from_data(part.data)
+
+
 def _calls_from_data(data: Any) -> list[ToolCallRequest]:
-    """Tool calls from one data part; data without tool calls is ignored."""
+    """Tool calls from one data part or JSON text; data without tool calls is ignored."""
     if not isinstance(data, dict):
         return []
     if "tool_calls" in data:
@@ -106,56 +125,126 @@ def _calls_from_data(data: Any) -> list[ToolCallRequest]:
         return [_call(raw) for raw in raw_calls]
     if "tool_call" in data:
         return [_call(data["tool_call"])]
+    if "function_call" in data:
+        return [_legacy_openai_call(data["function_call"])]
     return []
 
 
 def _calls_from_text(text: str) -> list[ToolCallRequest] | None:
-    """Tool calls in a text part, or None when the text is a plain message."""
-    for candidate in _json_candidates(text):
-        try:
-            value = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            if "tool_calls" in value or "tool_call" in value:
-                return _calls_from_data(value)
-            if ("name" in value or "tool_name" in value) and "arguments" in value:
-                return [_call(value)]
-    return None
+    """Tool calls in a text part, or None when the text is a plain message.
+
+    Every fenced or tagged block that holds a call counts; the whole text counts
+    as bare JSON only when no block does.
+    """
+    blocks = [m.group(1) if m.group(1) is not None else m.group(2) for m in _JSON_BLOCK.finditer(text)]
+    found = [value for value in map(_json_value, blocks) if _holds_calls(value)]
+    if not found:
+        stripped = text.strip()
+        if stripped.startswith("{") and stripped.endswith("}") and _holds_calls(bare := _json_value(stripped)):
+            found = [bare]
+    if not found:
+        return None
+    return [call for value in found for call in _calls_from_json(value)]
 
 
-def _json_candidates(text: str) -> list[str]:
-    stripped = text.strip()
-    candidates = [m.group(1).strip() for m in _FENCE.finditer(text)]
-    candidates += [m.group(1).strip() for m in _JSON_TAGS.finditer(text)]
-    if stripped.startswith("{") and stripped.endswith("}"):
-        candidates.append(stripped)
-    return candidates
+def _json_value(text: str) -> Any:
+    """The JSON value `text` holds, or None when it holds none (too deep, too long a number)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _holds_calls(value: Any) -> bool:
+    """Whether JSON found in text is meant as tool calls (then it must be well formed)."""
+    if not isinstance(value, dict):
+        return False
+    return _is_keyed(value) or (("name" in value or "tool_name" in value) and "arguments" in value)
+
+
+def _is_keyed(value: dict[str, Any]) -> bool:
+    return any(key in value for key in _CALL_KEYS)
+
+
+def _calls_from_json(value: dict[str, Any]) -> list[ToolCallRequest]:
+    """Calls from JSON text: the keyed forms, as in a data part, or one bare call."""
+    return _calls_from_data(value) if _is_keyed(value) else [_call(value)]
 
 
 def _call(raw: Any) -> ToolCallRequest:
+    """One entry of "tool_calls" (or the "tool_call"): ours, or OpenAI's when it has a "function"."""
     if not isinstance(raw, dict):
         raise MalformedReply(f"expected a tool call object, got {_described(raw)}")
+    if "function" in raw:
+        return _openai_call(raw)
     name = raw.get("name", raw.get("tool_name"))
-    if not isinstance(name, str) or not name:
+    if not _is_name(name):
         raise MalformedReply(
             'expected a tool call with a "name" (or "tool_name") string, got '
             f"{_snippet(raw)}"
         )
-    arguments = raw.get("arguments", {})
-    if isinstance(arguments, str):  # OpenAI style: arguments as a JSON string
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as error:
-            raise MalformedReply(
-                f"tool call {name!r}: arguments are not valid JSON ({error})"
-            ) from None
-    if not isinstance(arguments, dict):
+    return ToolCallRequest(
+        name=name, arguments=_arguments(name, raw.get("arguments", {})), id=_call_id(raw.get("id")), form="tau2"
+    )
+
+
+def _openai_call(raw: dict[str, Any]) -> ToolCallRequest:
+    function = raw["function"]
+    if not isinstance(function, dict) or not _is_name(function.get("name")):
         raise MalformedReply(
-            f"tool call {name!r}: expected arguments to be an object, "
-            f"got {_described(arguments)}"
+            'expected an OpenAI tool call {"type": "function", "function": {"name": ..., "arguments": ...}}, '
+            f"got {_snippet(raw)}"
         )
-    return ToolCallRequest(name=name, arguments=arguments, id=_call_id(raw.get("id")))
+    name = function["name"]
+    return ToolCallRequest(
+        name=name, arguments=_arguments(name, function.get("arguments", {})), id=_call_id(raw.get("id")),
+        form="openai",
+    )
+
+
+def _legacy_openai_call(raw: Any) -> ToolCallRequest:
+    if not isinstance(raw, dict) or not _is_name(raw.get("name")):
+        raise MalformedReply(
+            f'expected "function_call" to be {{"name": ..., "arguments": ...}}, got {_described(raw)}'
+        )
+    name = raw["name"]
+    return ToolCallRequest(name=name, arguments=_arguments(name, raw.get("arguments", {})), form="openai_legacy")
+
+
+def _adk_call(data: Any) -> ToolCallRequest:
+    if not isinstance(data, dict) or not _is_name(data.get("name")):
+        raise MalformedReply(
+            'expected an ADK function call {"name": ..., "args": {...}, "id": ...}, '
+            f"got {_described(data)}"
+        )
+    name = data["name"]
+    args = data.get("args")  # ADK leaves out args that are None
+    return ToolCallRequest(
+        name=name, arguments=_arguments(name, {} if args is None else args), id=_call_id(data.get("id")), form="adk"
+    )
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _arguments(name: str, value: Any) -> dict[str, Any]:
+    """A call's arguments: an object, or (OpenAI style) that object as a JSON string."""
+    if isinstance(value, str):
+        if not value.strip():
+            return {}
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError) as error:
+            raise MalformedReply(
+                f"tool call {name!r}: expected arguments to be an object or its JSON text, "
+                f"got a string that is not JSON ({error}): {_snippet(value)}"
+            ) from None
+    if not isinstance(value, dict):
+        raise MalformedReply(
+            f"tool call {name!r}: expected arguments to be an object, got {_described(value)}"
+        )
+    return value
 
 
 def _call_id(value: Any) -> str | None:
@@ -193,14 +282,17 @@ def _snippet(value: Any) -> str:
         text = json.dumps(value)
     except (TypeError, ValueError):
         text = repr(value)
+    except RecursionError:  # JSON text may nest as deep as the parser allows
+        text = f"{_kind(value)} nested too deeply to show"
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def restore_types(value: Any, schema: dict[str, Any], defs: dict[str, Any]) -> Any:
+def restore_types(value: Any, schema: Any, defs: Any) -> Any:
     """Undo the double-only numbers of data parts, guided by the JSON schema.
 
     An integral 2.0 becomes 2 where the schema says integer (or says nothing);
     where it says number, the float stays a float, as the golden actions have it.
+    Parts of a schema that cannot be read say nothing; nothing else ever changes.
     """
     schema = _resolve(schema, defs)
     if isinstance(value, bool) or value is None:
@@ -211,25 +303,40 @@ def restore_types(value: Any, schema: dict[str, Any], defs: dict[str, Any]) -> A
             return int(value)
         return value
     if isinstance(value, dict):
-        properties = schema.get("properties", {})
-        extra = schema.get("additionalProperties")
-        extra = extra if isinstance(extra, dict) else {}
+        properties = _object(schema.get("properties"))
+        extra = _object(schema.get("additionalProperties"))
         return {
             key: restore_types(item, properties.get(key, extra), defs)
             for key, item in value.items()
         }
     if isinstance(value, list):
-        items = schema.get("items", {})
-        return [restore_types(item, items if isinstance(items, dict) else {}, defs) for item in value]
+        items = _object(schema.get("items"))
+        return [restore_types(item, items, defs) for item in value]
     return value
 
 
-def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+def _object(value: Any) -> dict[str, Any]:
+    """A schema keyword's value when it is an object; a tuple `items` or `additionalProperties: true` say nothing."""
+    return value if isinstance(value, dict) else {}
+
+
+def _follow_refs(schema: Any, defs: Any, seen: frozenset[str]) -> tuple[dict[str, Any], frozenset[str]]:
+    """The schema a chain of $refs ends at, and the refs followed; a ref seen before (a cycle) says nothing."""
     while isinstance(schema, dict) and "$ref" in schema:
-        schema = defs.get(schema["$ref"].rsplit("/", 1)[-1], {})
-    if isinstance(schema, dict) and "anyOf" in schema:
-        options = [_resolve(o, defs) for o in schema["anyOf"]]
-        objects = [o for o in options if o.get("type") in ("object", "array")]
+        ref = schema["$ref"]
+        if not isinstance(ref, str) or ref in seen or not isinstance(defs, dict):
+            return {}, seen
+        seen = seen | {ref}
+        schema = defs.get(ref.rsplit("/", 1)[-1], {})
+    return _object(schema), seen
+
+
+def _resolve(schema: Any, defs: Any, seen: frozenset[str] = frozenset()) -> dict[str, Any]:
+    schema, seen = _follow_refs(schema, defs, seen)
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        resolved = [_resolve(option, defs, seen) for option in options]
+        objects = [o for o in resolved if o.get("type") in ("object", "array")]
         if len(objects) > 1:
             # pydantic's `list[Model | dict]` gives anyOf [Model, free object]: the
             # model, the one option that describes its fields, is the schema to follow.
@@ -237,16 +344,18 @@ def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             objects = described if len(described) == 1 else objects
         if len(objects) == 1:
             return objects[0]
-    return schema if isinstance(schema, dict) else {}
+    return schema
 
 
-def _kinds(schema: dict[str, Any], defs: dict[str, Any]) -> set[str]:
-    if "anyOf" in schema:
-        return set().union(*(_kinds(_resolve(o, defs), defs) for o in schema["anyOf"]))
+def _kinds(schema: Any, defs: Any, seen: frozenset[str] = frozenset()) -> set[str]:
+    """The JSON types a schema allows (empty: it does not say)."""
+    schema, seen = _follow_refs(schema, defs, seen)
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        return set().union(*(_kinds(option, defs, seen) for option in options))
     kind = schema.get("type")
-    if isinstance(kind, list):
-        return set(kind)
-    return {kind} if kind else set()
+    kinds = kind if isinstance(kind, list) else [kind]
+    return {k for k in kinds if isinstance(k, str)}
 
 
 def restore_arguments(arguments: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:

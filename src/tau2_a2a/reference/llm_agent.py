@@ -227,11 +227,13 @@ def _redact(text: str, llm_args: dict[str, Any]) -> str:
     return text.replace(key, "***") if isinstance(key, str) and key else text
 
 
-def llm_agent_card(url: str, model: str) -> AgentCard:
+def llm_agent_card(url: str, model: str, grpc_url: str | None = None) -> AgentCard:
+    """JSON-RPC and HTTP+JSON at `url`, gRPC at `grpc_url` (host:port) when served."""
     return agent_card(
         name=f"tau2 baseline LLM agent ({model})",
         description=f"tau2's llm_agent over A2A, backed by the LiteLLM model {model}.",
         url=url,
+        grpc_url=grpc_url,
         skills=[
             AgentSkill(
                 id="tau2-llm-agent",

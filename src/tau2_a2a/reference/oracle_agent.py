@@ -13,7 +13,7 @@ from collections import deque
 from a2a.helpers import new_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.types import AgentSkill, Part
+from a2a.types import AgentCard, AgentSkill, Part
 
 from tau2_a2a.protocol.messages import read_turn, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
@@ -57,11 +57,13 @@ def step_parts(step: OracleStep) -> list[Part]:
     return tool_calls_reply([ToolCallRequest(name=step.tool_name, arguments=step.arguments or {})])
 
 
-def oracle_card(url: str):
+def oracle_card(url: str, grpc_url: str | None = None) -> AgentCard:
+    """JSON-RPC and HTTP+JSON at `url`, gRPC at `grpc_url` (host:port) when served."""
     return agent_card(
         name="tau2 oracle",
         description="Reference agent: replays each tau2 task's golden actions over A2A.",
         url=url,
+        grpc_url=grpc_url,
         skills=[
             AgentSkill(
                 id="tau2-oracle",

@@ -8,9 +8,13 @@
   task's artifact.
 - Text goes to an `LlmAgent` when a model is configured. An evaluation the
   model starts is followed the same way.
-- With no model, text gets a reply explaining the structured form with an
-  example; "results"/"status"/"progress" follow-ups get the context's last
-  evaluation (the A2A context is the ADK session).
+- An AgentBeats assessment request, `{"participants": {...}, "config": {...}}`
+  as the JSON text of a text part or as a data part, runs that assessment (no
+  model): progress updates, then one artifact named `Result` with the summary
+  and the machine-readable result (see assessment.py, result.py, executor.py).
+- With no model, other text is refused (the task ends `rejected`) with the
+  structured form and an example; "results"/"status"/"progress" follow-ups get
+  the context's last evaluation (the A2A context is the ADK session).
 - CancelTask cancels this agent's coroutine; that cancels the evaluation.
 """
 
@@ -31,7 +35,10 @@ from google.genai import types
 from pydantic import Field
 
 from tau2_a2a.service import summary
+from tau2_a2a.service.assessment import Assessment, AssessmentRejected, from_text, is_assessment, parse
 from tau2_a2a.service.evaluations import TERMINAL, EvaluationError
+from tau2_a2a.service.executor import ARTIFACT_KEY, REJECTED
+from tau2_a2a.service.result import ARTIFACT_NAME, build_result, result_notes
 from tau2_a2a.service.settings import ServiceSettings
 from tau2_a2a.service.tools import ALIASES, CANCEL, GET, RUN, EvaluationTools, ToolError, describe
 from tau2_a2a.service.vault import DATA_PART_END, DATA_PART_START
@@ -40,6 +47,8 @@ warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]", category=UserWarn
 
 AGENT_NAME = "tau2_eval"
 LAST_EVALUATION = "tau2_eval_last_evaluation"  # session state: the context's latest evaluation
+ASSESSMENT_EXAMPLE = {"participants": {"agent": "http://127.0.0.1:9100"},
+                      "config": {"domain": "airline", "num_tasks": 5, "user": "scripted_user"}}
 _FOLLOW_UP = re.compile(r"\b(results?|status|progress|score|scores|how did|finished|done)\b", re.IGNORECASE)
 
 
@@ -54,7 +63,7 @@ def data_part(data: Any) -> types.Part:
 
 
 def read_request(content: types.Content | None) -> tuple[dict[str, Any] | None, str]:
-    """The structured request (if a data part holds one) and the message's text."""
+    """The structured request (a tool call or an assessment, from a data part or JSON text) and the text."""
     request = None
     texts: list[str] = []
     for part in (content.parts if content is not None else None) or []:
@@ -70,11 +79,14 @@ def read_request(content: types.Content | None) -> tuple[dict[str, Any] | None, 
             data = json.loads(raw[len(DATA_PART_START):-len(DATA_PART_END)])
         except ValueError:
             raise BadRequest("The data part is not valid JSON.") from None
-        if not isinstance(data, dict) or "tool" not in data:
+        if not isinstance(data, dict) or ("tool" not in data and not is_assessment(data)):
             keys = ", ".join(sorted(data)) if isinstance(data, dict) else type(data).__name__
             raise BadRequest(f'A data part must be {{"tool": "<name>", "arguments": {{...}}}}; got {keys}.')
         request = data
-    return request, "\n".join(texts).strip()
+    text = "\n".join(texts).strip()
+    if request is None:
+        request = from_text(text)
+    return request, text
 
 
 def help_reply(tools: EvaluationTools) -> tuple[str, dict[str, Any]]:
@@ -85,10 +97,12 @@ def help_reply(tools: EvaluationTools) -> tuple[str, dict[str, Any]]:
         "so send a structured request: a data part {\"tool\": \"<name>\", \"arguments\": {...}}.\n"
         f"Tools: {', '.join(tools.specs)} (aliases: ListDomains, RunTau2Evaluation).\n"
         f"Example: {json.dumps(example)}\n"
-        "Then ask for \"results\" in the same context, or call get_evaluation with the evaluation id."
+        "Then ask for \"results\" in the same context, or call get_evaluation with the evaluation id.\n"
+        f"Or send an AgentBeats assessment request, as JSON text or a data part: {json.dumps(ASSESSMENT_EXAMPLE)}"
     )
     data = {
         "structured_request": {"tool": "<name>", "arguments": {}},
+        "assessment_request": ASSESSMENT_EXAMPLE,
         "tools": {name: {"description": spec.description, "arguments": spec.parameters,
                          "example": spec.example_request()} for name, spec in tools.specs.items()},
     }
@@ -113,6 +127,10 @@ class EvaluationServiceAgent(BaseAgent):
         except BadRequest as error:
             yield self._error(ctx, str(error))
             return
+        if request is not None and is_assessment(request):
+            async for event in self._assess(ctx, request):
+                yield event
+            return
         if request is not None:
             async for event in self._structured(ctx, request):
                 yield event
@@ -133,7 +151,21 @@ class EvaluationServiceAgent(BaseAgent):
                 return
             yield self._reply(ctx, summary.text(record), record)
             return
-        yield self._reply(ctx, *help_reply(self.tools))
+        yield self._error(ctx, *help_reply(self.tools), code=REJECTED)
+
+    async def _assess(self, ctx: InvocationContext, request: dict[str, Any]) -> AsyncGenerator[Event, None]:
+        """An AgentBeats assessment: refused (`rejected`) unless it can run; else followed to its Result."""
+        try:
+            assessment = parse(request)
+            record = await asyncio.to_thread(self.tools.run_assessment, assessment)
+        except (AssessmentRejected, ToolError) as error:
+            yield self._error(ctx, str(error), code=REJECTED)
+            return
+        except EvaluationError as error:
+            yield self._error(ctx, str(error))
+            return
+        async for event in self._follow(ctx, record["evaluation_id"], assessment):
+            yield event
 
     async def _structured(self, ctx: InvocationContext, request: dict[str, Any]) -> AsyncGenerator[Event, None]:
         name = request.get("tool")
@@ -150,7 +182,8 @@ class EvaluationServiceAgent(BaseAgent):
         state = {LAST_EVALUATION: result["evaluation_id"]} if canonical in (GET, CANCEL) else None
         yield self._reply(ctx, describe(canonical, result), result, state=state)
 
-    async def _follow(self, ctx: InvocationContext, evaluation_id: str) -> AsyncGenerator[Event, None]:
+    async def _follow(self, ctx: InvocationContext, evaluation_id: str,
+                      assessment: Assessment | None = None) -> AsyncGenerator[Event, None]:
         """Progress updates until the evaluation ends, then its summary and data (the artifact)."""
         manager = self.tools.manager
         seen = None
@@ -162,18 +195,35 @@ class EvaluationServiceAgent(BaseAgent):
                 now = (record["status"], record.get("queue_position"), json.dumps(record.get("progress")))
                 if now != seen:
                     seen = now
-                    update = {k: record.get(k) for k in
-                              ("evaluation_id", "status", "domain", "queue_position", "progress")}
+                    update = (progress_data(record) if assessment else
+                              {k: record.get(k) for k in
+                               ("evaluation_id", "status", "domain", "queue_position", "progress")})
                     yield self._reply(ctx, summary.progress_text(record), update, partial=True)
                 await asyncio.sleep(self.poll_seconds)
         except (asyncio.CancelledError, GeneratorExit):
             # The A2A task was canceled (or its run ended early): nobody follows this evaluation.
             manager.cancel(evaluation_id, wait=False)
             raise
-        final = self._reply(ctx, summary.text(record), record, state={LAST_EVALUATION: evaluation_id})
+        state = {LAST_EVALUATION: evaluation_id}
+        if assessment is not None:
+            yield await self._result(ctx, record, assessment, state)
+            return
+        final = self._reply(ctx, summary.text(record), record, state=state)
         if record["status"] == "failed":  # the A2A task fails too, with the reason as its message
             final.error_code, final.error_message = "EVALUATION_FAILED", summary.text(record)
         yield final
+
+    async def _result(self, ctx: InvocationContext, record: dict[str, Any], assessment: Assessment,
+                      state: dict[str, Any]) -> Event:
+        """The `Result` artifact of a completed assessment; any other ending fails the task with why."""
+        text = "\n".join([summary.text(record), *result_notes(assessment)])
+        if record["status"] != "completed":
+            return self._error(ctx, text, code="EVALUATION_" + record["status"].upper())
+        path = self.tools.manager.results_path(record["evaluation_id"])
+        results = await asyncio.to_thread(summary.read_results, path)
+        final = self._reply(ctx, text, build_result(record, results, assessment), state=state)
+        final.custom_metadata = {ARTIFACT_KEY: ARTIFACT_NAME}
+        return final
 
     def _reply(self, ctx: InvocationContext, text: str, data: Any = None, *, partial: bool = False,
                state: dict[str, Any] | None = None) -> Event:
@@ -185,9 +235,20 @@ class EvaluationServiceAgent(BaseAgent):
             actions=EventActions(state_delta=state or {}),
         )
 
-    def _error(self, ctx: InvocationContext, message: str) -> Event:
+    def _error(self, ctx: InvocationContext, message: str, data: Any = None, *,
+               code: str = "INVALID_ARGUMENT") -> Event:
+        """Ends the task `failed` (`rejected` for code REJECTED under `tau2-a2a serve`) with `message`."""
+        content = types.Content(role="model", parts=[data_part(data)]) if data is not None else None
         return Event(author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
-                     error_code="INVALID_ARGUMENT", error_message=message)
+                     error_code=code, error_message=message, content=content)
+
+
+def progress_data(record: dict[str, Any]) -> dict[str, Any]:
+    """An assessment's progress update: simulations done, total, average reward so far."""
+    progress = record.get("progress") or summary.progress(None, record["total_simulations"])
+    return {"evaluation_id": record["evaluation_id"], "status": record["status"],
+            "queue_position": record.get("queue_position"), "done": progress["simulations_done"],
+            "total": progress["simulations_total"], "avg_reward_so_far": progress["avg_reward_so_far"]}
 
 
 # -- the LLM path ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""`tau2-a2a serve`: the evaluation service's A2A app: card, bearer auth, JSON-RPC.
+"""`tau2-a2a serve`: the evaluation service's A2A app: card, bearer auth, every binding.
 
 Why ADK's own `A2aAgentExecutor` runs the agent here (and not an executor of
 ours): it is what `adk web --a2a` / `adk api_server --a2a` use, so both ways of
@@ -12,8 +12,9 @@ call ends the evaluation's own task as completed, with `status: canceled` in
 its artifact.
 
 What this module adds: a card with one skill per tool (argument schema and
-example), the bearer-token check (the card stays public), and moving a
-target's token out of the request before the task store keeps it.
+example), the bearer-token check on every binding (JSON-RPC, HTTP+JSON, gRPC;
+the card stays public), and moving a target's token out of the request before
+the task store keeps it.
 
 Heavy imports (ADK, a2a-sdk server) happen inside functions, so the CLI and
 the evaluation processes it starts do not pay for them.
@@ -31,11 +32,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from tau2_a2a.protocol.cards import CARD_PATHS, HTTP_BINDINGS, agent_card, card_json
 from tau2_a2a.service.evaluations import DEFAULT_LIMITS, SERVICE_TOKEN_ENV, Limits
 from tau2_a2a.service.settings import ServiceSettings
 
-CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 DEFAULT_PORT = 9200
+ADK_BINDINGS = ("JSONRPC",)  # what ADK's A2A app (`adk web --a2a`, to_a2a) serves
+UNAUTHORIZED = ("Unauthorized: send 'Authorization: Bearer <token>' (an HTTP header, or gRPC metadata) with "
+                "this service's token. The agent card is public.")
 SERVICE_NAME = "tau2 evaluation service"
 _NATURAL_EXAMPLES = {
     "list_domains": "Which tau2 domains can you evaluate an agent on?",
@@ -46,12 +50,15 @@ _NATURAL_EXAMPLES = {
 }
 
 
-def service_card(url: str, limits: Limits = DEFAULT_LIMITS, auth: bool = False) -> Any:
-    """The card: one skill per tool with its JSON Schema and examples; a bearer scheme when auth is on."""
+def service_card(url: str, limits: Limits = DEFAULT_LIMITS, auth: bool = False, grpc_url: str | None = None,
+                 http_bindings: tuple[str, ...] = HTTP_BINDINGS) -> Any:
+    """The card: one skill per tool with its JSON Schema and examples; a bearer scheme when auth is on.
+
+    It declares `http_bindings` at `url` and gRPC at `grpc_url` (host:port), each for A2A 1.0 and 0.3.
+    """
     from a2a.types import AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList
 
     from tau2_a2a.service.tools import ALIASES, tool_specs
-    from tau2_a2a.serving import agent_card
 
     aliases = {tool: alias for alias, tool in ALIASES.items()}
     skills = []
@@ -77,6 +84,8 @@ def service_card(url: str, limits: Limits = DEFAULT_LIMITS, auth: bool = False) 
         url=url,
         skills=skills,
         streaming=True,
+        grpc_url=grpc_url,
+        http_bindings=http_bindings,
     )
     if auth:
         scheme = HTTPAuthSecurityScheme(
@@ -86,11 +95,10 @@ def service_card(url: str, limits: Limits = DEFAULT_LIMITS, auth: bool = False) 
     return card
 
 
-def card_json(card: Any) -> dict[str, Any]:
-    """The card as served (A2A 1.0 fields plus the 0.3 ones older clients read)."""
-    from a2a.server.request_handlers.response_helpers import agent_card_to_dict
-
-    return agent_card_to_dict(card)
+def bearer_matches(value: bytes | None, token: bytes) -> bool:
+    """Whether an Authorization value is `Bearer <token>` (compared in constant time)."""
+    scheme, _, credential = (value or b"").partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), token)
 
 
 class BearerAuth:
@@ -106,19 +114,36 @@ class BearerAuth:
             return
         from starlette.responses import JSONResponse
 
-        response = JSONResponse(
-            {"error": "Unauthorized: send the header 'Authorization: Bearer <token>' with this "
-                      "service's token. The agent card is public."},
-            status_code=401, headers={"WWW-Authenticate": 'Bearer realm="tau2-eval"'},
-        )
+        response = JSONResponse({"error": UNAUTHORIZED}, status_code=401,
+                                headers={"WWW-Authenticate": 'Bearer realm="tau2-eval"'})
         await response(scope, receive, send)
 
     def _authorized(self, scope: dict[str, Any]) -> bool:
-        for name, value in scope.get("headers", []):
-            if name == b"authorization":
-                scheme, _, credential = value.partition(b" ")
-                return scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self._token)
-        return False
+        value = next((v for name, v in scope.get("headers", []) if name == b"authorization"), None)
+        return bearer_matches(value, self._token)
+
+
+def grpc_bearer_auth(token: str) -> Any:
+    """A grpc.aio interceptor: every call needs the metadata `authorization: Bearer <token>`."""
+    import grpc
+
+    async def refuse(request: Any, context: Any) -> None:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHORIZED)
+
+    class GrpcBearerAuth(grpc.aio.ServerInterceptor):
+        async def intercept_service(self, continuation: Any, details: Any) -> Any:
+            handler = await continuation(details)
+            value = next((v for name, v in details.invocation_metadata or () if name == "authorization"), "")
+            if handler is None or bearer_matches(value.encode(), token.encode()):
+                return handler
+            # The same kind of method (A2A has unary and server-streaming ones), answering UNAUTHENTICATED.
+            if handler.unary_stream:
+                return grpc.unary_stream_rpc_method_handler(
+                    refuse, handler.request_deserializer, handler.response_serializer)
+            return grpc.unary_unary_rpc_method_handler(refuse, handler.request_deserializer,
+                                                       handler.response_serializer)
+
+    return GrpcBearerAuth()
 
 
 def _request_handler_class() -> type:
@@ -153,11 +178,14 @@ def build_runner(agent: Any) -> Any:
                   session_service=InMemorySessionService())
 
 
-def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5) -> Any:
-    """The Starlette app of `tau2-a2a serve`; `app.state.tools` holds the service's tools."""
+def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, grpc_url: str | None = None) -> Any:
+    """The Starlette app of `tau2-a2a serve`; `app.state.tools` holds the service's tools.
+
+    With `grpc_url` (host:port) the card declares gRPC too; serve it with
+    tau2_a2a.serving (BackgroundServer or serve_forever with a gRPC port).
+    """
     import asyncio
 
-    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
     from a2a.server.tasks import InMemoryTaskStore
     from google.adk.a2a.executor.a2a_agent_executor import A2aAgentExecutor
     from starlette.applications import Starlette
@@ -165,12 +193,14 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5) ->
 
     from tau2_a2a.service import catalog
     from tau2_a2a.service.agent import build_agent
+    from tau2_a2a.service.executor import executor_config
+    from tau2_a2a.serving import a2a_routes
 
     tools = settings.tools()
     agent = build_agent(settings, tools, poll_seconds=poll_seconds)
-    card = service_card(url, settings.limits, auth=bool(settings.auth_token))
+    card = service_card(url, settings.limits, auth=bool(settings.auth_token), grpc_url=grpc_url)
     handler = _request_handler_class()(
-        agent_executor=A2aAgentExecutor(runner=build_runner(agent)),
+        agent_executor=A2aAgentExecutor(runner=build_runner(agent), config=executor_config()),
         task_store=InMemoryTaskStore(),
         agent_card=card,
     )
@@ -185,10 +215,10 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5) ->
             await asyncio.to_thread(tools.manager.close)
             await handler.aclose()
 
-    routes = [route for path in CARD_PATHS for route in create_agent_card_routes(card, card_url=path)]
-    routes += create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True)
     middleware = [Middleware(BearerAuth, token=settings.auth_token)] if settings.auth_token else []
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app = Starlette(routes=a2a_routes(handler, card), middleware=middleware, lifespan=lifespan)
+    app.state.a2a_handler = handler
+    app.state.grpc_interceptors = [grpc_bearer_auth(settings.auth_token)] if settings.auth_token else []
     app.state.tools = tools
     app.state.card = card
     return app
@@ -201,11 +231,15 @@ def add_serve_command(commands: Any) -> None:
     serve = commands.add_parser(
         "serve", help="Serve tau2 evaluations as an A2A agent (Google ADK)",
         description="Serve tau2-bench evaluations as an A2A agent: card at /.well-known/agent-card.json, "
-                    "JSON-RPC (A2A 1.0 and 0.3) at /. Flags override TAU2_EVAL_* environment variables.",
+                    "JSON-RPC at / and HTTP+JSON on --port, gRPC on --grpc-port, each for A2A 1.0 and 0.3. "
+                    "Flags override TAU2_EVAL_* environment variables.",
     )
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT)
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="JSON-RPC, HTTP+JSON and the card")
+    serve.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
     serve.add_argument("--public-url", default=None, help="URL the card advertises (default http://HOST:PORT)")
+    serve.add_argument("--public-grpc-url", default=None,
+                       help="host:port the card advertises for gRPC (default HOST:GRPC_PORT)")
     serve.add_argument("--results-dir", default=None, help="Where evaluations are kept (TAU2_EVAL_RESULTS_DIR; "
                                                            "default ./tau2_eval_results)")
     serve.add_argument("--model", default=None, help="LiteLLM model for text requests (TAU2_EVAL_MODEL); "
@@ -223,7 +257,8 @@ def add_serve_command(commands: Any) -> None:
     serve.add_argument("--max-concurrency", type=int, default=None,
                        help="max_concurrency per evaluation at most")
     serve.add_argument("--write-card", metavar="PATH", default=None,
-                       help="Write the card (for adk_agents/<app>/agent.json, with --public-url) and exit")
+                       help="Write the card of the ADK app (JSON-RPC only) to PATH, for "
+                            "adk_agents/<app>/agent.json with --public-url, and exit")
     serve.set_defaults(func=serve_command)
 
 
@@ -250,11 +285,10 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from tau2_a2a.config import ConfigError
     from tau2_a2a.service.evaluations import EvaluationError
     from tau2_a2a.service.targets import TargetPolicy
+    from tau2_a2a.serving import serve_forever
 
     try:
         settings = settings_from_args(args)
@@ -263,11 +297,15 @@ def serve_command(args: argparse.Namespace) -> int:
         raise ConfigError(str(error)) from None
     url = (args.public_url or f"http://{args.host}:{args.port}").rstrip("/")
     if args.write_card:
-        Path(args.write_card).write_text(json.dumps(card_json(service_card(url, settings.limits)), indent=2) + "\n")
+        card = service_card(url, settings.limits, http_bindings=ADK_BINDINGS)
+        Path(args.write_card).write_text(json.dumps(card_json(card), indent=2) + "\n")
         print(f"Wrote the card for {url} to {args.write_card}")
         return 0
-    app = build_app(settings, url)
+    grpc_url = (args.public_grpc_url or f"{args.host}:{args.grpc_port}") if args.grpc_port else None
+    app = build_app(settings, url, grpc_url=grpc_url)
     print(f"{SERVICE_NAME} at {url} (card: {url}{CARD_PATHS[0]})")
+    print(f"  bindings (A2A 1.0 and 0.3): JSON-RPC and HTTP+JSON at {url}"
+          + (f", gRPC at {grpc_url}" if grpc_url else ""))
     print(f"  results: {settings.results_dir.resolve()}   auth: {'bearer token' if settings.auth_token else 'off'}"
           f"   model: {settings.model or 'none (structured requests only)'}")
     targets = TargetPolicy.from_entries(settings.allowed_targets).describe()
@@ -275,5 +313,6 @@ def serve_command(args: argparse.Namespace) -> int:
           f"{settings.limits.max_simulations} simulations per request, max_concurrency "
           f"{settings.limits.max_concurrency}   targets: {targets}")
     sys.stdout.flush()
-    uvicorn.run(app, host=args.host, port=args.port, log_level=os.environ.get("TAU2_EVAL_LOG_LEVEL", "warning"))
+    serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,
+                  log_level=os.environ.get("TAU2_EVAL_LOG_LEVEL", "warning"))
     return 0

