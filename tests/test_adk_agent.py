@@ -96,6 +96,21 @@ def test_adk_agent_scores_the_golden_actions(serve, standin, tmp_path, domain, t
         assert all(content_text(m["content"]).startswith("Tool result for ") for m in later[1::2])
 
 
+def test_adk_agent_streamed_scores_the_golden_actions(serve, standin, tmp_path):
+    """ADK's to_a2a streams (its card says so): with --a2a-streaming the reply is read off the stream."""
+    agent = serve(lambda url: adk_app(MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0}))
+    task_ids = AIRLINE_TASKS[:3]
+
+    outcome = run_a2a(agent.url, tmp_path, "airline", task_ids=task_ids,
+                      a2a=A2AConfig(endpoint=agent.url, streaming=True))
+
+    assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(task_ids, 1.0)
+    assert trajectory_calls(outcome) == golden_calls("airline", task_ids)
+    records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+    assert {(r["method"], r["error"]) for r in records} == {("SendStreamingMessage", None)}
+    assert min(r["events"] for r in records) >= 2  # the task and its updates, not one blocking reply
+
+
 def test_cli_serves_the_adk_agent_and_reports_llm_failures(serve, tmp_path):
     """`tau2-a2a agent adk` in its own process: a card 1.0 and 0.3 clients read, a full score,
     then, with the LLM gone, a failed task that names the error, logged without a traceback or the key."""

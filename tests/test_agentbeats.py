@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -203,6 +204,20 @@ def test_two_shards_merged_score_as_the_unsharded_run(sharded: dict[str, Any], s
     report = json.loads((tmp_path / "merged_a2a_metrics.json").read_text())
     assert report["run"]["simulations"] == whole["total_simulations"] == 6
     assert (tmp_path / "merged_results.json").exists()
+
+
+def test_the_documented_leaderboard_query_ranks_the_gateways_files(sharded: dict[str, Any], tmp_path: Path) -> None:
+    """docs/agentbeats.md's DuckDB query, run as written over files shaped as the gateway writes them."""
+    import duckdb
+
+    doc = (REPO / "docs" / "agentbeats.md").read_text()
+    query = re.search(r"## A leaderboard query.*?```sql\n(.*?)```", doc, re.DOTALL).group(1)
+    for index, shard in enumerate(sharded["shards"]):
+        (tmp_path / f"shard{index}.json").write_text(json.dumps({"status": "completed", "results": [shard]}))
+    query = query.replace("'results/*.json'", repr(str(tmp_path / "*.json")))
+    rows = duckdb.sql(query).fetchall()
+    whole = sharded["whole"]
+    assert rows == [(whole["participant"], "airline", whole["pass_hat_1"], whole["avg_reward"], 6, 2)]
 
 
 def test_merge_refuses_files_of_other_settings_naming_what_differs(sharded: dict[str, Any],
