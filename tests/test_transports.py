@@ -128,3 +128,32 @@ def test_wrong_token_is_caught_by_the_access_check_on_every_binding(transport: s
         assert right.binding == BINDINGS[transport]
     finally:
         right.close()
+
+
+@pytest.mark.parametrize(("code", "category", "retryable"), [
+    ("UNAVAILABLE", "connection", True),
+    ("DEADLINE_EXCEEDED", "timeout", True),
+    ("UNAUTHENTICATED", "auth", False),
+    ("PERMISSION_DENIED", "auth", False),
+    ("RESOURCE_EXHAUSTED", "http", True),
+    ("INTERNAL", "http", True),
+    ("INVALID_ARGUMENT", "protocol", False),
+])
+def test_grpc_status_codes_map_to_the_categories_http_statuses_get(code: str, category: str,
+                                                                    retryable: bool) -> None:
+    """As a2a-sdk's gRPC transport raises them: its own error, caused by grpc's AioRpcError."""
+    import grpc
+    from a2a.client.errors import A2AClientError
+
+    from tau2_a2a.client.session import _classify, _grpc_status
+
+    rpc = grpc.aio.AioRpcError(getattr(grpc.StatusCode, code), grpc.aio.Metadata(), grpc.aio.Metadata(),
+                               details="said by the agent, with token s3cret")
+    try:
+        raise A2AClientError(f"gRPC Error {code}") from rpc
+    except A2AClientError as raised:
+        failure = _classify(raised, None, "s3cret", "SendMessage to grpc-agent")
+        assert _grpc_status(raised) == code
+    assert (failure.category.value, failure.retryable) == (category, retryable)
+    assert "s3cret" not in str(failure)
+    assert str(failure).startswith("SendMessage to grpc-agent")
