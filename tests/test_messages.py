@@ -407,3 +407,16 @@ def test_adk_function_calls_over_a_real_run(serve: Serve, tmp_path: Path) -> Non
             assert [r.response for r in responses] == [{"result": r.content} for r in answer.turn.tool_results]
             answered += len(calls)
     assert answered == 4 + 4  # the golden actions of tasks 2 and 8
+
+
+def test_a_data_part_json_cannot_carry_is_a_malformed_reply() -> None:
+    """Over gRPC a data part may hold Infinity, which no JSON can: the reply is malformed, said as such."""
+    from a2a.helpers import new_message
+
+    from tau2_a2a.protocol.messages import reply_parts
+    from tau2_a2a.protocol.toolcalls import MalformedReply
+
+    part = new_data_part({"tool_calls": []})
+    part.data.struct_value.update({"amount": float("inf")})
+    with pytest.raises(MalformedReply, match="expected data parts JSON can carry"):
+        reply_parts(new_message([part]))

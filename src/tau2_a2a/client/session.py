@@ -508,7 +508,11 @@ class A2ASession:
         first_event_ms = None if wire.first_event_at is None else round((wire.first_event_at - started) * 1000.0, 3)
         output_tokens = 0
         if isinstance(result, (Message, Task)):
-            output_tokens = self._tokens.count(reply_text(result))
+            try:
+                output_tokens = self._tokens.count(reply_text(result))
+            except MalformedReply as unreadable:  # e.g. a data part holding NaN or Infinity
+                result, cause = None, unreadable
+                failure = AgentMalformedReply(f"{method} to {self.config.endpoint}: {unreadable}")
         record = RequestRecord(
             turn=turn,
             attempt=attempt,

@@ -21,6 +21,7 @@ from tau2_a2a.protocol.toolcalls import (
     ADK_TYPE_KEY,
     CallForm,
     DataPart,
+    MalformedReply,
     ToolCallRequest,
     describe_tools,
     restore_arguments,
@@ -239,11 +240,14 @@ def reply_parts(reply: Message | Task) -> tuple[list[str], list[DataPart]]:
         parts = list(reply.status.message.parts) if reply.status.HasField("message") else []
         for artifact in reply.artifacts:
             parts.extend(artifact.parts)
-    data_parts = [
-        DataPart(data=MessageToDict(part.data), metadata=MessageToDict(part.metadata))
-        for part in parts
-        if part.HasField("data")
-    ]
+    try:
+        data_parts = [
+            DataPart(data=MessageToDict(part.data), metadata=MessageToDict(part.metadata))
+            for part in parts
+            if part.HasField("data")
+        ]
+    except ValueError as error:  # protobuf refuses NaN and Infinity, which JSON cannot carry
+        raise MalformedReply(f"expected data parts JSON can carry, got one it cannot ({error})") from None
     return get_text_parts(parts), data_parts
 
 
