@@ -226,6 +226,11 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         print(f"Scoring: in {processes_phrase(scoring)} of its own" if scoring else "Scoring: in this process")
         outcome = evaluate(config, a2a, scoring)
+    return report_outcome(outcome)
+
+
+def report_outcome(outcome: Any) -> int:
+    """The protocol summary and where the files are; the last line and exit code say if A2A errors ended simulations."""
     print(format_summary(outcome.report))
     print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}", flush=True)
     failed = a2a_error_line(outcome.report, outcome.metrics_path)
@@ -359,9 +364,7 @@ def demo_command(args: argparse.Namespace) -> int:
             results_dir=args.results_dir,
         )
         outcome = evaluate(config, A2AConfig(endpoint=url))
-    print(format_summary(outcome.report))
-    print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}")
-    return 0
+    return report_outcome(outcome)
 
 
 def ab_command(args: argparse.Namespace) -> int:
