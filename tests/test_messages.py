@@ -29,7 +29,7 @@ from tau2_a2a.protocol.messages import (
     IncomingTurn,
     ToolResult,
     conversation_start,
-    parts_size_text,
+    part_size_text,
     read_turn,
     reply_content,
     reply_parts,
@@ -313,9 +313,9 @@ def test_reply_content_of_a_task_without_status_message() -> None:
     assert reply_content(task) == (["Done."], [])
 
 
-def test_parts_size_text_counts_text_and_data() -> None:
-    parts = [new_text_part("Hello"), new_data_part({"b": 1, "a": "x"})]
-    assert parts_size_text(parts) == 'Hello\n{"a": "x", "b": 1.0}'
+def test_part_size_text_is_the_text_or_the_data_as_sorted_json() -> None:
+    assert part_size_text(new_text_part("Hello")) == "Hello"
+    assert part_size_text(new_data_part({"b": 1, "a": "x"})) == '{"a": "x", "b": 1.0}'
 
 
 # -- ADK function calls and function responses -----------------------------------------

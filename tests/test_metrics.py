@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import Part
+from google.protobuf.json_format import MessageToDict
 from litellm.litellm_core_utils.default_encoding import encoding
 from tau2.data_model.simulation import Results
 
@@ -36,14 +36,15 @@ RECORD_FIELDS = {
     "simulation_id", "task_id", "trial", "turn", "attempt", "method", "endpoint", "protocol_version",
     "context_id", "http_status", "latency_ms", "request_bytes", "response_bytes", "input_tokens",
     "output_tokens", "error", "error_message", "unknown_tool_calls", "transport", "grpc_status", "events",
-    "first_event_ms",
+    "first_event_ms", "node", "process",
 }
 
 
 def recount(parts: list[Part]) -> int:
-    """cl100k_base tokens of the parts' texts, then their data as sorted JSON, one per line."""
-    chunks = get_text_parts(parts) + [json.dumps(d, sort_keys=True) for d in get_data_parts(parts)]
-    return len(encoding.encode("\n".join(chunks), disallowed_special=()))
+    """cl100k_base tokens of each part's text, or of its data as sorted JSON, summed."""
+    chunks = [p.text for p in parts if p.HasField("text")]
+    chunks += [json.dumps(MessageToDict(p.data), sort_keys=True) for p in parts if p.HasField("data")]
+    return sum(len(encoding.encode(chunk, disallowed_special=())) for chunk in chunks)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -52,7 +52,7 @@ from tau2_a2a.client.errors import (
 )
 from tau2_a2a.client.metrics import RequestRecord, TokenCounter, note_discovery
 from tau2_a2a.config import A2AConfig, redact
-from tau2_a2a.protocol.messages import parts_size_text, reply_content
+from tau2_a2a.protocol.messages import reply_content, answer_parts
 from tau2_a2a.protocol.stream import StreamedReply
 from tau2_a2a.protocol.toolcalls import MalformedReply
 
@@ -388,7 +388,7 @@ class A2ASession:
 
     async def _send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int) -> Exchange:
         records: list[RequestRecord] = []
-        input_tokens = self._tokens.count(parts_size_text(parts))
+        input_tokens = self._tokens.count_parts(parts)
 
         message_id = str(uuid.uuid4())  # one per turn: a retry resends the same message, and says so
 
@@ -509,7 +509,7 @@ class A2ASession:
         output_tokens = 0
         if isinstance(result, (Message, Task)):
             try:
-                output_tokens = self._tokens.count(reply_text(result))
+                output_tokens = self._tokens.count_parts(answer_parts(result))
             except MalformedReply as unreadable:  # e.g. a data part holding NaN or Infinity
                 result, cause = None, unreadable
                 failure = AgentMalformedReply(f"{method} to {self.config.endpoint}: {unreadable}")
@@ -555,12 +555,6 @@ class _Failed(Exception):
         self.failure = failure
         self.record = record
         self.cause = cause
-
-
-def reply_text(reply: Message | Task) -> str:
-    """The text a tokenizer counts for an agent's reply: its texts, then its data as JSON."""
-    texts, datas = reply_content(reply)
-    return "\n".join(texts + [json.dumps(d, sort_keys=True) for d in datas])
 
 
 def _open_task_id(reply: Message | Task) -> str | None:

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+from a2a.helpers import get_text_parts, new_data_part, new_text_part
 from a2a.types import Message, Part, Task
 from google.protobuf.json_format import MessageToDict
 
@@ -231,24 +231,32 @@ def tool_calls_reply(calls: list[ToolCallRequest]) -> list[Part]:
 def reply_parts(reply: Message | Task) -> tuple[list[str], list[DataPart]]:
     """Text and data parts of an agent's reply, whether a Message or a Task: what
     `parse_reply` reads. A data part keeps its metadata, which marks ADK function calls.
-
-    For a Task, the status message and the artifacts carry the reply.
     """
+    parts = answer_parts(reply)
+    data_parts = [
+        DataPart(data=_plain(part.data), metadata=MessageToDict(part.metadata))
+        for part in parts
+        if part.HasField("data")
+    ]
+    return get_text_parts(parts), data_parts
+
+
+def answer_parts(reply: Message | Task) -> list[Part]:
+    """The A2A parts that carry an agent's reply: a Message's, or a Task's status message and artifacts."""
     if isinstance(reply, Message):
-        parts = list(reply.parts)
-    else:
-        parts = list(reply.status.message.parts) if reply.status.HasField("message") else []
-        for artifact in reply.artifacts:
-            parts.extend(artifact.parts)
+        return list(reply.parts)
+    parts = list(reply.status.message.parts) if reply.status.HasField("message") else []
+    for artifact in reply.artifacts:
+        parts.extend(artifact.parts)
+    return parts
+
+
+def _plain(data: Any) -> Any:
+    """A data part's value as plain JSON values."""
     try:
-        data_parts = [
-            DataPart(data=MessageToDict(part.data), metadata=MessageToDict(part.metadata))
-            for part in parts
-            if part.HasField("data")
-        ]
+        return MessageToDict(data)
     except ValueError as error:  # protobuf refuses NaN and Infinity, which JSON cannot carry
         raise MalformedReply(f"expected data parts JSON can carry, got one it cannot ({error})") from None
-    return get_text_parts(parts), data_parts
 
 
 def reply_content(reply: Message | Task) -> tuple[list[str], list[Any]]:
@@ -257,8 +265,10 @@ def reply_content(reply: Message | Task) -> tuple[list[str], list[Any]]:
     return texts, [part.data for part in data_parts]
 
 
-def parts_size_text(parts: list[Part]) -> str:
-    """The text a tokenizer should count for a list of parts."""
-    chunks = get_text_parts(parts)
-    chunks += [json.dumps(d, sort_keys=True) for d in get_data_parts(parts)]
-    return "\n".join(chunks)
+def part_size_text(part: Part) -> str:
+    """The text a tokenizer counts for one part: its text, or its data as sorted JSON."""
+    if part.HasField("text"):
+        return part.text
+    if part.HasField("data"):
+        return json.dumps(_plain(part.data), sort_keys=True)
+    return ""
