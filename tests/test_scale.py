@@ -94,7 +94,7 @@ def test_concurrent_simulations_share_one_pool(tmp_path):
     # One pool for the endpoint: no more connections than requests that were ever in flight at once.
     assert stats["connections"] <= len(TASKS)
     sent = [r for s in outcome.report["simulations"] for r in s["requests"] if r["method"] == "SendMessage"]
-    assert stats["requests"] == len(sent) + 1  # and the agent card, fetched once
-    assert len([key for key in sessions._sessions if key[0] == server.url]) == 1
+    assert stats["requests"] == len(sent) + 2  # and the agent card and the access check, once each
+    assert len([config for config in sessions._sessions if config.endpoint == server.url]) == 1
     # Nothing kept per conversation once it ended.
     assert oracle._plans == {}
