@@ -63,6 +63,10 @@ class _CredentialStore:
         with self._lock:
             return self._tokens.get(reference)
 
+    def discard(self, reference: str) -> None:
+        with self._lock:
+            self._tokens.pop(reference, None)
+
 
 credentials = _CredentialStore()
 
@@ -109,6 +113,8 @@ class A2AConfig:
         """Settings for `RunConfig.llm_args_agent`; the token stays in memory."""
         if self.auth_token:
             credentials.put(self.reference, self.auth_token)
+        else:  # a run without a token does not inherit one an earlier run in this process stored
+            credentials.discard(self.reference)
         args: dict[str, Any] = {
             _ENDPOINT: self.endpoint,
             _TIMEOUT: self.timeout,
