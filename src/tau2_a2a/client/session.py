@@ -94,7 +94,7 @@ _current_wire: contextvars.ContextVar[_Wire | None] = contextvars.ContextVar(
 
 
 class _CountedStream(httpx.AsyncByteStream):
-    """A response body passed on chunk by chunk (so streamed events arrive as sent), counted and logged."""
+    """An event stream passed on chunk by chunk (so its events arrive as sent), counted and logged."""
 
     def __init__(self, inner: Any, wire: _Wire | None, log_chunk: Any) -> None:
         self._inner = inner
@@ -117,9 +117,10 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
 
     A request body counts as sent unless the connection could not even be
     opened; the status counts as soon as the status line arrives, even if the
-    body is then cut off. A successful body streams through; an error body is
-    read whole, since its words go into the error message. Debug logs never
-    show the bearer token, not even when the agent echoes it back.
+    body is then cut off. An event stream (SSE) passes through chunk by chunk,
+    so its events arrive as sent; any other body is read whole (an error body's
+    words go into the error message). Debug logs never show the bearer token,
+    not even when the agent echoes it back.
     """
 
     def __init__(self, inner: httpx.AsyncBaseTransport, debug: bool, token: str | None) -> None:
@@ -144,7 +145,7 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
         if wire is not None:
             wire.request_bytes += len(body)
             wire.status = response.status_code
-        if response.status_code < 400:
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
             return httpx.Response(
                 response.status_code,
                 headers=response.headers,
@@ -161,7 +162,7 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             if wire is not None:
                 wire.response_bytes += sum(len(c) for c in chunks)
         raw = b"".join(chunks)
-        if wire is not None:
+        if wire is not None and response.status_code >= 400:
             wire.error_body = raw[:2000].decode(errors="replace")
         if self._debug:
             wire_log.info("A2A reply %s\n%s", response.status_code,
