@@ -1,7 +1,8 @@
 """The reference oracle as an A2A agent (a2a-sdk): golden actions as data-part tool calls.
 
 It reads the task marker in the user's first message, answers each turn with
-the next golden action, and finally says the task's communicate_info.
+the next step of the task's plan (a golden action, or a hand-over asking the
+user to act on their phone), and finally says the task's communicate_info.
 One plan per A2A context, so concurrent simulations never mix.
 """
 

@@ -1,24 +1,37 @@
 """`scripted_user`: a tau2 user with no LLM, for offline runs.
 
 It opens with the task's reason for calling and a marker naming the domain
-and task id, then ends the conversation after the agent's first text reply.
+and task id. When the agent asks, in the oracle's words, for the user's next
+run of golden actions (telecom: actions on the user's phone), it does them with
+its own tools, one tool call per message, as tau2's user simulator does, and
+then says what it did. Any other text from the agent ends the conversation.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-from tau2.data_model.message import Message, UserMessage
-from tau2.data_model.tasks import Task
+from pydantic import Field
+from tau2.data_model.message import Message, ToolCall, ToolMessage, UserMessage
+from tau2.data_model.tasks import Action, Task
 from tau2.user.base import STOP, BaseUser, UserState, ValidUserInputMessage
 
-from tau2_a2a.reference.oracle_script import task_marker
+from tau2_a2a.reference.oracle_script import handover_text, task_marker, user_done_text, user_runs
 
 USER_NAME = "scripted_user"
 
 
+class ScriptedUserState(UserState):
+    """The conversation, plus the user's runs of actions not yet asked for and the run under way."""
+
+    runs_left: list[list[Action]] = Field(default_factory=list)
+    to_do: list[Action] = Field(default_factory=list)
+    done: list[Action] = Field(default_factory=list)
+    calls_made: int = 0
+
+
 class ScriptedUser(BaseUser):
-    """Opens with the reason for calling plus a task marker; stops after one text reply."""
+    """Opens with the reason for calling plus a task marker; does the golden user actions when asked."""
 
     def __init__(self, tools=None, instructions: Optional[str] = None,
                  llm: Optional[str] = None, llm_args: Optional[dict] = None) -> None:
@@ -31,8 +44,9 @@ class ScriptedUser(BaseUser):
         self.domain = domain
         self.task = task
 
-    def get_init_state(self, message_history: Optional[list[Message]] = None) -> UserState:
-        return UserState(system_messages=[], messages=list(message_history or []))
+    def get_init_state(self, message_history: Optional[list[Message]] = None) -> ScriptedUserState:
+        return ScriptedUserState(system_messages=[], messages=list(message_history or []),
+                                 runs_left=user_runs(self._bound()[1]))
 
     def set_seed(self, seed: int) -> None:
         """Scripted: nothing to seed."""
@@ -42,18 +56,37 @@ class ScriptedUser(BaseUser):
         return message.content is not None and STOP in message.content
 
     def generate_next_message(self, message: ValidUserInputMessage,
-                              state: UserState) -> tuple[UserMessage, UserState]:
-        state.messages.append(message)
-        if any(isinstance(m, UserMessage) for m in state.messages):
-            reply = UserMessage(role="user", content=STOP, cost=0.0)
-        else:
-            reply = UserMessage(role="user", content=self._opening(), cost=0.0)
+                              state: ScriptedUserState) -> tuple[UserMessage, ScriptedUserState]:
+        state.messages.append(message)  # the agent's text, or the result of the user's one tool call
+        if not isinstance(message, ToolMessage):
+            if not any(isinstance(m, UserMessage) for m in state.messages):
+                return self._say(self._opening(), state)
+            if not state.runs_left or handover_text(state.runs_left[0]) not in (message.content or ""):
+                return self._say(STOP, state)
+            state.to_do, state.done = state.runs_left.pop(0), []
+        if not state.to_do:
+            return self._say(user_done_text(state.done), state)
+        action = state.to_do.pop(0)
+        state.done.append(action)
+        call = ToolCall(id=f"user_call_{state.calls_made}", name=action.name,
+                        arguments=dict(action.arguments), requestor="user")
+        state.calls_made += 1
+        reply = UserMessage(role="user", tool_calls=[call], cost=0.0)
         state.messages.append(reply)
         return reply, state
 
-    def _opening(self) -> str:
+    def _say(self, text: str, state: ScriptedUserState) -> tuple[UserMessage, ScriptedUserState]:
+        reply = UserMessage(role="user", content=text, cost=0.0)
+        state.messages.append(reply)
+        return reply, state
+
+    def _bound(self) -> tuple[str, Task]:
         if self.task is None or self.domain is None:
             raise RuntimeError("scripted_user runs under tau2-a2a's orchestrator, which binds the task")
-        scenario = self.task.user_scenario.instructions
+        return self.domain, self.task
+
+    def _opening(self) -> str:
+        domain, task = self._bound()
+        scenario = task.user_scenario.instructions
         reason = getattr(scenario, "reason_for_call", None) or str(scenario)
-        return f"{reason}\n{task_marker(self.domain, self.task.id)}"
+        return f"{reason}\n{task_marker(domain, task.id)}"
