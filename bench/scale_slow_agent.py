@@ -9,9 +9,14 @@ This process runs tau2 on the same tasks several times: the same oracle with
 the same delay in-process as a native tau2 agent (no protocol) at concurrency
 1 and N; over A2A at 1, and at N with tau2's scoring in this process
 (--a2a-scoring-processes 0) and in scoring processes (the default); with
---workers W[,W...] also over W processes (--a2a-workers). It prints wall and CPU
-times, peak memory, request latencies on both sides, the connections the
-agent saw, and each speed-up against two ideals derived from the run at 1:
+--workers W[,W...] also over W processes (--a2a-workers). With --ray it also
+runs, at N, what `tau2-a2a run` does by default (worker and scoring processes
+as the run's size asks) and the same on a local Ray instance (--ray local);
+--skip-serial leaves out the runs at 1 and in one process. It prints wall and
+CPU times, start-up (until the first simulation began), peak memory, request
+latencies on both sides, the connections the agent saw, and each speed-up
+against two ideals derived from the run at 1 (without it, from the agent's
+delay alone):
 
 - latency only: each simulation takes what it took at concurrency 1, and N
   workers take them in order as tau2 does, without slowing each other. The
@@ -22,6 +27,7 @@ agent saw, and each speed-up against two ideals derived from the run at 1:
 
     python bench/scale_slow_agent.py --delay 0.5 --concurrency 32                  # the whole airline set
     python bench/scale_slow_agent.py --delay 0.5 --concurrency 32 --num-tasks 10
+    python bench/scale_slow_agent.py --delay 2 --concurrency 32 --ray --skip-serial --skip-native
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +73,15 @@ class ConnectionCounter:
     def stats(self) -> dict[str, Any]:
         records = self.records
         busy = sum(end - start for _, _, start, end in records)
+        took = sorted(1000 * (end - start) for _, _, start, end in records)
         return {
             "connections": len({client for client, _, _, _ in records}),
             "shared_connections": shared_connections(records),
             "requests": len(records),
             "peak_in_flight": self.peak_in_flight,
             "mean_request_ms": round(1000 * busy / len(records), 1) if records else None,
+            "p50_request_ms": round(took[len(took) // 2], 1) if took else None,
+            "p95_request_ms": round(took[min(len(took) - 1, int(0.95 * len(took)))], 1) if took else None,
             "rss_mb": rss_mb(),
         }
 
@@ -263,23 +273,25 @@ def list_schedule(durations: list[float], slots: int) -> float:
 
 
 def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency: int, delay: float,
-            results_dir: Path, agent_pid: int, workers: int = 1,
+            results_dir: Path, agent_pid: int, workers: int | None = 1,
             scoring_processes: int | None = None, run_number: int = 0) -> dict[str, Any]:
-    """One evaluation of `arm` ("native" or "a2a") at `concurrency`: times, memory, what the agent saw.
+    """One evaluation of `arm` ("native", "a2a" or "ray") at `concurrency`: times, memory, what the agent saw.
 
     A2A runs score in `scoring_processes` processes (None: the default) and
-    with `workers` > 1 run in that many processes (--a2a-workers); RSS covers
-    this process, PSS it and its helper processes, machine CPU every process
-    (`agent_pid`, the agent, is left out of PSS only)."""
+    with `workers` > 1 run in that many processes (--a2a-workers; None: the
+    default); "ray" runs on a local Ray instance started for the run. RSS
+    covers this process, PSS it and its helper processes (Ray's too), machine
+    CPU every process (`agent_pid`, the agent, is left out of PSS only)."""
     import tau2_a2a  # noqa: F401  (registers the agents and the user)
     from tau2.data_model.simulation import RunConfig
     from tau2.run import run_domain
 
-    from tau2_a2a.client.run import evaluate
+    from tau2_a2a.client.run import evaluate, results_path_for
     from tau2_a2a.client.scoring import default_scoring_processes
     from tau2_a2a.client.session import sessions
-    from tau2_a2a.client.shards import evaluate_in_processes
+    from tau2_a2a.client.shards import default_workers, evaluate_in_processes
     from tau2_a2a.config import A2AConfig
+    from tau2_a2a.runner.ray_engine import evaluate_on_ray
 
     httpx.post(f"{url}{RESET_PATH}").raise_for_status()
     config = RunConfig(
@@ -289,18 +301,23 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
     )
     if arm == "a2a" and scoring_processes is None:
         scoring_processes = default_scoring_processes(config)
+    config.save_to = f"{run_number}_{arm}"  # arms may share a label: never resume
+    if arm == "a2a" and workers is None:
+        workers = default_workers(config, results_path_for(config))
+    workers = workers or 1
     label = f"{arm} c{concurrency}" + (f" s{scoring_processes}" if arm == "a2a" else "") + (
         f" w{workers}" if workers > 1 else "")
-    config.save_to = f"{run_number}_{label.replace(' ', '_')}"  # arms may share a label: never resume
     rss_before, load_before = rss_mb(), os.getloadavg()[0]
     cpu_before, machine_before = cpu_seconds(), machine_cpu_seconds()
     with MemorySampler(exclude=agent_pid) as memory:
-        started = time.perf_counter()
+        started, started_at = time.perf_counter(), datetime.now()
         if arm == "native":
             results, protocol = run_domain(config), None
         else:
             config.llm_args_agent = {}
-            if workers > 1:
+            if arm == "ray":
+                outcome = evaluate_on_ray(config, A2AConfig(endpoint=url), "local")
+            elif workers > 1:
                 outcome = evaluate_in_processes(config, A2AConfig(endpoint=url), workers, scoring_processes)
             else:
                 outcome = evaluate(config, A2AConfig(endpoint=url), scoring_processes)
@@ -316,6 +333,8 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
         "simulations": len(simulations),
         "reward_1": sum(1 for s in simulations if s.reward_info and s.reward_info.reward == 1.0),
         "wall_s": wall,
+        "startup_s": min(datetime.fromisoformat(s.start_time) for s in simulations).timestamp()
+        - started_at.timestamp(),
         "simulation_durations_s": [s.duration for s in simulations],
         "cpu_s": cpu_seconds() - cpu_before,
         "machine_cpu_s": machine_cpu_seconds() - machine_before,
@@ -331,6 +350,7 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
         measured["a2a_request_ms_p50"] = protocol["latency_ms"]["p50"]
         measured["a2a_request_ms_p95"] = protocol["latency_ms"]["p95"]
         measured["a2a_sessions"] = len(sessions._sessions)
+        measured["simulation_requests"] = [s["summary"]["requests"] for s in outcome.report["simulations"]]
         measured["server"] = httpx.get(f"{url}{STATS_PATH}").json()
     return measured
 
@@ -351,11 +371,17 @@ def ideal_walls(one: dict[str, Any], n: int) -> tuple[float, float]:
     return latency_only, on_machine
 
 
+def delay_ideal(run: dict[str, Any], n: int, delay: float) -> float:
+    """The wall time at concurrency `n` that the agent's delay alone allows: each simulation waits its
+    replies x `delay`, handed out to `n` workers in order as tau2 does (no local work at all)."""
+    return list_schedule([requests * delay for requests in run["simulation_requests"]], n)
+
+
 def _or_dash(value: Any) -> Any:
     return "-" if value is None else value
 
 
-def report(runs: list[dict[str, Any]], n: int) -> str:
+def report(runs: list[dict[str, Any]], n: int, delay: float) -> str:
     sims = runs[0]["simulations"]
     lines = [f"{sims} simulations per run; all runs side by side in this process; "
              f"{os.cpu_count()} cores; s = scoring processes, w = worker processes",
@@ -368,6 +394,7 @@ def report(runs: list[dict[str, Any]], n: int) -> str:
         return lambda r: r["server"][key] if "server" in r else "-"
 
     row("wall time (s)", lambda r: f"{r['wall_s']:.1f}")
+    row("start-up: until the first simulation (s)", lambda r: f"{r['startup_s']:.1f}")
     row("CPU of this process (s)", lambda r: f"{r['cpu_s']:.1f}")
     row("CPU of the machine (s)", lambda r: f"{r['machine_cpu_s']:.1f}")
     row("simulations with reward 1.0", lambda r: r["reward_1"])
@@ -380,6 +407,8 @@ def report(runs: list[dict[str, Any]], n: int) -> str:
     row("A2A request, client, p50 (ms)", lambda r: r.get("a2a_request_ms_p50", "-"))
     row("A2A request, client, p95 (ms)", lambda r: r.get("a2a_request_ms_p95", "-"))
     row("agent: request time, its side (ms)", server("mean_request_ms"))
+    row("agent: request time, its side, p50 (ms)", server("p50_request_ms"))
+    row("agent: request time, its side, p95 (ms)", server("p95_request_ms"))
     row("agent: requests", server("requests"))
     row("agent: peak requests in flight", server("peak_in_flight"))
     row("agent: TCP connections seen", server("connections"))
@@ -399,6 +428,13 @@ def report(runs: list[dict[str, Any]], n: int) -> str:
                 speedup = one["wall_s"] / r["wall_s"]
                 lines.append(f"  {r['label']:>16}: {speedup:.2f}x = {speedup / ideal:.0%} of the latency-only "
                              f"ideal, {speedup / machine_ideal:.0%} of this machine's")
+    at_n = [r for r in runs if "simulation_requests" in r and r["concurrency"] == n]
+    if at_n and not any(r["concurrency"] == 1 for r in runs):
+        ideal = delay_ideal(at_n[0], n, delay)
+        lines.append(f"ideal at concurrency {n} from the agent's delay alone ({delay} s per reply, no local work): "
+                     f"{ideal:.1f} s")
+        for r in at_n:
+            lines.append(f"  {r['label']:>16}: {r['wall_s']:.1f} s = {ideal / r['wall_s']:.0%} of that ideal")
     shared = [r for r in runs if "server" in r and r["concurrency"] == n and r["workers"] == 1]
     if shared:
         stats = shared[-1]["server"]
@@ -431,6 +467,11 @@ def main() -> int:
                         help="The agent server's keep-alive timeout in seconds (uvicorn's default: 5)")
     parser.add_argument("--results-dir", default=None, help="Keep the results here (default: a temp dir)")
     parser.add_argument("--skip-native", action="store_true", help="Only the A2A runs")
+    parser.add_argument("--skip-serial", action="store_true",
+                        help="Leave out the A2A runs at concurrency 1 and in one process at --concurrency")
+    parser.add_argument("--ray", action="store_true",
+                        help="Also run at --concurrency as `tau2-a2a run` does by default, and on a local Ray "
+                             "instance (--ray local)")
     parser.add_argument("--workers", type=worker_arms, default=[],
                         help="Also run A2A at --concurrency over W processes (--a2a-workers), one run per "
                              "comma-separated W, or W:S for S scoring processes in all (e.g. 2,4,4:0)")
@@ -448,11 +489,14 @@ def main() -> int:
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--delay", str(args.delay),
                                "--keep-alive", str(args.keep_alive)])
     n = args.concurrency
-    plan: list[tuple[str, int, int, int | None]] = []  # (arm, concurrency, workers, scoring processes)
+    plan: list[tuple[str, int, int | None, int | None]] = []  # (arm, concurrency, workers, scoring processes)
     if not args.skip_native:
         plan += [("native", 1, 1, None), ("native", n, 1, None)]
-    plan += [("a2a", 1, 1, None), ("a2a", n, 1, 0), ("a2a", n, 1, None)]
+    if not args.skip_serial:
+        plan += [("a2a", 1, 1, None), ("a2a", n, 1, 0), ("a2a", n, 1, None)]
     plan += [("a2a", n, workers, scoring) for workers, scoring in args.workers]
+    if args.ray:
+        plan += [("a2a", n, None, None), ("ray", n, 1, None)]  # None: the default, as `tau2-a2a run` picks
     runs = []
     try:
         wait_for_card(url, server)
@@ -465,7 +509,7 @@ def main() -> int:
         server.terminate()
         server.wait(timeout=30)
     print(f"\nagent delay per reply: {args.delay} s; agent keep-alive: {args.keep_alive} s")
-    print(report(runs, n))
+    print(report(runs, n, args.delay))
     print(json.dumps(runs, indent=2))
     return 0
 

@@ -4,7 +4,8 @@ Exit codes of `tau2-a2a run`: 0 every simulation ran without an A2A error;
 3 some simulations ended with A2A errors (they score 0; the last line says how
 many and why); 2 the run could not start or was stopped (bad flag, agent
 unreachable, card invalid, token refused, before or during the run; finished
-simulations are kept); 1 a worker process failed.
+simulations are kept); 1 a worker process failed (with --ray: a simulation's Ray worker
+died three times).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tau2_a2a.client.run import agent_model_name, discover, evaluate, results_pa
 from tau2_a2a.client.scoring import default_scoring_processes  # noqa: E402
 from tau2_a2a.client.shards import ShardFailed, default_workers, evaluate_in_processes  # noqa: E402
 from tau2_a2a.config import AUTH_TOKEN_ENV, DEFAULT_TIMEOUT_SECONDS, TRANSPORTS, A2AConfig, ConfigError  # noqa: E402
+from tau2_a2a.runner.ray_engine import SimulationLost  # noqa: E402
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         except (A2AFailure, ConfigError) as error:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_USAGE
-        except ShardFailed as error:
+        except (ShardFailed, SimulationLost) as error:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_FAILED
 
@@ -63,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="Run tau2-bench; with --agent a2a_agent, against an A2A agent",
                               epilog="Exit codes: 0 no simulation ended with an A2A error; 3 some did (they score 0); "
                                      "2 the run could not start or the agent refused the token (finished simulations "
-                                     "are kept; re-run to resume); 1 a worker process failed.")
+                                     "are kept; re-run to resume); 1 a worker process failed (with --ray: a "
+                                     "simulation's Ray worker died three times).")
     run.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
     add_run_args(run)
     add_a2a_args(run)
@@ -152,6 +155,11 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
                        help="Processes that score finished simulations with tau2's evaluator, so scoring "
                             "does not hold up the simulations (0: score in the main process). "
                             "Default: one per usable core, up to --max-concurrency, for runs of 20 simulations or more")
+    group.add_argument("--ray", default=None, metavar="ADDRESS",
+                       help="Run the simulations on Ray actors, scored there, spread over the cluster's nodes: "
+                            "local (a Ray instance for this run), auto (the cluster this machine joined with "
+                            "`ray start`), ray://HOST:PORT (Ray Client) or HOST:PORT (the head's GCS). This process "
+                            "keeps the results file. Needs the ray extra: pip install 'tau2-a2a[ray]'")
 
 
 def add_transport_args(parser: Any) -> None:
@@ -210,6 +218,8 @@ def run_command(args: argparse.Namespace) -> int:
     resolve_domain(args)
     config = run_config_from_args(args)
     if args.agent != AGENT_NAME:
+        if args.ray:
+            raise ConfigError("--ray runs the simulations of an A2A evaluation: pass --agent a2a_agent.")
         evaluate(config)
         return 0
     a2a = a2a_config_from_args(args)
@@ -217,15 +227,12 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"A2A agent: {card.name} at {a2a.endpoint} ({describe_binding(a2a)})")
     if config.llm_agent == DEFAULT_LLM_AGENT:
         config.llm_agent = agent_model_name(card.name)
-    workers = args.a2a_workers or default_workers(config, results_path_for(config))
-    scoring = args.a2a_scoring_processes
-    if scoring is None:
-        scoring = default_scoring_processes(config)
-    if workers > 1:
-        outcome = evaluate_in_processes(config, a2a, workers, scoring)
+    if args.ray:
+        from tau2_a2a.runner.ray_engine import evaluate_on_ray
+
+        outcome = evaluate_on_ray(config, a2a, args.ray)
     else:
-        print(f"Scoring: in {processes_phrase(scoring)} of its own" if scoring else "Scoring: in this process")
-        outcome = evaluate(config, a2a, scoring)
+        outcome = _evaluate_here(config, a2a, args)
     return report_outcome(outcome)
 
 
@@ -238,6 +245,18 @@ def report_outcome(outcome: Any) -> int:
         print(failed, file=sys.stderr)
         return EXIT_A2A_ERRORS
     return 0
+
+
+def _evaluate_here(config: RunConfig, a2a: A2AConfig, args: argparse.Namespace) -> Any:
+    """On this machine: in this process, or over worker processes (--a2a-workers)."""
+    workers = args.a2a_workers or default_workers(config, results_path_for(config))
+    scoring = args.a2a_scoring_processes
+    if scoring is None:
+        scoring = default_scoring_processes(config)
+    if workers > 1:
+        return evaluate_in_processes(config, a2a, workers, scoring)
+    print(f"Scoring: in {processes_phrase(scoring)} of its own" if scoring else "Scoring: in this process")
+    return evaluate(config, a2a, scoring)
 
 
 def describe_binding(a2a: A2AConfig) -> str:
@@ -257,6 +276,12 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
         raise ConfigError(f"--a2a-workers must be at least 1, got {args.a2a_workers}.")
     if args.a2a_scoring_processes is not None and args.a2a_scoring_processes < 0:
         raise ConfigError(f"--a2a-scoring-processes must be 0 or more, got {args.a2a_scoring_processes}.")
+    if args.ray and (args.a2a_workers is not None or args.a2a_scoring_processes is not None):
+        raise ConfigError("--ray spreads the simulations over the cluster's actors and scores them there; "
+                          "drop --a2a-workers and --a2a-scoring-processes.")
+    if args.ray and args.a2a_auth_token:
+        raise ConfigError(f"With --ray, pass the agent's token in ${AUTH_TOKEN_ENV}, not --a2a-auth-token: Ray "
+                          "keeps the driver's command line in its job table.")
     return A2AConfig(
         endpoint=args.a2a_endpoint,
         auth_token=args.a2a_auth_token or os.environ.get(AUTH_TOKEN_ENV) or None,

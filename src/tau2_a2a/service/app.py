@@ -256,6 +256,9 @@ def add_serve_command(commands: Any) -> None:
     serve.add_argument("--max-simulations", type=int, default=None, help="Tasks x trials per request at most")
     serve.add_argument("--max-concurrency", type=int, default=None,
                        help="max_concurrency per evaluation at most")
+    serve.add_argument("--ray", default=None, metavar="ADDRESS",
+                       help="Run each evaluation's simulations on this Ray cluster (TAU2_EVAL_RAY_ADDRESS): "
+                            "auto, ray://HOST:PORT, HOST:PORT or local; see `tau2-a2a run --ray`")
     serve.add_argument("--write-card", metavar="PATH", default=None,
                        help="Write the card of the ADK app (JSON-RPC only) to PATH, for "
                             "adk_agents/<app>/agent.json with --public-url, and exit")
@@ -281,6 +284,7 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         model=args.model or base.model,
         model_api_base=args.model_api_base or base.model_api_base,
         auth_token=args.auth_token or base.auth_token,
+        ray_address=args.ray or base.ray_address,
     )
 
 
@@ -312,6 +316,8 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"  limits: {settings.limits.max_running} running, {settings.limits.max_queued} queued, "
           f"{settings.limits.max_simulations} simulations per request, max_concurrency "
           f"{settings.limits.max_concurrency}   targets: {targets}")
+    where = f"on the Ray cluster at {settings.ray_address}" if settings.ray_address else "in each evaluation's process"
+    print(f"  simulations: {where}")
     sys.stdout.flush()
     serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,
                   log_level=os.environ.get("TAU2_EVAL_LOG_LEVEL", "warning"))

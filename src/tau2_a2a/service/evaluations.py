@@ -114,8 +114,12 @@ class EvaluationSpec:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def command(self, results_dir: Path, python: str = sys.executable) -> list[str]:
-        """The child's command line: `tau2-a2a run` as a person would type it, no secret."""
+    def command(self, results_dir: Path, python: str = sys.executable, ray_address: str | None = None) -> list[str]:
+        """The child's command line: `tau2-a2a run` as a person would type it, no secret.
+
+        Either way the child writes one results file, read for progress and kept on cancel:
+        its simulations run in it, or on the Ray cluster at `ray_address` with it as the driver.
+        """
         command = [
             python, "-m", "tau2_a2a.cli", "run", self.domain,
             "--agent", "a2a_agent", "--a2a-endpoint", self.agent_endpoint,
@@ -123,7 +127,7 @@ class EvaluationSpec:
             "--user-llm-args", json.dumps(self.user_llm_args),
             "--num-trials", str(self.num_trials), "--max-steps", str(self.max_steps),
             "--max-concurrency", str(self.max_concurrency),
-            "--a2a-workers", "1",  # one results file, read for progress and kept on cancel
+            *(["--ray", ray_address] if ray_address else ["--a2a-workers", "1"]),
             "--results-dir", str(results_dir), "--save-to", RESULTS_NAME,
         ]
         if self.num_tasks is not None:
@@ -153,11 +157,13 @@ def _now() -> str:
 class EvaluationManager:
     """Starts, queues, follows, cancels and remembers evaluations under `root`."""
 
-    def __init__(self, root: Path | str, limits: Limits = DEFAULT_LIMITS, python: str = sys.executable) -> None:
+    def __init__(self, root: Path | str, limits: Limits = DEFAULT_LIMITS, python: str = sys.executable,
+                 ray_address: str | None = None) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.limits = limits
         self.python = python
+        self.ray_address = ray_address  # each evaluation's simulations run on this Ray cluster
         self._lock = threading.RLock()
         self._jobs: dict[str, _Job] = {}
         self._queue: list[str] = []
@@ -326,7 +332,7 @@ class EvaluationManager:
 
     def _start(self, job: _Job) -> None:
         spec = job.record["request"]
-        command = EvaluationSpec(**spec).command(job.directory, self.python)
+        command = EvaluationSpec(**spec).command(job.directory, self.python, self.ray_address)
         env = {k: v for k, v in os.environ.items() if k not in (AUTH_TOKEN_ENV, SERVICE_TOKEN_ENV)}
         env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", NO_COLOR="1", TERM="dumb", COLUMNS="120")
         if job.token:

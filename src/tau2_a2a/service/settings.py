@@ -36,6 +36,7 @@ class ServiceSettings:
     model: str | None = None  # any LiteLLM model string; None: structured requests only
     model_api_base: str | None = None  # an OpenAI-compatible endpoint, with model "openai/<name>"
     auth_token: str | None = field(default=None, repr=False)  # bearer token callers must send
+    ray_address: str | None = None  # each evaluation's simulations run on this Ray cluster (`run --ray`)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> ServiceSettings:
@@ -69,6 +70,7 @@ class ServiceSettings:
             model=get("MODEL"),
             model_api_base=get("MODEL_API_BASE"),
             auth_token=env.get(SERVICE_TOKEN_ENV) or None,
+            ray_address=get("RAY_ADDRESS"),
         )
 
     def tools(self) -> EvaluationTools:
@@ -76,5 +78,5 @@ class ServiceSettings:
         from tau2_a2a.service.targets import TargetPolicy
         from tau2_a2a.service.tools import EvaluationTools
 
-        return EvaluationTools(EvaluationManager(self.results_dir, self.limits),
+        return EvaluationTools(EvaluationManager(self.results_dir, self.limits, ray_address=self.ray_address),
                                TargetPolicy.from_entries(self.allowed_targets))

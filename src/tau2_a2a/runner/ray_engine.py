@@ -1,0 +1,224 @@
+"""An evaluation's simulations on a Ray cluster; the driver keeps the one results file.
+
+The driver runs tau2's own `run_domain`, as a run in one process does: it
+plans the simulations (tasks x trials, tau2's seeds), resumes from the results
+file, prints tau2's progress and saves each simulation as it arrives (whole
+files only, see `client.atomic_results`). Only tau2's call to `run_task`, one
+simulation, goes to a Ray actor, which runs the conversation and scores it
+there and sends the finished SimulationRun back. So the results file is the
+one tau2 writes in one process, and the latencies are measured in the actor.
+
+Actors (one per CPU of the cluster, no more than simulations at once) are
+spread over its nodes and run several simulations each in threads, as tau2
+does. The driver hands out the run's --max-concurrency slots among them: a
+thread of tau2's whose simulation ended takes the next free slot, so no
+actor waits while another has a queue. Failures are declared, not handled by
+hand: an actor that dies (killed, out of memory, its node gone) is restarted
+and its unfinished simulations run again, at most RETRIES times; an exception
+inside a simulation (the agent's doing) is not retried. Only what an actor
+returns is saved, so no simulation is counted twice.
+
+The bearer token reaches each actor as an argument of its constructor, in
+memory: never Ray's runtime environment, job metadata or a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import queue
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import tau2.run
+from tau2.data_model.simulation import RunConfig, SimulationRun
+from tau2.run import get_tasks
+
+from tau2_a2a.client.errors import AgentAuthError
+from tau2_a2a.client.metrics import current_node, set_node
+from tau2_a2a.client.processes import usable_cores
+from tau2_a2a.client.run import RunOutcome, evaluate, prepare_a2a_run
+from tau2_a2a.config import AUTH_TOKEN_ENV, A2AConfig, ConfigError
+
+RETRIES = 2  # runs of a simulation again after the actor running it died
+CONNECT_SECONDS = 5.0
+LOCAL_OBJECT_STORE_BYTES = 256 * 2**20  # simulations are small: a few hundred kB each
+
+
+class SimulationLost(RuntimeError):
+    """A simulation's actor died more than RETRIES times; the finished simulations are kept."""
+
+
+def evaluate_on_ray(config: RunConfig, a2a: A2AConfig, address: str) -> RunOutcome:
+    """Evaluate the A2A agent with the simulations on the Ray cluster at `address`; same files as in one process."""
+    path = prepare_a2a_run(config, a2a)  # the card check, before any Ray starts
+    tasks = get_tasks(config.task_set_name or config.domain, config.task_split_name,
+                      config.task_ids, config.num_tasks)
+    with connected(address):
+        pool = ActorPool.start(a2a, config.max_concurrency, len(tasks) * config.num_trials, path)
+        print(pool.describe(address), flush=True)
+        with pool.running_tau2_simulations():
+            return evaluate(config, a2a, scoring_processes=0)
+
+
+def check_address(address: str) -> None:
+    """`local`, `auto`, `ray://HOST:PORT` (Ray Client) or `HOST:PORT` (a head node's GCS), reachable."""
+    if address in ("local", "auto"):
+        return
+    parsed = urlparse(address if "://" in address else f"gcs://{address}")
+    if parsed.scheme not in ("ray", "gcs") or not parsed.hostname or not parsed.port:
+        raise ConfigError(f"--ray {address!r} is not a Ray address: pass local, auto, ray://HOST:PORT "
+                          "(Ray Client) or HOST:PORT (the head node's GCS).")
+    try:
+        socket.create_connection((parsed.hostname, parsed.port), timeout=CONNECT_SECONDS).close()
+    except OSError as error:
+        raise ConfigError(
+            f"Cannot reach the Ray cluster at {address} ({error.strerror or error}). Start it with "
+            "`ray start --head` on that machine (Ray Client listens on port 10001, the GCS on 6379), or pass "
+            "--ray local to run on this machine."
+        ) from None
+
+
+@contextmanager
+def connected(address: str) -> Iterator[None]:
+    """This process as the driver of a job on the cluster at `address` (`local`: a new one, stopped after)."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--ray needs Ray: pip install 'tau2-a2a[ray]'.") from None
+    check_address(address)
+    try:
+        if address == "local":
+            with _environment_without(AUTH_TOKEN_ENV):  # the cluster's processes inherit this environment
+                ray.init(address="local", num_cpus=usable_cores(), include_dashboard=False,
+                         object_store_memory=LOCAL_OBJECT_STORE_BYTES, logging_level=logging.WARNING)
+        else:
+            ray.init(address=address, logging_level=logging.WARNING)
+    except ConnectionError as error:
+        hint = ("this machine has joined no cluster: start one with `ray start --head`, or pass --ray local"
+                if address == "auto" else "check that the cluster is up and runs Ray 2.60")
+        raise ConfigError(f"Cannot connect to the Ray cluster at {address} ({error}); {hint}.") from None
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@contextmanager
+def _environment_without(name: str) -> Iterator[None]:
+    value = os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        if value is not None:
+            os.environ[name] = value
+
+
+class SimulationActor:
+    """One Ray worker process: whole simulations (conversation and scoring) with tau2's `run_task`."""
+
+    def __init__(self, a2a: A2AConfig) -> None:
+        import ray
+
+        import tau2_a2a  # noqa: F401  (registers a2a_agent, scripted_user and the A2A orchestrator)
+
+        a2a.to_llm_args()  # keeps the token in this process's credential store, where the agent finds it
+        set_node(ray.get_runtime_context().get_node_id())
+
+    def where(self) -> tuple[str, int]:
+        """The Ray node and the process this actor runs in."""
+        return current_node(), os.getpid()
+
+    def run(self, arguments: dict[str, Any]) -> SimulationRun:
+        return tau2.run.run_task(**arguments)
+
+
+@dataclass
+class ActorPool:
+    """The run's actors and its --max-concurrency slots among them; stands in for tau2's `run_task`."""
+
+    actors: list[Any]
+    places: list[tuple[str, int]]
+    per_actor: int
+    results_path: Path
+
+    def __post_init__(self) -> None:
+        self._free: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._refusal: AgentAuthError | None = None
+
+    @classmethod
+    def start(cls, a2a: A2AConfig, concurrency: int, simulations: int, results_path: Path) -> ActorPool:
+        """One actor per CPU of the cluster, at most one per simulation at once; waits until they run."""
+        import ray
+
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        if cpus < 1:
+            raise ConfigError("The Ray cluster has no CPU for the simulation actors; add a node with "
+                              "`ray start --address=HEAD:6379 --num-cpus N`.")
+        count = max(1, min(cpus, concurrency, simulations))
+        per_actor = math.ceil(concurrency / count)
+        actor_class = ray.remote(SimulationActor).options(
+            num_cpus=1, max_concurrency=per_actor, max_restarts=-1, max_task_retries=RETRIES,
+            scheduling_strategy="SPREAD",
+        )
+        actors = [actor_class.remote(a2a) for _ in range(count)]
+        try:
+            places = ray.get([actor.where.remote() for actor in actors])
+        except ray.exceptions.RayError as error:
+            raise ConfigError(
+                f"The simulation actors could not start on the Ray cluster ({_first_line(error)}); every node "
+                "needs tau2-a2a installed, the same version as here."
+            ) from None
+        pool = cls(actors, places, per_actor, results_path)
+        for slot in range(concurrency):  # interleaved: a small run still spreads over the actors
+            pool._free.put(actors[slot % count])
+        return pool
+
+    def describe(self, address: str) -> str:
+        nodes = len({node for node, _ in self.places})
+        return (f"Ray ({address}): {len(self.actors)} actors on {nodes} node{'s' if nodes > 1 else ''}, "
+                f"each running up to {self.per_actor} simulations at once and scoring them")
+
+    @contextmanager
+    def running_tau2_simulations(self) -> Iterator[None]:
+        """tau2's run_tasks, in this process, sends each simulation to an actor while inside."""
+        original = tau2.run.run_task
+        tau2.run.run_task = self.run_task  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            tau2.run.run_task = original
+
+    def run_task(self, **arguments: Any) -> SimulationRun:
+        """tau2's run_task on the next free slot; raises what the simulation raised there."""
+        import ray
+
+        if self._refusal is not None:  # every other simulation would meet the same refusal
+            raise AgentAuthError(str(self._refusal), status=self._refusal.status)
+        actor = self._free.get()
+        try:
+            return ray.get(actor.run.remote(arguments))
+        except ray.exceptions.RayTaskError as error:
+            cause = error.cause if isinstance(error.cause, BaseException) else error
+            if isinstance(cause, AgentAuthError):
+                self._refusal = self._refusal or cause
+            raise cause from None
+        except ray.exceptions.RayActorError as error:
+            raise SimulationLost(
+                f"the simulation of task {arguments['task'].id} (seed {arguments.get('seed')}) was lost: its Ray "
+                f"worker died {RETRIES + 1} times ({_first_line(error)}). The finished simulations are kept in "
+                f"{self.results_path}; re-run the same command to resume."
+            ) from None
+        finally:
+            self._free.put(actor)
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0][:300] if lines else type(error).__name__
