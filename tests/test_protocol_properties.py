@@ -35,6 +35,7 @@ from tau2_a2a.protocol.toolcalls import (
     restore_types,
 )
 from tests.conftest import typed
+from tests.test_toolcalls import as_wire
 
 MANY = settings(max_examples=10_000, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 FORMS = ["tau2", "openai", "openai_legacy", "adk"]
@@ -50,19 +51,6 @@ LEAVES: list[Any] = [
 JSON_LEAVES: list[Any] = [None, True, False, 0, 1, -7, 2**53, -(2**53), 2.0, 0.5, -2.5, 1e300, "", "x", "2", "é ü"]
 
 drawn_text = st.text(max_size=10)
-
-
-def as_wire(value: Any) -> Any:
-    """What a data part does to numbers: every one arrives as a double."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return float(value)
-    if isinstance(value, dict):
-        return {k: as_wire(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [as_wire(v) for v in value]
-    return value
 
 
 def any_json(rng: random.Random, text: str, depth: int = 2, leaves: list[Any] = LEAVES) -> Any:

@@ -99,14 +99,19 @@ def merge_files(paths: list[Path], save_to: str, results_dir: Path | None = None
             raise ConfigError(f"{path} is not a tau2 results file ({str(error).splitlines()[0]}).") from None
     merged = merge_results(parts)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_open(target, "w") as results_file:
-        results_file.write(merged.model_dump_json(indent=2))
-    metrics = compute_metrics(merged)
-    ConsoleDisplay.display_agent_metrics(metrics)
-    save_results_summary(merged, metrics, target.parent / f"{target.stem}_results.json")
-    save_termination_summary(merged, target.parent / f"{target.stem}_termination_summary.json")
+    save_results(merged, target)
     print(format_summary(write_report(target)))
     return target
+
+
+def save_results(results: Results, path: Path) -> None:
+    """A tau2 results file written whole, with tau2's metrics shown and its two summary files beside it."""
+    with atomic_open(path, "w") as results_file:
+        results_file.write(results.model_dump_json(indent=2))
+    metrics = compute_metrics(results)
+    ConsoleDisplay.display_agent_metrics(metrics)
+    save_results_summary(results, metrics, path.parent / f"{path.stem}_results.json")
+    save_termination_summary(results, path.parent / f"{path.stem}_termination_summary.json")
 
 
 def merge_command(args: argparse.Namespace) -> int:

@@ -27,12 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from tau2.data_model.simulation import Results, RunConfig
-from tau2.metrics.agent_metrics import compute_metrics
-from tau2.run import get_tasks, save_results_summary, save_termination_summary
-from tau2.utils.display import ConsoleDisplay
+from tau2.run import get_tasks
 
 from tau2_a2a.client.atomic_results import atomic_open
 from tau2_a2a.client.errors import RunStopped
+from tau2_a2a.client.merge import save_results
 from tau2_a2a.client.metrics import metrics_path, write_report
 from tau2_a2a.client.processes import (exit_with, helpers_worth_starting, processes_phrase, usable_cores,
                                        worker_context)
@@ -108,12 +107,7 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
             f"finished simulations are kept in {parts_dir}. Re-run the command to resume."
         )
     merged = _merge([Results.load(parts_dir / f"part{k}.json") for k in range(len(shards))], ids)
-    with atomic_open(path, "w") as results_file:
-        results_file.write(merged.model_dump_json(indent=2))
-    metrics = compute_metrics(merged)
-    ConsoleDisplay.display_agent_metrics(metrics)
-    save_results_summary(merged, metrics, path.parent / f"{path.stem}_results.json")
-    save_termination_summary(merged, path.parent / f"{path.stem}_termination_summary.json")
+    save_results(merged, path)
     scrub_secrets(path)
     report = write_report(path)
     return RunOutcome(merged, path, metrics_path(path), report)
