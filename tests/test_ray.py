@@ -210,9 +210,13 @@ def test_the_service_runs_its_evaluations_on_ray_and_cancels_them(cluster: Any, 
         kept = saved_simulations(manager.results_path(canceled["evaluation_id"]))
         assert 1 <= len(kept) < len(tasks)
         assert stopped["progress"]["simulations_done"] == len(kept)
-        assert EvaluationManager(tmp_path).get(canceled["evaluation_id"])["status"] == "canceled"  # persisted
     finally:
         manager.close()
+    restarted = EvaluationManager(tmp_path)
+    try:
+        assert restarted.get(canceled["evaluation_id"])["status"] == "canceled"  # persisted
+    finally:
+        restarted.close()
 
 
 def test_serve_ray_passes_the_address_to_each_evaluation_run(tmp_path: Path) -> None:

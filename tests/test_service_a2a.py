@@ -294,27 +294,38 @@ async def test_target_refusal(service: BackgroundServer, tmp_path: Path, oracle_
         restricted.stop()
 
 
-async def test_results_survive_a_restart(service: BackgroundServer, acceptance: Any) -> None:
-    root = service.app.state.tools.manager.root
-    evaluation = result_data(acceptance)
-    interrupted = root / "ev-00000000abcd"
-    interrupted.mkdir(exist_ok=True)
-    (interrupted / "evaluation.json").write_text(json.dumps({
-        **{k: evaluation[k] for k in ("request", "total_simulations", "domain", "agent_endpoint")},
-        "evaluation_id": "ev-00000000abcd", "status": "running", "agent_auth": False,
-        "created_at": "2026-01-01T00:00:00+00:00", "started_at": None, "finished_at": None, "error": None,
-        "result": None}))
-    restarted = start_service(root)
+async def test_records_of_the_file_layout_are_imported_once_and_an_unfinished_one_resumes(
+        service: BackgroundServer, acceptance: Any, tmp_path: Path) -> None:
+    """A results directory of the earlier file layout: one finished record, one left running."""
+    evaluation = service.app.state.tools.manager.get(result_data(acceptance)["evaluation_id"])
+    records = {
+        "ev-00000000abcd": {"status": "running", "result": None, "finished_at": None},
+        "ev-00000000beef": {"status": "completed", "result": evaluation["result"],
+                            "finished_at": "2026-01-01T00:01:00+00:00"},
+    }
+    for evaluation_id, fields in records.items():
+        (tmp_path / evaluation_id).mkdir()
+        (tmp_path / evaluation_id / "evaluation.json").write_text(json.dumps({
+            **{k: evaluation[k] for k in ("request", "total_simulations", "domain", "agent_endpoint")},
+            "evaluation_id": evaluation_id, "agent_auth": False, "created_at": "2026-01-01T00:00:00+00:00",
+            "started_at": "2026-01-01T00:00:00+00:00", "error": None, **fields}))
+    restarted = start_service(tmp_path)
     try:
-        again = await call_tool(restarted.url, "get_evaluation", {"evaluation_id": evaluation["evaluation_id"]})
-        assert again["status"] == "completed" and again["result"] == evaluation["result"]
-        lost = await call_tool(restarted.url, "get_evaluation", {"evaluation_id": "ev-00000000abcd"})
-        assert lost["status"] == "failed"
-        assert lost["error"] == "interrupted: the service stopped while this evaluation was running"
+        finished = await call_tool(restarted.url, "get_evaluation", {"evaluation_id": "ev-00000000beef"})
+        assert finished["status"] == "completed" and finished["result"] == evaluation["result"]
+        resumed = await asyncio.to_thread(restarted.app.state.tools.manager.wait, "ev-00000000abcd", 300)
+        assert (resumed["status"], resumed["resumed"]) == ("completed", 1)
+        assert resumed["result"]["metrics"]["avg_reward"] == 1.0
         listed = await call_tool(restarted.url, "list_evaluations")
-        assert evaluation["evaluation_id"] in {e["evaluation_id"] for e in listed["evaluations"]}
+        assert {"ev-00000000abcd", "ev-00000000beef"} <= {e["evaluation_id"] for e in listed["evaluations"]}
     finally:
         restarted.stop()
+    assert not list(tmp_path.glob("ev-*/evaluation.json"))  # imported once: the database holds them now
+    again = start_service(tmp_path)
+    try:
+        assert len((await call_tool(again.url, "list_evaluations"))["evaluations"]) == 2
+    finally:
+        again.stop()
 
 
 async def test_bearer_auth_and_the_target_token_never_leaks(tmp_path: Path) -> None:

@@ -225,5 +225,11 @@ def test_queue_positions_queue_limit_and_canceling(tmp_path: Path) -> None:
         assert tools.get_evaluation(third["evaluation_id"])["status"] == "running"  # its turn came
     finally:
         manager.close()
-    assert tools.get_evaluation(third["evaluation_id"])["error"] == (
-        "interrupted: the service stopped while this evaluation ran")
+    # A service that stops leaves its running evaluation to the next one, which resumes it.
+    restarted = EvaluationManager(tmp_path / "results", Limits(max_running=1, max_queued=2), python=str(sleeper))
+    try:
+        again = restarted.get(third["evaluation_id"])
+        assert (again["status"], again["resumed"], again["error"]) == ("running", 1, None)
+        assert restarted.get(first["evaluation_id"])["status"] == "canceled"
+    finally:
+        restarted.close()

@@ -215,6 +215,9 @@ def resolve_domain(args: argparse.Namespace) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from tau2_a2a.runner.parent import exit_with_parent
+
+    exit_with_parent()
     resolve_domain(args)
     config = run_config_from_args(args)
     if args.agent != AGENT_NAME:

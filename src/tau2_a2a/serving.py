@@ -4,8 +4,8 @@ One Starlette app serves the card, JSON-RPC and HTTP+JSON on the HTTP port;
 a grpc.aio server on its own port shares the app's request handler, in the
 same event loop, so a task started over one binding can be read or canceled
 over another. The app records that handler in `app.state.a2a_handler`, and
-the gRPC interceptors it needs (the service's bearer check) in
-`app.state.grpc_interceptors`.
+the gRPC interceptors and options it needs (the service's bearer check, its
+request size limit) in `app.state.grpc_interceptors` and `grpc_options`.
 
     port, grpc_port = free_port(), free_port()
     card = agent_card(name, description, f"http://127.0.0.1:{port}", grpc_url=f"127.0.0.1:{grpc_port}")
@@ -78,7 +78,8 @@ def grpc_server(app: Starlette, address: str) -> Any:
     handler = getattr(state, "a2a_handler", None)
     if handler is None:
         raise ValueError("gRPC needs an app made by tau2_a2a.serving.a2a_app or the service's build_app.")
-    server = grpc.aio.server(interceptors=list(getattr(state, "grpc_interceptors", ())))
+    server = grpc.aio.server(interceptors=list(getattr(state, "grpc_interceptors", ())),
+                             options=list(getattr(state, "grpc_options", ())))
     a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
     a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(CompatGrpcHandler(handler), server)
     server.add_insecure_port(address)

@@ -16,6 +16,10 @@
   structured form and an example; "results"/"status"/"progress" follow-ups get
   the context's last evaluation (the A2A context is the ADK session).
 - CancelTask cancels this agent's coroutine; that cancels the evaluation.
+- An A2A task whose follower stopped (a restart, a replica that died) is
+  continued by running this agent again on the task's first message, marked
+  `resume`: it follows the evaluation it started instead of starting another,
+  so the task ends with the same artifact as if nothing had happened.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from pydantic import Field
 from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import Assessment, AssessmentRejected, from_text, is_assessment, parse
 from tau2_a2a.service.evaluations import TERMINAL, EvaluationError
-from tau2_a2a.service.executor import ARTIFACT_KEY, REJECTED
+from tau2_a2a.service.executor import ARTIFACT_KEY, REJECTED, TASK_KEY
 from tau2_a2a.service.result import ARTIFACT_NAME, build_result, result_notes
 from tau2_a2a.service.settings import ServiceSettings
 from tau2_a2a.service.tools import ALIASES, CANCEL, GET, RUN, EvaluationTools, ToolError, describe
@@ -127,6 +131,11 @@ class EvaluationServiceAgent(BaseAgent):
         except BadRequest as error:
             yield self._error(ctx, str(error))
             return
+        resume = served_task(ctx).get("resume")
+        if resume:
+            async for event in self._follow(ctx, resume, _assessment_of(request)):
+                yield event
+            return
         if request is not None and is_assessment(request):
             async for event in self._assess(ctx, request):
                 yield event
@@ -186,6 +195,9 @@ class EvaluationServiceAgent(BaseAgent):
                       assessment: Assessment | None = None) -> AsyncGenerator[Event, None]:
         """Progress updates until the evaluation ends, then its summary and data (the artifact)."""
         manager = self.tools.manager
+        task = served_task(ctx)
+        if task.get("task_id") and not task.get("resume"):
+            await asyncio.to_thread(manager.link_task, evaluation_id, task["task_id"], task["context_id"])
         seen = None
         try:
             while True:
@@ -202,16 +214,20 @@ class EvaluationServiceAgent(BaseAgent):
                 await asyncio.sleep(self.poll_seconds)
         except (asyncio.CancelledError, GeneratorExit):
             # The A2A task was canceled (or its run ended early): nobody follows this evaluation.
-            manager.cancel(evaluation_id, wait=False)
+            # A service that stops leaves both to the next one.
+            if not manager.closing:
+                manager.cancel(evaluation_id, wait=False)
+                manager.task_followed(evaluation_id)
             raise
         state = {LAST_EVALUATION: evaluation_id}
         if assessment is not None:
-            yield await self._result(ctx, record, assessment, state)
-            return
-        final = self._reply(ctx, summary.text(record), record, state=state)
-        if record["status"] == "failed":  # the A2A task fails too, with the reason as its message
-            final.error_code, final.error_message = "EVALUATION_FAILED", summary.text(record)
+            final = await self._result(ctx, record, assessment, state)
+        else:
+            final = self._reply(ctx, summary.text(record), record, state=state)
+            if record["status"] == "failed":  # the A2A task fails too, with the reason as its message
+                final.error_code, final.error_message = "EVALUATION_FAILED", summary.text(record)
         yield final
+        await asyncio.to_thread(manager.task_followed, evaluation_id)
 
     async def _result(self, ctx: InvocationContext, record: dict[str, Any], assessment: Assessment,
                       state: dict[str, Any]) -> Event:
@@ -241,6 +257,22 @@ class EvaluationServiceAgent(BaseAgent):
         content = types.Content(role="model", parts=[data_part(data)]) if data is not None else None
         return Event(author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
                      error_code=code, error_message=message, content=content)
+
+
+def served_task(ctx: InvocationContext) -> dict[str, Any]:
+    """The A2A task this invocation serves, as `tau2-a2a serve`'s executor tells it (empty elsewhere)."""
+    custom = (ctx.run_config.custom_metadata if ctx.run_config is not None else None) or {}
+    return custom.get(TASK_KEY) or {}
+
+
+def _assessment_of(request: dict[str, Any] | None) -> Assessment | None:
+    """The assessment a continued task's first message asked for (it was accepted then, so it parses)."""
+    if request is None or not is_assessment(request):
+        return None
+    try:
+        return parse(request)
+    except AssessmentRejected:
+        return None
 
 
 def progress_data(record: dict[str, Any]) -> dict[str, Any]:

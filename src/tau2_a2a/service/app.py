@@ -28,6 +28,7 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator
+import asyncio
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -147,12 +148,18 @@ def grpc_bearer_auth(token: str) -> Any:
 
 
 def _request_handler_class() -> type:
+    from a2a.server.agent_execution import RequestContext
+    from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
+    from a2a.server.context import ServerCallContext
     from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.types import Role, SendMessageRequest
 
+    from tau2_a2a.service.executor import RESUME_STATE
     from tau2_a2a.service.vault import scrub_a2a_message
 
-    class ScrubbingRequestHandler(DefaultRequestHandler):
-        """Moves a target's token into the vault before the task store keeps the message."""
+    class ServiceRequestHandler(DefaultRequestHandler):
+        """a2a-sdk's handler, plus: a target's token leaves the message before the task store keeps it,
+        and a task whose execution stopped with its service can be continued by another."""
 
         async def on_message_send(self, params: Any, context: Any) -> Any:
             scrub_a2a_message(params.message)
@@ -163,7 +170,28 @@ def _request_handler_class() -> type:
             async for event in super().on_message_send_stream(params, context):
                 yield event
 
-    return ScrubbingRequestHandler
+        async def continue_task(self, task_id: str, evaluation_id: str) -> bool:
+            """Run the agent again on the task's first message, following `evaluation_id`, the way a
+            new message runs it: its events reach the task store and every subscriber, on any replica.
+            Whether there was a task to continue."""
+            call_context = ServerCallContext(state={RESUME_STATE: evaluation_id})
+            if await self._active_task_registry.get(task_id) is not None:
+                return False  # it runs here already
+            stored = await self._versioned_store.get(task_id, call_context)
+            if stored is None:
+                return False
+            task = stored.task
+            first = next((m for m in task.history if m.role == Role.ROLE_USER), None)
+            if first is None or task.status.state in TERMINAL_TASK_STATES:
+                return False
+            active = await self._active_task_registry.get_or_create(
+                task_id, call_context=call_context, context_id=task.context_id, create_task_if_missing=False)
+            await active.enqueue_request(RequestContext(
+                call_context=call_context, request=SendMessageRequest(message=first),
+                task_id=task.id, context_id=task.context_id, task=task))
+            return True
+
+    return ServiceRequestHandler
 
 
 def build_runner(agent: Any) -> Any:
@@ -178,47 +206,79 @@ def build_runner(agent: Any) -> Any:
                   session_service=InMemorySessionService())
 
 
-def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, grpc_url: str | None = None) -> Any:
+def replica_name_for(url: str) -> str:
+    """This service's name among replicas: its host and port, stable across its restarts."""
+    from urllib.parse import urlsplit
+
+    from tau2_a2a.service.store import replica_name
+
+    return replica_name(urlsplit(url).port)
+
+
+def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, grpc_url: str | None = None,
+              task_store: Any = None) -> Any:
     """The Starlette app of `tau2-a2a serve`; `app.state.tools` holds the service's tools.
+
+    The A2A tasks live in the service's database unless `task_store` is given
+    (the benchmark compares a2a-sdk's in-memory store).
 
     With `grpc_url` (host:port) the card declares gRPC too; serve it with
     tau2_a2a.serving (BackgroundServer or serve_forever with a gRPC port).
     """
-    import asyncio
-
-    from a2a.server.tasks import InMemoryTaskStore
+    from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
     from google.adk.a2a.executor.a2a_agent_executor import A2aAgentExecutor
+    from sqlalchemy.ext.asyncio import create_async_engine
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
 
     from tau2_a2a.service import catalog
     from tau2_a2a.service.agent import build_agent
     from tau2_a2a.service.executor import executor_config
+    from tau2_a2a.service.request_limit import RequestSizeLimit
+    from tau2_a2a.service.store import sqlalchemy_url
     from tau2_a2a.serving import a2a_routes
 
-    tools = settings.tools()
+    tools = settings.tools(replica=settings.replica or replica_name_for(url))
     agent = build_agent(settings, tools, poll_seconds=poll_seconds)
     card = service_card(url, settings.limits, auth=bool(settings.auth_token), grpc_url=grpc_url)
+    engine = event_stream = None
+    if task_store is None:  # the A2A tasks live in the evaluations' database, shared by replicas
+        engine = create_async_engine(sqlalchemy_url(tools.manager.store.database, asynchronous=True),
+                                     pool_pre_ping=True)
+        task_store = VersionedDatabaseTaskStore(engine)  # a2a-sdk's own tables
+        event_stream = DatabaseTaskEventStream(engine)  # subscribe and cancel through any replica
     handler = _request_handler_class()(
         agent_executor=A2aAgentExecutor(runner=build_runner(agent), config=executor_config()),
-        task_store=InMemoryTaskStore(),
+        task_store=task_store,
         agent_card=card,
+        event_stream=event_stream,
     )
 
     @asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         warm = asyncio.create_task(asyncio.to_thread(catalog.domains))  # first list_domains is then quick
+        if event_stream is not None:
+            await task_store.initialize()
+            await event_stream.initialize()
+        loop = asyncio.get_running_loop()
+        tools.manager.follow_tasks_with(lambda row: asyncio.run_coroutine_threadsafe(
+            handler.continue_task(row.task_id, row.evaluation_id), loop))
         try:
             yield
         finally:
             warm.cancel()
             await asyncio.to_thread(tools.manager.close)
             await handler.aclose()
+            if engine is not None:
+                await engine.dispose()
 
-    middleware = [Middleware(BearerAuth, token=settings.auth_token)] if settings.auth_token else []
+    middleware = [Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)]
+    if settings.auth_token:
+        middleware.append(Middleware(BearerAuth, token=settings.auth_token))
     app = Starlette(routes=a2a_routes(handler, card), middleware=middleware, lifespan=lifespan)
     app.state.a2a_handler = handler
     app.state.grpc_interceptors = [grpc_bearer_auth(settings.auth_token)] if settings.auth_token else []
+    app.state.grpc_options = [("grpc.max_receive_message_length", settings.max_request_bytes)]
     app.state.tools = tools
     app.state.card = card
     return app
@@ -259,6 +319,18 @@ def add_serve_command(commands: Any) -> None:
     serve.add_argument("--ray", default=None, metavar="ADDRESS",
                        help="Run each evaluation's simulations on this Ray cluster (TAU2_EVAL_RAY_ADDRESS): "
                             "auto, ray://HOST:PORT, HOST:PORT or local; see `tau2-a2a run --ray`")
+    serve.add_argument("--database", default=None, metavar="URL",
+                       help="Where evaluations, the queue and A2A tasks live (TAU2_EVAL_DATABASE): a SQLite file "
+                            "(default RESULTS_DIR/service.sqlite) or postgresql://USER@HOST:PORT/DB, which "
+                            "replicas share (they must share --results-dir too)")
+    serve.add_argument("--replica-id", default=None,
+                       help="This replica's name on a shared database (TAU2_EVAL_REPLICA; default HOSTNAME:PORT); "
+                            "keep it across restarts to take back its evaluations at once")
+    serve.add_argument("--lease-seconds", type=float, default=None,
+                       help="How long a replica that stopped answering keeps its evaluations before another "
+                            "takes them over (TAU2_EVAL_LEASE_SECONDS; default 30)")
+    serve.add_argument("--max-request-bytes", type=int, default=None,
+                       help="Refuse request bodies over this size (TAU2_EVAL_MAX_REQUEST_BYTES; default 10 MiB)")
     serve.add_argument("--write-card", metavar="PATH", default=None,
                        help="Write the card of the ADK app (JSON-RPC only) to PATH, for "
                             "adk_agents/<app>/agent.json with --public-url, and exit")
@@ -285,12 +357,17 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         model_api_base=args.model_api_base or base.model_api_base,
         auth_token=args.auth_token or base.auth_token,
         ray_address=args.ray or base.ray_address,
+        database=args.database or base.database,
+        replica=args.replica_id or base.replica,
+        lease_seconds=base.lease_seconds if args.lease_seconds is None else args.lease_seconds,
+        max_request_bytes=base.max_request_bytes if args.max_request_bytes is None else args.max_request_bytes,
     )
 
 
 def serve_command(args: argparse.Namespace) -> int:
     from tau2_a2a.config import ConfigError
     from tau2_a2a.service.evaluations import EvaluationError
+    from tau2_a2a.service.store import redact_url
     from tau2_a2a.service.targets import TargetPolicy
     from tau2_a2a.serving import serve_forever
 
@@ -299,6 +376,8 @@ def serve_command(args: argparse.Namespace) -> int:
         TargetPolicy.from_entries(settings.allowed_targets)  # a bad entry stops here, with its reason
     except EvaluationError as error:
         raise ConfigError(str(error)) from None
+    if settings.lease_seconds <= 0 or settings.max_request_bytes < 1:
+        raise ConfigError("--lease-seconds and --max-request-bytes must be positive.")
     url = (args.public_url or f"http://{args.host}:{args.port}").rstrip("/")
     if args.write_card:
         card = service_card(url, settings.limits, http_bindings=ADK_BINDINGS)
@@ -318,6 +397,7 @@ def serve_command(args: argparse.Namespace) -> int:
           f"{settings.limits.max_concurrency}   targets: {targets}")
     where = f"on the Ray cluster at {settings.ray_address}" if settings.ray_address else "in each evaluation's process"
     print(f"  simulations: {where}")
+    print(f"  database: {redact_url(app.state.tools.manager.store.database)}   replica: {app.state.tools.manager.replica}")
     sys.stdout.flush()
     serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,
                   log_level=os.environ.get("TAU2_EVAL_LOG_LEVEL", "warning"))

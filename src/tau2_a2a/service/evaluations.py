@@ -1,4 +1,4 @@
-"""Evaluation jobs: each one a child `tau2-a2a run` process, queued beyond a limit, persisted.
+"""Evaluation jobs: each one a child `tau2-a2a run` process, queued beyond a limit, kept in a database.
 
 Why a child process per evaluation: tau2 keeps process-wide state (run_tasks
 resets loguru's sinks, a shared rich console, an interactive resume prompt,
@@ -14,10 +14,14 @@ service and the CLI score alike.
 - Secrets: the target's bearer token reaches the child only through its
   environment (TAU2_A2A_AUTH_TOKEN), never its command line, and is dropped
   from memory when the child ends. Records on disk never hold it.
-- Restart: one `evaluation.json` record per evaluation in its own directory;
-  a new service reads them back. Evaluations that were queued or running when
-  the service stopped are marked failed ("interrupted"), finished simulations
-  kept.
+- Restarts and replicas: records and the queue live in one SQL database
+  (store.py). A service that starts takes up the evaluations a stopped one
+  left: a queued one waits again; a running one resumes, its child restarting
+  on the same results file so tau2 redoes no finished simulation. Replicas on
+  one PostgreSQL database share the queue; a replica's evaluations are held
+  under a lease it renews, and another replica takes them over when it dies.
+- Children die with their service (TAU2_A2A_EXIT_WITH, see runner/parent.py),
+  so a resumed evaluation never has two writers.
 """
 
 from __future__ import annotations
@@ -36,16 +40,21 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from tau2_a2a.client.metrics import METRICS_SUFFIX
 from tau2_a2a.config import AUTH_TOKEN_ENV, redact
+from tau2_a2a.runner.parent import EXIT_WITH_ENV
 from tau2_a2a.service import summary
+from tau2_a2a.service.store import EvaluationStore, Row, default_database, replica_name
 
 log = logging.getLogger("tau2_a2a.service")
 
+SERVICE_ENV_PREFIX = "TAU2_EVAL_"
 SERVICE_TOKEN_ENV = "TAU2_EVAL_AUTH_TOKEN"
-RECORD_NAME = "evaluation.json"
+RECORD_NAME = "evaluation.json"  # the file layout of earlier versions, imported once
 RESULTS_NAME = "results"
 CHILD_LOG = "child.log"
 ID_PATTERN = re.compile(r"^ev-[0-9a-f]{12}$")
@@ -139,36 +148,69 @@ class EvaluationSpec:
         return command
 
 
+
 @dataclass
 class _Job:
+    """An evaluation whose child runs in this replica."""
+
     record: dict[str, Any]
     directory: Path
     token: str | None = field(default=None, repr=False)
     process: subprocess.Popen | None = None
     canceling: bool = False
     done: threading.Event = field(default_factory=threading.Event)
-    progress_cache: tuple[int, int, dict[str, Any]] | None = None
+
+
+@dataclass
+class _Progress:
+    key: tuple[int, int]
+    progress: dict[str, Any]
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+TOKEN_LOST = ("the target's bearer token was held only in the memory of the service process that stopped "
+              "(it is never stored); finished simulations are kept. Submit the evaluation again with "
+              "agent_auth_token.")
+
+
 class EvaluationManager:
-    """Starts, queues, follows, cancels and remembers evaluations under `root`."""
+    """Starts, queues, follows, cancels and remembers evaluations under `root`, in one database.
+
+    `database` is a SQLite file or a postgresql:// URL (default: a SQLite file
+    in `root`). `replica` names this service among the replicas of one
+    database; `lease_seconds` is how long a replica that stopped answering
+    keeps its evaluations before another takes them over.
+    """
 
     def __init__(self, root: Path | str, limits: Limits = DEFAULT_LIMITS, python: str = sys.executable,
-                 ray_address: str | None = None) -> None:
+                 ray_address: str | None = None, database: str | None = None, replica: str | None = None,
+                 lease_seconds: float = 30.0) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.limits = limits
         self.python = python
         self.ray_address = ray_address  # each evaluation's simulations run on this Ray cluster
+        self.store = EvaluationStore(database or default_database(self.root))
+        self.replica = replica or replica_name()
+        self.lease_seconds = lease_seconds
+        self._tick = max(0.2, min(2.0, lease_seconds / 10))
         self._lock = threading.RLock()
         self._jobs: dict[str, _Job] = {}
-        self._queue: list[str] = []
+        self._tokens: dict[str, str] = {}  # of queued evaluations received here; never stored
+        self._progress: dict[str, _Progress] = {}
+        self._follow: Callable[[Row], None] | None = None
+        self._orphaned_tasks: list[Row] = []
         self._closing = False
-        self._load()
+        self._stopped = threading.Event()
+        self._import_files()
+        with self._lock:
+            self._adopt_expired(at_start=True)
+            self._dispatch()
+        self._maintainer = threading.Thread(target=self._maintain, daemon=True, name="evaluations")
+        self._maintainer.start()
 
     # -- public --------------------------------------------------------------------
 
@@ -177,121 +219,149 @@ class EvaluationManager:
         with self._lock:
             if self._closing:
                 raise EvaluationError("The service is shutting down; send the request again later.")
-            if len(self._queue) >= self.limits.max_queued:
+            queued = self._read(self.store.queued_count)
+            if queued >= self.limits.max_queued:
                 raise EvaluationError(
                     f"The evaluation queue is full ({self.limits.max_queued} waiting, "
                     f"{self.limits.max_running} running). Try again when one finishes."
                 )
             evaluation_id = f"ev-{uuid.uuid4().hex[:12]}"
-            directory = self.root / evaluation_id
-            directory.mkdir(parents=True)
-            job = _Job(
-                record={
-                    "evaluation_id": evaluation_id,
-                    "status": Status.QUEUED.value,
-                    "domain": spec.domain,
-                    "agent_endpoint": spec.agent_endpoint,
-                    "request": spec.as_dict(),
-                    "total_simulations": spec.total_simulations,
-                    "agent_auth": bool(token),
-                    "created_at": _now(),
-                    "started_at": None,
-                    "finished_at": None,
-                    "error": None,
-                    "result": None,
-                },
-                directory=directory,
-                token=token or None,
-            )
-            self._jobs[evaluation_id] = job
-            self._queue.append(evaluation_id)
-            self._persist(job)
+            (self.root / evaluation_id).mkdir(parents=True)
+            record = {
+                "evaluation_id": evaluation_id,
+                "status": Status.QUEUED.value,
+                "domain": spec.domain,
+                "agent_endpoint": spec.agent_endpoint,
+                "request": spec.as_dict(),
+                "total_simulations": spec.total_simulations,
+                "agent_auth": bool(token),
+                "created_at": _now(),
+                "started_at": None,
+                "finished_at": None,
+                "error": None,
+                "result": None,
+            }
+            # A queued evaluation that needs a token waits for this replica, the only one holding it.
+            self._write(lambda: self.store.insert(record, owner=self.replica if token else None,
+                                                  lease_until=self._lease() if token else None))
+            if token:
+                self._tokens[evaluation_id] = token
             log.info("evaluation %s queued: %s on %s, %d simulations", evaluation_id,
                      spec.agent_endpoint, spec.domain, spec.total_simulations)
             self._dispatch()
-            return self._snapshot(job)
+        return self.get(evaluation_id)
 
     def get(self, evaluation_id: str) -> dict[str, Any]:
         """Status, progress (queue position or simulations done) and results."""
-        with self._lock:
-            job = self._job(evaluation_id)
-            snapshot = self._snapshot(job, progress=False)
-        return self._with_progress(job, snapshot)  # reading the results file needs no lock
+        return self._snapshot(self._row(evaluation_id))
 
     def results_path(self, evaluation_id: str) -> Path:
         """tau2's results file of the evaluation (it may not exist yet)."""
-        return self._job(evaluation_id).directory / f"{RESULTS_NAME}.json"
+        return self.root / self._row(evaluation_id).evaluation_id / f"{RESULTS_NAME}.json"
 
     def list(self) -> list[dict[str, Any]]:
-        with self._lock:
-            jobs = sorted(self._jobs.values(), key=lambda j: (j.record["created_at"], j.record["evaluation_id"]))
-            snapshots = [(job, self._snapshot(job, progress=False)) for job in jobs]
-        return [self._with_progress(job, snapshot) for job, snapshot in snapshots]
+        rows = self._read(self.store.all)
+        return [self._snapshot(row) for row in sorted(
+            rows, key=lambda r: (r.record["created_at"], r.evaluation_id))]
 
     def wait(self, evaluation_id: str, timeout: float | None = None) -> dict[str, Any]:
         """Block until the evaluation ends (or `timeout`); its snapshot."""
-        job = self._job(evaluation_id)
-        job.done.wait(timeout)
-        return self.get(evaluation_id)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            snapshot = self.get(evaluation_id)
+            if snapshot["status"] in TERMINAL or (deadline is not None and time.monotonic() >= deadline):
+                return snapshot
+            job = self._jobs.get(evaluation_id)
+            pause = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
+            if job is not None:
+                job.done.wait(pause)
+            else:
+                time.sleep(pause)
 
     def cancel(self, evaluation_id: str, wait: bool = True) -> dict[str, Any]:
-        """Stop an evaluation; finished simulations are kept. Ended ones are left as they are."""
+        """Stop an evaluation wherever it runs; finished simulations are kept. Ended ones are left as they are."""
+        row = self._row(evaluation_id)
+        if row.record["status"] in TERMINAL:
+            return self._snapshot(row)
         with self._lock:
-            job = self._job(evaluation_id)
-            status = job.record["status"]
-            if status in TERMINAL or job.canceling:
-                return self._snapshot(job)
-            if status == Status.QUEUED.value:
-                self._queue.remove(evaluation_id)
-                job.canceling = True
-                self._finish(job, None)
-                return self._snapshot(job)
-            job.canceling = True
-            process = job.process
-        log.info("evaluation %s: canceling", evaluation_id)
-        stopper = threading.Thread(target=self._stop, args=(job, process), daemon=True,
-                                   name=f"cancel {evaluation_id}")
-        stopper.start()
-        if wait:
-            job.done.wait(60)
-        return self.get(evaluation_id)
+            job = self._jobs.get(evaluation_id)
+            if job is not None:
+                self._cancel_local(job)
+            elif self._write(lambda: self.store.cancel_queued(evaluation_id)):
+                self._tokens.pop(evaluation_id, None)
+                self._write(lambda: self.store.save(self._ended(row.record, Status.CANCELED.value, None), None))
+                log.info("evaluation %s canceled while queued", evaluation_id)
+            else:  # running in another replica: it sees the request within a second
+                self._write(lambda: self.store.request_cancel(evaluation_id))
+        return self.wait(evaluation_id, 60) if wait else self.get(evaluation_id)
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    def link_task(self, evaluation_id: str, task_id: str, context_id: str) -> None:
+        """The A2A task that follows this evaluation, so that a replica can continue it after a restart."""
+        self._write(lambda: self.store.link_task(evaluation_id, task_id, context_id, self.replica,
+                                                 self._lease()))
+
+    def task_followed(self, evaluation_id: str) -> None:
+        """The A2A task has its final event: nobody needs to continue it."""
+        self._write(lambda: self.store.unlink_task(evaluation_id))
+
+    def follow_tasks_with(self, follow: Callable[[Row], None]) -> None:
+        """Continue A2A tasks whose follower died with `follow(row)`; from now on this replica takes them up."""
+        with self._lock:
+            self._follow = follow
+            orphaned, self._orphaned_tasks = self._orphaned_tasks, []
+        for row in orphaned:
+            follow(row)
 
     def close(self) -> None:
-        """Stop every running evaluation (their finished simulations are kept)."""
+        """Stop this replica: children are stopped with their results kept, and their evaluations released.
+
+        The next service on this database (or another replica at once) resumes them.
+        """
         with self._lock:
+            if self._closing:
+                return
             self._closing = True
-            running = [j for j in self._jobs.values() if j.process is not None and not j.done.is_set()]
-            for evaluation_id in list(self._queue):
-                self._queue.remove(evaluation_id)
-                self._finish(self._jobs[evaluation_id], None)
-        for job in running:
+            jobs = list(self._jobs.values())
+        self._stopped.set()
+        self._maintainer.join(10)
+        for job in jobs:
             self._stop(job, job.process)
             job.done.wait(30)
+        try:
+            self.store.release(self.replica)
+        except SQLAlchemyError as error:
+            log.warning("could not release this replica's evaluations (%s); they are taken over when their "
+                        "lease runs out", type(error).__name__)
+        self.store.close()
 
-    # -- internals -----------------------------------------------------------------
+    # -- reading -------------------------------------------------------------------
 
-    def _job(self, evaluation_id: str) -> _Job:
+    def _row(self, evaluation_id: str) -> Row:
         if not isinstance(evaluation_id, str) or not ID_PATTERN.match(evaluation_id):
             raise EvaluationNotFound(
                 f"evaluation_id {evaluation_id!r} is not an evaluation id: ids look like ev-0123456789ab "
                 "(run_tau2_evaluation returns one; list_evaluations lists them)."
             )
-        job = self._jobs.get(evaluation_id)
-        if job is None:
+        row = self._read(lambda: self.store.get(evaluation_id))
+        if row is None:
             raise EvaluationNotFound(
                 f"No evaluation {evaluation_id} in this service. Use list_evaluations to see the known ones."
             )
-        return job
+        return row
 
-    def _snapshot(self, job: _Job, progress: bool = True) -> dict[str, Any]:
-        """The record as callers see it (caller holds the lock)."""
-        record = dict(job.record)
+    def _snapshot(self, row: Row) -> dict[str, Any]:
+        """The record as callers see it: with its queue position, or its progress."""
+        record = dict(row.record)
         status = record["status"]
         if status == Status.QUEUED.value:
-            record["queue_position"] = self._queue.index(record["evaluation_id"]) + 1
-        if status == Status.RUNNING.value:
-            return self._with_progress(job, record) if progress else record
-        if record.get("result"):
+            record["queue_position"] = self._read(lambda: self.store.queue_position(row.evaluation_id)) or 1
+        elif status == Status.RUNNING.value:
+            record["progress"] = self._running_progress(row.evaluation_id, record["total_simulations"])
+        elif record.get("result"):
             metrics = record["result"]["metrics"]
             record["progress"] = {
                 "simulations_done": metrics["num_simulations"],
@@ -300,60 +370,148 @@ class EvaluationManager:
             }
         return record
 
-    def _with_progress(self, job: _Job, snapshot: dict[str, Any]) -> dict[str, Any]:
-        if snapshot["status"] == Status.RUNNING.value:
-            snapshot["progress"] = self._progress(job)
-        return snapshot
-
-    def _progress(self, job: _Job) -> dict[str, Any]:
-        path = job.directory / f"{RESULTS_NAME}.json"
-        nothing_yet = summary.progress(None, job.record["total_simulations"])
+    def _running_progress(self, evaluation_id: str, total: int) -> dict[str, Any]:
+        path = self.root / evaluation_id / f"{RESULTS_NAME}.json"
+        nothing_yet = summary.progress(None, total)
         try:
             stat = path.stat()
         except OSError:
             return nothing_yet
         key = (stat.st_mtime_ns, stat.st_size)
-        if job.progress_cache and job.progress_cache[:2] == key:
-            return job.progress_cache[2]
+        cached = self._progress.get(evaluation_id)
+        if cached and cached.key == key:
+            return cached.progress
         results = summary.read_results(path)
         if results is None:  # being rewritten right now: keep the last reading
-            return job.progress_cache[2] if job.progress_cache else nothing_yet
-        progress = summary.progress(results, job.record["total_simulations"])
-        job.progress_cache = (*key, progress)
+            return cached.progress if cached else nothing_yet
+        progress = summary.progress(results, total)
+        self._progress[evaluation_id] = _Progress(key, progress)
         return progress
 
-    def _dispatch(self) -> None:
-        """Start queued evaluations while there are free slots (caller holds the lock)."""
-        running = sum(1 for j in self._jobs.values() if j.record["status"] == Status.RUNNING.value)
-        while self._queue and running < self.limits.max_running and not self._closing:
-            job = self._jobs[self._queue.pop(0)]
-            self._start(job)
-            running += 1
+    def _read(self, query: Callable[[], Any]) -> Any:
+        """A database read; an unreachable database is an EvaluationError saying so."""
+        try:
+            return query()
+        except SQLAlchemyError as error:
+            raise EvaluationError(f"The service's database is unreachable ({type(error).__name__}); "
+                                  "try again in a moment.") from None
 
-    def _start(self, job: _Job) -> None:
+    _write = _read
+
+    def _lease(self) -> float:
+        return time.time() + self.lease_seconds
+
+    # -- running -------------------------------------------------------------------
+
+    def _maintain(self) -> None:
+        """Renew leases, pass on cancel requests, take over what dead replicas left, start queued work."""
+        while not self._stopped.wait(self._tick):
+            try:
+                with self._lock:
+                    if self._closing:
+                        return
+                    owned = self.store.renew(self.replica, self._lease())
+                    for evaluation_id, job in list(self._jobs.items()):
+                        if evaluation_id not in owned and job.process is not None:
+                            log.warning("evaluation %s: taken over by another replica; stopping here",
+                                        evaluation_id)
+                            self._cancel_local(job, finish=False)
+                    for evaluation_id in self.store.cancel_requests(self.replica):
+                        if evaluation_id in self._jobs:
+                            self._cancel_local(self._jobs[evaluation_id])
+                    self._adopt_expired()
+                    self._dispatch()
+            except SQLAlchemyError as error:
+                log.warning("database unreachable (%s); evaluations keep running, retrying",
+                            type(error).__name__)
+
+    def _adopt_expired(self, at_start: bool = False) -> None:
+        """Take over what a stopped replica left (caller holds the lock)."""
+        for row in self.store.claim_expired(self.replica, self._lease(), time.time(), at_start=at_start):
+            record = row.record
+            needs_token = record.get("agent_auth") and row.evaluation_id not in self._tokens \
+                and row.evaluation_id not in self._jobs
+            if record["status"] == Status.QUEUED.value and not needs_token:
+                self.store.requeue(row.evaluation_id, self.replica)
+            elif record["status"] == Status.QUEUED.value or needs_token:
+                log.info("evaluation %s: its target's token is gone with the replica that held it",
+                         row.evaluation_id)
+                self.store.save(self._ended(record, Status.FAILED.value, TOKEN_LOST), self.replica)
+            elif row.evaluation_id not in self._jobs:
+                log.info("evaluation %s: resuming what another service process left", row.evaluation_id)
+                self._start(_Job(record=record, directory=self.root / row.evaluation_id), resumed=True)
+        for row in self.store.claim_orphaned_tasks(self.replica, self._lease(), time.time(), at_start=at_start,
+                                                    claim=self._follow is not None or at_start):
+            if self._follow is None:
+                self._orphaned_tasks.append(row)
+            else:
+                self._follow(row)
+
+    def _dispatch(self) -> None:
+        """Start queued evaluations while this replica has free slots (caller holds the lock)."""
+        while not self._closing and sum(1 for j in self._jobs.values() if not j.done.is_set()) \
+                < self.limits.max_running:
+            row = self.store.claim_queued(self.replica, self._lease())
+            if row is None:
+                return
+            self._start(_Job(record=row.record, directory=self.root / row.evaluation_id,
+                             token=self._tokens.pop(row.evaluation_id, None)))
+
+    def _start(self, job: _Job, resumed: bool = False) -> None:
+        """Run the evaluation's child (caller holds the lock and owns the row)."""
+        evaluation_id = job.record["evaluation_id"]
         spec = job.record["request"]
         command = EvaluationSpec(**spec).command(job.directory, self.python, self.ray_address)
-        env = {k: v for k, v in os.environ.items() if k not in (AUTH_TOKEN_ENV, SERVICE_TOKEN_ENV)}
+        # Nothing of the service's own settings (its token, its database URL) reaches the child.
+        env = {k: v for k, v in os.environ.items() if k != AUTH_TOKEN_ENV and not k.startswith(SERVICE_ENV_PREFIX)}
         env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", NO_COLOR="1", TERM="dumb", COLUMNS="120")
+        env[EXIT_WITH_ENV] = str(os.getpid())
         if job.token:
             env[AUTH_TOKEN_ENV] = job.token
-        with open(job.directory / CHILD_LOG, "wb") as child_log:
+        job.directory.mkdir(parents=True, exist_ok=True)
+        with open(job.directory / CHILD_LOG, "ab") as child_log:
             job.process = subprocess.Popen(
                 command, env=env, stdout=child_log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, cwd=job.directory, start_new_session=True,
             )
-        job.record.update(status=Status.RUNNING.value, started_at=_now())
-        self._persist(job)
-        log.info("evaluation %s running (pid %d)", job.record["evaluation_id"], job.process.pid)
-        threading.Thread(target=self._watch, args=(job,), daemon=True,
-                         name=f"watch {job.record['evaluation_id']}").start()
+        job.record.update(status=Status.RUNNING.value, started_at=job.record.get("started_at") or _now(),
+                          replica=self.replica)
+        if resumed:
+            job.record["resumed"] = job.record.get("resumed", 0) + 1
+        self._jobs[evaluation_id] = job
+        self.store.save(job.record, self.replica)
+        log.info("evaluation %s %s (pid %d)", evaluation_id, "resumed" if resumed else "running",
+                 job.process.pid)
+        threading.Thread(target=self._watch, args=(job,), daemon=True, name=f"watch {evaluation_id}").start()
 
     def _watch(self, job: _Job) -> None:
         assert job.process is not None
         code = job.process.wait()
         with self._lock:
-            self._finish(job, code)
-            self._dispatch()
+            self._jobs.pop(job.record["evaluation_id"], None)
+            try:
+                if not self._closing and job.process is not None:
+                    self._finish(job, code)
+                    self._dispatch()
+            except SQLAlchemyError as error:
+                log.warning("evaluation %s ended but the database is unreachable (%s); another start resumes it",
+                            job.record["evaluation_id"], type(error).__name__)
+            finally:
+                job.token = None
+                job.done.set()
+
+    def _cancel_local(self, job: _Job, finish: bool = True) -> None:
+        """Stop a child of this replica in the background (caller holds the lock)."""
+        if job.canceling:
+            return
+        job.canceling = True
+        if not finish:  # another replica owns the evaluation now: leave its record alone
+            process, job.process = job.process, None
+        else:
+            process = job.process
+        log.info("evaluation %s: canceling", job.record["evaluation_id"])
+        threading.Thread(target=self._stop, args=(job, process), daemon=True,
+                         name=f"cancel {job.record['evaluation_id']}").start()
 
     def _stop(self, job: _Job, process: subprocess.Popen | None) -> None:
         """Kill the child at a moment its results file is complete (or not yet written)."""
@@ -366,7 +524,7 @@ class EvaluationManager:
                 process.send_signal(signal.SIGSTOP)
                 consistent = not path.exists() or summary.read_results(path) is not None
                 if consistent or time.monotonic() > deadline:
-                    process.kill()
+                    os.killpg(process.pid, signal.SIGKILL)
                     break
                 process.send_signal(signal.SIGCONT)
             except ProcessLookupError:
@@ -376,27 +534,24 @@ class EvaluationManager:
 
     def _finish(self, job: _Job, code: int | None) -> None:
         """Record how the evaluation ended and what it produced (caller holds the lock)."""
-        results_path = job.directory / f"{RESULTS_NAME}.json"
-        results = summary.read_results(results_path)
+        results = summary.read_results(job.directory / f"{RESULTS_NAME}.json")
         if code in CHILD_RAN_EVERY_SIMULATION and results is not None:
             status, error = Status.COMPLETED.value, None
-        elif job.canceling and not self._closing:
+        elif job.canceling:
             status, error = Status.CANCELED.value, None
-        elif self._closing:
-            status, error = Status.FAILED.value, "interrupted: the service stopped while this evaluation ran"
         else:
             status, error = Status.FAILED.value, self._child_error(job, code)
-        job.record.update(
-            status=status,
-            error=error,
-            finished_at=_now(),
-            result=summary.outcome(results, self._protocol_metrics(results_path, results, code)),
-        )
-        job.token = None
-        job.process = None
-        self._persist(job)
-        job.done.set()
+        self.store.save(self._ended(job.record, status, error, code), self.replica)
         log.info("evaluation %s %s", job.record["evaluation_id"], status)
+
+    def _ended(self, record: dict[str, Any], status: str, error: str | None, code: int | None = None
+               ) -> dict[str, Any]:
+        """The record of an evaluation that ended, with what it produced."""
+        results_path = self.root / record["evaluation_id"] / f"{RESULTS_NAME}.json"
+        results = summary.read_results(results_path)
+        self._progress.pop(record["evaluation_id"], None)
+        return {**record, "status": status, "error": error, "finished_at": _now(),
+                "result": summary.outcome(results, self._protocol_metrics(results_path, results, code))}
 
     def _protocol_metrics(self, results_path: Path, results: dict[str, Any] | None,
                           code: int | None) -> dict[str, Any] | None:
@@ -429,31 +584,19 @@ class EvaluationManager:
             chosen = exceptions[-1] if exceptions else (lines[-1] if lines else "no output")
         return redact(f"the evaluation process exited with code {code}: {chosen}"[:600], job.token)
 
-    def _persist(self, job: _Job) -> None:
-        path = job.directory / RECORD_NAME
-        temporary = path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(job.record, indent=2))
-        temporary.replace(path)
-
-    def _load(self) -> None:
-        """Read back the records of earlier runs of the service."""
+    def _import_files(self) -> None:
+        """Records of the earlier file layout (ev-*/evaluation.json), imported once."""
+        known = self.store.ids()
         for path in sorted(self.root.glob(f"ev-*/{RECORD_NAME}")):
             try:
                 record = json.loads(path.read_text())
-            except (OSError, ValueError) as error:
+                evaluation_id = record["evaluation_id"]
+            except (OSError, ValueError, KeyError, TypeError) as error:
                 log.warning("skipping unreadable evaluation record %s: %s", path, error)
                 continue
-            job = _Job(record=record, directory=path.parent)
-            if record.get("status") not in TERMINAL:
-                was = record.get("status")
-                results_path = path.parent / f"{RESULTS_NAME}.json"
-                results = summary.read_results(results_path)
-                record.update(
-                    status=Status.FAILED.value,
-                    error=f"interrupted: the service stopped while this evaluation was {was}",
-                    finished_at=record.get("finished_at") or _now(),
-                    result=summary.outcome(results, self._protocol_metrics(results_path, results, None)),
-                )
-                self._persist(job)
-            job.done.set()
-            self._jobs[record["evaluation_id"]] = job
+            if evaluation_id not in known and ID_PATTERN.match(evaluation_id):
+                active = record.get("status") not in TERMINAL
+                # An unfinished one is owned by nobody alive: the take-over at start resumes it.
+                self.store.insert(record, owner="imported" if active else None, lease_until=0.0 if active else None)
+                log.info("imported evaluation record %s", path)
+            path.rename(path.with_name(RECORD_NAME + ".imported"))

@@ -10,8 +10,15 @@ point, execute interceptors, lets the service say more without replacing it:
 - a final `failed` status whose error code is REJECTED becomes `rejected`:
   the service declined the request, nothing ran.
 
+Its request converter also tells the agent which A2A task it serves
+(`TASK_KEY` in the run config's custom metadata): the service links that task
+to the evaluation it starts, so that after a restart another execution can
+continue the task (`resume`, set only by the service itself through the call
+context's state, never by a client).
+
 `adk web|api_server --a2a` build their executor without a config, so under
-them the artifact has no name and refusals end `failed`; the parts are the same.
+them the artifact has no name, refusals end `failed`, and an A2A task is not
+continued after a restart (the evaluation still is); the parts are the same.
 """
 
 from __future__ import annotations
@@ -20,9 +27,12 @@ import uuid
 from typing import Any
 
 from google.adk.a2a.converters.utils import ADK_METADATA_KEY_PREFIX
+from google.adk.a2a.converters.request_converter import convert_a2a_request_to_agent_run_request
 from google.adk.a2a.executor.config import A2aAgentExecutorConfig, ExecuteInterceptor
 
 ARTIFACT_KEY = "tau2_a2a_artifact"
+TASK_KEY = "tau2_eval_task"  # run config custom metadata: {"task_id", "context_id", "resume"}
+RESUME_STATE = "tau2_eval_resume"  # call context state: the evaluation a continued task follows
 REJECTED = "REJECTED"
 _ERROR_CODE_KEY = f"{ADK_METADATA_KEY_PREFIX}error_code"
 
@@ -53,8 +63,19 @@ async def _rejected(executor_context: Any, final_event: Any) -> Any:
     return final_event
 
 
+def _request_with_task(request: Any, part_converter: Any) -> Any:
+    """ADK's own conversion, plus the A2A task the agent serves and whether it continues one."""
+    run_request = convert_a2a_request_to_agent_run_request(request, part_converter)
+    state = request.call_context.state if request.call_context is not None else {}
+    custom = dict(run_request.run_config.custom_metadata or {})
+    custom[TASK_KEY] = {"task_id": request.task_id, "context_id": request.context_id,
+                        "resume": state.get(RESUME_STATE)}
+    run_request.run_config.custom_metadata = custom
+    return run_request
+
+
 def executor_config() -> A2aAgentExecutorConfig:
     """The config `tau2-a2a serve` gives ADK's A2aAgentExecutor."""
-    return A2aAgentExecutorConfig(execute_interceptors=[
+    return A2aAgentExecutorConfig(request_converter=_request_with_task, execute_interceptors=[
         ExecuteInterceptor(after_event=_named_artifact, after_agent=_rejected),
     ])

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tau2_a2a.config import ConfigError
+from tau2_a2a.service.request_limit import DEFAULT_MAX_REQUEST_BYTES
 from tau2_a2a.service.evaluations import (
     DEFAULT_LIMITS,
     SERVICE_TOKEN_ENV,
@@ -37,6 +38,11 @@ class ServiceSettings:
     model_api_base: str | None = None  # an OpenAI-compatible endpoint, with model "openai/<name>"
     auth_token: str | None = field(default=None, repr=False)  # bearer token callers must send
     ray_address: str | None = None  # each evaluation's simulations run on this Ray cluster (`run --ray`)
+    # Evaluations, queue and A2A tasks: a SQLite file (default: in results_dir) or postgresql://...
+    database: str | None = field(default=None, repr=False)  # a URL may hold a password
+    replica: str | None = None  # this service's name among replicas (default host:port)
+    lease_seconds: float = 30.0  # how long a silent replica keeps its evaluations
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> ServiceSettings:
@@ -52,6 +58,16 @@ class ServiceSettings:
                 return int(raw)
             except ValueError:
                 raise ConfigError(f"{ENV_PREFIX}{name} must be a whole number, got {raw!r}.") from None
+
+        def decimal(name: str, default: float) -> float:
+            raw = get(name)
+            try:
+                value = default if raw is None else float(raw)
+            except ValueError:
+                value = -1.0
+            if value <= 0:
+                raise ConfigError(f"{ENV_PREFIX}{name} must be a positive number, got {raw!r}.")
+            return value
 
         defaults = Limits()
         try:
@@ -71,12 +87,22 @@ class ServiceSettings:
             model_api_base=get("MODEL_API_BASE"),
             auth_token=env.get(SERVICE_TOKEN_ENV) or None,
             ray_address=get("RAY_ADDRESS"),
+            database=get("DATABASE"),
+            replica=get("REPLICA"),
+            lease_seconds=decimal("LEASE_SECONDS", cls.lease_seconds),
+            max_request_bytes=int(decimal("MAX_REQUEST_BYTES", cls.max_request_bytes)),
         )
 
-    def tools(self) -> EvaluationTools:
+    def tools(self, replica: str | None = None) -> EvaluationTools:
         """The tools over a fresh evaluation manager for these settings."""
+        from tau2_a2a.service.store import StoreError
         from tau2_a2a.service.targets import TargetPolicy
         from tau2_a2a.service.tools import EvaluationTools
 
-        return EvaluationTools(EvaluationManager(self.results_dir, self.limits, ray_address=self.ray_address),
-                               TargetPolicy.from_entries(self.allowed_targets))
+        try:
+            manager = EvaluationManager(self.results_dir, self.limits, ray_address=self.ray_address,
+                                        database=self.database, replica=replica or self.replica,
+                                        lease_seconds=self.lease_seconds)
+        except StoreError as error:
+            raise ConfigError(str(error)) from None
+        return EvaluationTools(manager, TargetPolicy.from_entries(self.allowed_targets))
