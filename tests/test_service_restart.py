@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import pytest
-from a2a.types import TaskState
+from a2a.types import Message, Part, Role, SendMessageRequest, TaskState, a2a_pb2_grpc
 from starlette.middleware import Middleware
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor
@@ -188,7 +189,8 @@ def test_a_second_service_on_one_sqlite_file_is_refused(services: Callable[..., 
 
 
 def test_a_request_body_over_the_limit_is_refused(services: Callable[..., Service]) -> None:
-    service = services("--max-request-bytes", "100000").start()
+    grpc_port = free_port()
+    service = services("--max-request-bytes", "100000", "--grpc-port", str(grpc_port)).start()
     big = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "x" * 200_000}]}}}
     reply = httpx.post(service.url, json=big, headers={"A2A-Version": "1.0"}, timeout=30)
@@ -203,5 +205,11 @@ def test_a_request_body_over_the_limit_is_refused(services: Callable[..., Servic
 
     streamed = httpx.post(service.url, content=chunks(), headers={"Content-Type": "application/json"}, timeout=30)
     assert streamed.status_code == 413
+    with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        message = Message(role=Role.ROLE_USER, message_id="m2", parts=[Part(text="z" * 200_000)])
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.SendMessage(SendMessageRequest(message=message), timeout=30)
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     small = asyncio.run(call_tool(service.url, "list_domains"))  # the service is unharmed
     assert {d["domain"] for d in small["domains"]} >= {"airline", "retail", "telecom"}

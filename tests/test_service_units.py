@@ -15,9 +15,11 @@ from google.protobuf.json_format import MessageToDict
 from tau2_a2a.service import summary
 from tau2_a2a.service.app import ADK_BINDINGS, card_json, service_card
 from tau2_a2a.service.evaluations import EvaluationManager, Limits
+from tau2_a2a.service.store import EvaluationStore, StoreError
 from tau2_a2a.service.targets import TargetPolicy, TargetRefused
 from tau2_a2a.service.tools import EvaluationTools, ToolError
 from tau2_a2a.service.vault import TokenVault, scrub_a2a_message, scrub_genai_content
+from tau2_a2a.serving import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -233,3 +235,16 @@ def test_queue_positions_queue_limit_and_canceling(tmp_path: Path) -> None:
         assert restarted.get(first["evaluation_id"])["status"] == "canceled"
     finally:
         restarted.close()
+
+
+def test_a_database_that_cannot_be_used_is_named_without_its_password() -> None:
+    port = free_port()
+    with pytest.raises(StoreError) as refused:
+        EvaluationStore(f"postgresql://tau2:s3cret-pw@127.0.0.1:{port}/evaluations")
+    message = str(refused.value)
+    assert message.startswith(f"Cannot use the database postgresql://tau2:***@127.0.0.1:{port}/evaluations: "
+                              "OperationalError: ")
+    assert message.endswith("Check that it runs and the URL is right.") and "s3cret-pw" not in message
+    with pytest.raises(StoreError, match=r"^--database 'mysql://db/x' is neither a SQLite file nor a "
+                                         r"postgresql:// URL\.$"):
+        EvaluationStore("mysql://db/x")

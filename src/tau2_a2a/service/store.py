@@ -146,10 +146,10 @@ class EvaluationStore:
             self._migrate()
         except SQLAlchemyError as error:
             self.engine.dispose()
-            raise StoreError(
-                f"Cannot use the database {redact_url(database)}: {type(error.orig or error).__name__}: "
-                f"{str(error.orig or error).strip().splitlines()[0]}. Check that it runs and the URL is right."
-            ) from None
+            cause = error.orig or error
+            message = (f"Cannot use the database {redact_url(database)}: {type(cause).__name__}: "
+                       f"{str(cause).strip().splitlines()[0]}. Check that it runs and the URL is right.")
+            raise StoreError(redact(message, urlsplit(database).password)) from None
 
     def _lock_sqlite(self, path: Path) -> None:
         """One service per SQLite file: replicas need PostgreSQL."""
