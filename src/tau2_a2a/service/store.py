@@ -290,38 +290,31 @@ class EvaluationStore:
 
     def claim_expired(self, owner: str, lease_until: float, now: float, at_start: bool = False) -> list[Row]:
         """Queued or running rows whose owner is gone, now owned by this replica."""
-        stale = self._stale(evaluations.c.owner, evaluations.c.lease_until, owner, now, at_start)
-        taken: list[Row] = []
-        with self._transaction() as connection:
-            candidates = connection.execute(
-                select(evaluations.c.evaluation_id, evaluations.c.owner)
-                .where(and_(evaluations.c.status.in_(ACTIVE), evaluations.c.owner.is_not(None), stale))
-                .with_for_update(skip_locked=True)).all()
-            for candidate, previous in candidates:
-                claimed = connection.execute(update(evaluations).where(and_(
-                    evaluations.c.evaluation_id == candidate, evaluations.c.owner == previous))
-                    .values(owner=owner, lease_until=lease_until))
-                if claimed.rowcount == 1:
-                    taken.append(_row(connection.execute(select(evaluations).where(
-                        evaluations.c.evaluation_id == candidate)).one()))
-        return taken
+        owner_column, lease_column = evaluations.c.owner, evaluations.c.lease_until
+        stale = self._stale(owner_column, lease_column, owner, now, at_start)
+        return self._take_over(owner_column, lease_column, owner, lease_until,
+                               and_(evaluations.c.status.in_(ACTIVE), stale))
 
     def claim_orphaned_tasks(self, follower: str, follower_until: float, now: float, at_start: bool = False,
                              claim: bool = True) -> list[Row]:
         """Rows whose A2A task lost its follower, now followed by this replica (none unless `claim`)."""
         if not claim:
             return []
-        stale = self._stale(evaluations.c.follower, evaluations.c.follower_until, follower, now, at_start)
+        holder_column, lease_column = evaluations.c.follower, evaluations.c.follower_until
+        return self._take_over(holder_column, lease_column, follower, follower_until,
+                               self._stale(holder_column, lease_column, follower, now, at_start))
+
+    def _take_over(self, holder: Column, lease: Column, me: str, until: float, where: Any) -> list[Row]:
+        """Make `me` the holder of the held rows matching `where` (a compare-and-set on the previous holder)."""
         taken: list[Row] = []
         with self._transaction() as connection:
             candidates = connection.execute(
-                select(evaluations.c.evaluation_id, evaluations.c.follower)
-                .where(and_(evaluations.c.follower.is_not(None), stale))
+                select(evaluations.c.evaluation_id, holder).where(and_(holder.is_not(None), where))
                 .with_for_update(skip_locked=True)).all()
             for candidate, previous in candidates:
                 claimed = connection.execute(update(evaluations).where(and_(
-                    evaluations.c.evaluation_id == candidate, evaluations.c.follower == previous))
-                    .values(follower=follower, follower_until=follower_until))
+                    evaluations.c.evaluation_id == candidate, holder == previous))
+                    .values({holder.name: me, lease.name: until}))
                 if claimed.rowcount == 1:
                     taken.append(_row(connection.execute(select(evaluations).where(
                         evaluations.c.evaluation_id == candidate)).one()))
