@@ -9,9 +9,9 @@ VENV03 := .venv-a2a03
 STAMP03 := $(VENV03)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench install clean postgres
 
-install: $(STAMP) $(STAMP03)
+install: $(STAMP) $(STAMP03) postgres
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -25,10 +25,19 @@ $(STAMP03):
 	$(VENV03)/bin/python -m pip install --quiet 'a2a-sdk[http-server]==0.3.22'
 	touch $(STAMP03)
 
+# The tests start a real PostgreSQL server (tests/postgres_server.py) from the Debian package.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  echo "Installing PostgreSQL (Debian package postgresql) for the tests"; \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends postgresql >/dev/null 2>&1 \
+	  || { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq \
+	       --no-install-recommends postgresql; }; }
+
 demo: $(STAMP)
 	$(BIN)/tau2-a2a demo
 
-test: $(STAMP) $(STAMP03)
+test: $(STAMP) $(STAMP03) postgres
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

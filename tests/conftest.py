@@ -170,3 +170,17 @@ def service_all_bindings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[B
     app = build_app(settings, f"http://127.0.0.1:{port}", poll_seconds=0.2, grpc_url=f"127.0.0.1:{grpc_port}")
     with BackgroundServer(app, port=port, grpc_port=grpc_port) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """A real PostgreSQL server on loopback for the session, started when a test first asks for it."""
+    from tests.postgres_server import PostgresServer, binaries
+
+    if binaries() is None and not os.environ.get("CI"):
+        pytest.skip("PostgreSQL is not installed here: `make install` installs the Debian package.")
+    server = PostgresServer()
+    try:
+        yield server
+    finally:
+        server.stop()
