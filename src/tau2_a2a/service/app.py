@@ -235,7 +235,7 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
     from tau2_a2a.service.agent import build_agent
     from tau2_a2a.service.executor import executor_config
     from tau2_a2a.service.request_limit import RequestSizeLimit
-    from tau2_a2a.service.store import sqlalchemy_url
+    from tau2_a2a.service.store import sqlalchemy_url, tune_sqlite
     from tau2_a2a.serving import a2a_routes
 
     tools = settings.tools(replica=settings.replica or replica_name_for(url))
@@ -243,8 +243,13 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
     card = service_card(url, settings.limits, auth=bool(settings.auth_token), grpc_url=grpc_url)
     engine = event_stream = None
     if task_store is None:  # the A2A tasks live in the evaluations' database, shared by replicas
+        shared = tools.manager.store.shared
+        # SQLite has one writer at a time: one connection queues this process's requests instead of
+        # letting their transactions collide and retry.
         engine = create_async_engine(sqlalchemy_url(tools.manager.store.database, asynchronous=True),
-                                     pool_pre_ping=True)
+                                     pool_pre_ping=True, **({} if shared else {"pool_size": 1, "max_overflow": 0}))
+        if not shared:
+            tune_sqlite(engine)
         task_store = VersionedDatabaseTaskStore(engine)  # a2a-sdk's own tables
         event_stream = DatabaseTaskEventStream(engine)  # subscribe and cancel through any replica
     handler = _request_handler_class()(

@@ -124,6 +124,19 @@ def redact_url(database: str) -> str:
     return redact(database, parts.password) if parts.password else database
 
 
+def tune_sqlite(engine: Any) -> None:
+    """WAL, so readers never wait for the writer; a commit syncs at checkpoints only (a crash of the
+    process loses nothing, a power cut may lose the last commits); waits for a busy writer."""
+    from sqlalchemy import event
+
+    @event.listens_for(getattr(engine, "sync_engine", engine), "connect")
+    def _pragmas(connection: Any, _record: Any) -> None:
+        cursor = connection.cursor()
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000"):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+
 def default_database(results_dir: Path) -> str:
     return f"sqlite:///{(results_dir / DATABASE_NAME).resolve()}"
 
@@ -142,6 +155,8 @@ class EvaluationStore:
         if not self.shared:
             options["connect_args"] = {"timeout": 30, "check_same_thread": False}
         self.engine: Engine = create_engine(self.url, **options)
+        if not self.shared:
+            tune_sqlite(self.engine)
         try:
             self._migrate()
         except SQLAlchemyError as error:
@@ -167,8 +182,6 @@ class EvaluationStore:
     def _migrate(self) -> None:
         """Create the tables, or check a database an older service made."""
         with self.engine.begin() as connection:
-            if not self.shared:  # readers do not wait for the writer
-                connection.exec_driver_sql("PRAGMA journal_mode=WAL")
             metadata.create_all(connection)
             found = connection.execute(select(schema_version.c.version)).scalar()
             if found is None:
