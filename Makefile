@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/scale_slow_agent.py --delay 0.5 --concurrency 32
 	$(BIN)/python bench/service_throughput.py --levels 1,2,4 --num-tasks 5
 	$(BIN)/python bench/service_list_domains.py
+	$(BIN)/python bench/service_load.py
 
 clean:
 	rm -rf $(VENV) $(VENV03) results
