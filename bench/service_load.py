@@ -5,10 +5,11 @@
    task and the `get_evaluation` tool, for `--seconds`. p50/p99 per call.
 2. The database in the request path: the same load against the service with
    its A2A tasks in a2a-sdk's InMemoryTaskStore instead of the database
-   (evaluation records are in SQL either way), side by side.
+   (evaluation records are in SQL either way), side by side, with the
+   database a SQLite file and a PostgreSQL server (a real one started here).
 3. Throughput: `--throughput-evaluations` short evaluations of the fast oracle
-   through one replica, then through two replicas on one PostgreSQL database
-   (a real server started here, as the tests do), each `--max-running` 2.
+   through one replica, then through two replicas on one PostgreSQL database,
+   each `--max-running` 2.
 
 Each service runs as its own process (this script, re-invoked with --serve).
 
@@ -42,7 +43,7 @@ from tau2_a2a.serving import free_port, wait_for_card  # noqa: E402
 TARGET_P99_MS = 100.0
 
 
-def serve(port: int, results_dir: str, store: str, max_running: int) -> None:
+def serve(port: int, results_dir: str, store: str, max_running: int, database: str | None) -> None:
     """Serve `tau2-a2a serve`'s app with its A2A tasks in the database or in memory (--serve)."""
     from a2a.server.tasks import InMemoryTaskStore
 
@@ -51,17 +52,19 @@ def serve(port: int, results_dir: str, store: str, max_running: int) -> None:
     from tau2_a2a.service.settings import ServiceSettings
     from tau2_a2a.serving import serve_forever
 
-    settings = ServiceSettings(results_dir=Path(results_dir), limits=Limits(max_running=max_running))
+    settings = ServiceSettings(results_dir=Path(results_dir), limits=Limits(max_running=max_running),
+                               database=database)
     task_store = InMemoryTaskStore() if store == "memory" else None
     app = build_app(settings, f"http://127.0.0.1:{port}", task_store=task_store)
     serve_forever(app, "127.0.0.1", port, log_level="warning")
 
 
 @contextmanager
-def bench_service(store: str, max_running: int) -> Iterator[str]:
+def bench_service(store: str, max_running: int, database: str | None = None) -> Iterator[str]:
     port = free_port()
     with tempfile.TemporaryDirectory() as results:
-        process = subprocess.Popen([sys.executable, __file__, "--serve", store, str(port), results, str(max_running)],
+        process = subprocess.Popen([sys.executable, __file__, "--serve", store, str(port), results, str(max_running),
+                                    *([database] if database else [])],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}"
         try:
@@ -137,8 +140,9 @@ async def poll(url: str, task_ids: list[str], ids: list[str], seconds: float, po
     return latencies
 
 
-def polling_arm(store: str, endpoint: str, args: argparse.Namespace) -> dict[str, list[float]]:
-    with bench_service(store, max_running=args.evaluations) as url:
+def polling_arm(store: str, endpoint: str, args: argparse.Namespace, database: str | None = None
+                ) -> dict[str, list[float]]:
+    with bench_service(store, max_running=args.evaluations, database=database) as url:
         task_ids = asyncio.run(start_evaluations(url, endpoint, args.evaluations, args.tasks_each))
         ids = asyncio.run(evaluation_ids(url))
         time.sleep(args.warmup)  # the evaluations' processes start
@@ -185,7 +189,7 @@ def summary_line(name: str, values: list[float]) -> str:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve":
-        serve(int(sys.argv[3]), sys.argv[4], sys.argv[2], int(sys.argv[5]))
+        serve(int(sys.argv[3]), sys.argv[4], sys.argv[2], int(sys.argv[5]), (sys.argv[6:] or [None])[0])
         return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pollers", type=int, default=50)
@@ -200,29 +204,35 @@ def main() -> int:
     print("$ " + " ".join([Path(sys.executable).name, *sys.argv]))
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")
 
-    with oracle_process(free_port(), delay=args.delay) as slow:
-        arms = {store: polling_arm(store, slow, args) for store in ("database", "memory")}
-    print(f"## Polling: {args.pollers} pollers, {args.evaluations} evaluations running, {args.seconds:.0f} s each arm")
-    print("| calls (A2A tasks in) | n | p50 ms | p99 ms |\n| --- | --- | --- | --- |")
-    for store, latencies in arms.items():
-        for name, values in latencies.items():
-            print(summary_line(f"{name} ({store})", values))
-    database_p99 = max(percentile(v, 99) for v in arms["database"].values() if v)
-    print(f"\nTarget p99 < {TARGET_P99_MS:.0f} ms with the database: "
-          f"{'met' if database_p99 < TARGET_P99_MS else 'missed'} ({database_p99:.1f} ms)")
-    for name in ("GetTask", "get_evaluation"):
-        database, memory = arms["database"][name], arms["memory"][name]
-        if database and memory:
-            print(f"{name}: database/in-memory p50 {percentile(database, 50) / percentile(memory, 50):.2f}x, "
-                  f"p99 {percentile(database, 99) / percentile(memory, 99):.2f}x")
-    print("(evaluation records are in the database in both arms; only the A2A task store differs)")
-
-    if args.skip_replicas:
-        return 0
     from tests.postgres_server import PostgresServer
 
     server = PostgresServer()
     try:
+        with oracle_process(free_port(), delay=args.delay) as slow:
+            arms = {
+                "sqlite": polling_arm("database", slow, args),
+                "postgresql": polling_arm("database", slow, args,
+                                          server.create_database(f"poll_{uuid.uuid4().hex[:8]}")),
+                "memory": polling_arm("memory", slow, args),
+            }
+        print(f"## Polling: {args.pollers} pollers, {args.evaluations} evaluations running, "
+              f"{args.seconds:.0f} s each arm")
+        print("| calls (A2A tasks in) | n | p50 ms | p99 ms |\n| --- | --- | --- | --- |")
+        for store, latencies in arms.items():
+            for name, values in latencies.items():
+                print(summary_line(f"{name} ({store})", values))
+        for store in ("sqlite", "postgresql"):
+            p99 = max(percentile(v, 99) for v in arms[store].values() if v)
+            print(f"\nTarget p99 < {TARGET_P99_MS:.0f} ms on {store}: "
+                  f"{'met' if p99 < TARGET_P99_MS else 'missed'} ({p99:.1f} ms)")
+            for name in ("GetTask", "get_evaluation"):
+                database, memory = arms[store][name], arms["memory"][name]
+                if database and memory:
+                    print(f"{name}: {store}/in-memory p50 {percentile(database, 50) / percentile(memory, 50):.2f}x, "
+                          f"p99 {percentile(database, 99) / percentile(memory, 99):.2f}x")
+        print("(evaluation records are in the database in every arm; only the A2A task store differs)")
+        if args.skip_replicas:
+            return 0
         with oracle_process(free_port()) as fast:
             walls = {replicas: throughput_arm(replicas, server.create_database(f"load_{uuid.uuid4().hex[:8]}"),
                                               fast, args) for replicas in (1, 2)}
