@@ -13,8 +13,9 @@ spread over its nodes and run several simulations each in threads, as tau2
 does. The driver hands out the run's --max-concurrency slots among them: a
 thread of tau2's whose simulation ended takes the next free slot, so no
 actor waits while another has a queue. Failures are declared, not handled by
-hand: an actor that dies (killed, out of memory, its node gone) is restarted
-and its unfinished simulations run again, at most RETRIES times; an exception
+hand: an actor that dies (killed, out of memory, its node gone) is restarted,
+on another node if its own is gone, and its unfinished simulations run again,
+at most RETRIES times; an exception
 inside a simulation (the agent's doing) is not retried. Only what an actor
 returns is saved, so no simulation is counted twice.
 
@@ -47,6 +48,9 @@ from tau2_a2a.client.run import RunOutcome, evaluate, prepare_a2a_run
 from tau2_a2a.config import AUTH_TOKEN_ENV, A2AConfig, ConfigError
 
 RETRIES = 2  # runs of a simulation again after the actor running it died
+# One actor per CPU, each reserving half of one: when a node leaves, its actors restart on the nodes left
+# (while half the cluster or more is left) instead of waiting for a CPU that never frees.
+ACTOR_CPUS = 0.5
 CONNECT_SECONDS = 5.0
 LOCAL_OBJECT_STORE_BYTES = 256 * 2**20  # simulations are small: a few hundred kB each
 
@@ -164,7 +168,7 @@ class ActorPool:
         count = max(1, min(cpus, concurrency, simulations))
         per_actor = math.ceil(concurrency / count)
         actor_class = ray.remote(SimulationActor).options(
-            num_cpus=1, max_concurrency=per_actor, max_restarts=-1, max_task_retries=RETRIES,
+            num_cpus=ACTOR_CPUS, max_concurrency=per_actor, max_restarts=-1, max_task_retries=RETRIES,
             scheduling_strategy="SPREAD",
         )
         actors = [actor_class.remote(a2a) for _ in range(count)]
