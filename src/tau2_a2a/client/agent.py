@@ -75,7 +75,7 @@ class A2AAgent(LLMAgent):
         self.config = A2AConfig.from_llm_args(llm_args)
         self.session: A2ASession = sessions.get(self.config)
         self.seed: int | None = None
-        self.tool_schemas = [tool.openai_schema for tool in tools]
+        self.tool_schemas = [tool_schema(tool) for tool in tools]
         self._parameters = {
             s["function"]["name"]: s["function"].get("parameters", {}) for s in self.tool_schemas
         }
@@ -161,6 +161,23 @@ class A2AAgent(LLMAgent):
                 }
             },
         )
+
+
+_SCHEMAS: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def tool_schema(tool: Tool) -> dict[str, Any]:
+    """The tool's OpenAI schema, built once per process: tau2 builds new tools for every simulation, from
+    the same functions, and building a schema (pydantic's JSON schema) costs about half a millisecond."""
+    func = getattr(tool, "_func", None)
+    if func is None:
+        return tool.openai_schema
+    key = (getattr(func, "__func__", func), tool.name, getattr(tool, "_use_short_desc", None),
+           tuple(sorted(getattr(tool, "_predefined", {}) or {})))
+    schema = _SCHEMAS.get(key)
+    if schema is None:
+        schema = _SCHEMAS[key] = tool.openai_schema
+    return schema
 
 
 def _usage_and_cost(exchange: Any) -> tuple[dict[str, int], float]:
