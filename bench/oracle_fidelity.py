@@ -28,7 +28,7 @@ import tau2_a2a  # noqa: E402,F401
 from tau2.data_model.simulation import RunConfig  # noqa: E402
 from tau2.run import load_tasks, run_domain  # noqa: E402
 
-from tau2_a2a.client.run import evaluate  # noqa: E402
+from tau2_a2a.runner.run import evaluate  # noqa: E402
 from tau2_a2a.config import TRANSPORTS, A2AConfig  # noqa: E402
 from tau2_a2a.reference.fidelity import trajectory_differences  # noqa: E402
 from tau2_a2a.serving import free_port  # noqa: E402

@@ -15,8 +15,8 @@ from tau2.data_model.simulation import RunConfig
 from tau2.domains.airline.environment import get_environment, get_tasks
 from tau2.registry import registry
 
-from tau2_a2a.client.processes import usable_cores
-from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_processes
+from tau2_a2a.runner.processes import usable_cores
+from tau2_a2a.runner.scoring import default_scoring_processes, scoring_in_processes
 from tau2_a2a.reference.oracle_agent import step_parts
 from tau2_a2a.reference.oracle_script import OracleStep
 from tests.agents import OracleLike, ReplyOnTask, agent_app
@@ -115,7 +115,7 @@ UNGUARDED_SCRIPT = """
 import sys
 from tau2.data_model.simulation import RunConfig
 import tau2_a2a
-from tau2_a2a.client.run import evaluate
+from tau2_a2a.runner.run import evaluate
 
 config = RunConfig(domain="airline", agent="a2a_agent", llm_agent="a2a-test", user="scripted_user",
                    llm_user="scripted", llm_args_user={}, llm_args_agent={}, llm_args_judge={},

@@ -15,8 +15,8 @@ import pytest
 from starlette.middleware import Middleware
 from tau2.data_model.simulation import Results, RunConfig
 
-from tau2_a2a.client.processes import usable_cores
-from tau2_a2a.client.shards import default_workers, plan_shards, shards_dir
+from tau2_a2a.runner.processes import usable_cores
+from tau2_a2a.runner.shards import default_workers, plan_shards, shards_dir
 from tau2_a2a.config import AUTH_TOKEN_ENV, ConfigError
 from tau2_a2a.reference.fidelity import trajectory_differences
 from tau2_a2a.reference.oracle_agent import OracleExecutor

@@ -45,7 +45,7 @@ _import_sink = _quiet_tau2_import()
 from tau2.registry import registry  # noqa: E402
 
 from tau2_a2a.client.agent import AGENT_NAME, A2AAgent  # noqa: E402
-from tau2_a2a.client.atomic_results import install as _install_atomic_results  # noqa: E402
+from tau2_a2a.runner.atomic_results import install as _install_atomic_results  # noqa: E402
 from tau2_a2a.client.orchestration import install as _install_orchestrator  # noqa: E402
 from tau2_a2a.config import A2AConfig, RetryPolicy  # noqa: E402
 from tau2_a2a.reference.native_oracle import NATIVE_ORACLE_NAME, NativeOracleAgent  # noqa: E402

@@ -24,7 +24,7 @@ from tau2.data_model.simulation import Results, RunConfig
 from tau2.metrics.agent_metrics import compute_metrics, is_successful
 from tau2.run import run_domain
 
-from tau2_a2a.client.run import evaluate, resume_without_prompt, results_path_for, scrub_secrets
+from tau2_a2a.runner.run import evaluate, resume_without_prompt, results_path_for, scrub_secrets
 from tau2_a2a.config import A2AConfig, ConfigError
 from tau2_a2a.reference.fidelity import trajectory_signature
 from tau2_a2a.reference.llm_agent import LLMExecutor, Usage, llm_agent_card

@@ -29,10 +29,10 @@ from tau2.config import DEFAULT_LLM_AGENT  # noqa: E402
 from tau2_a2a.client.agent import AGENT_NAME  # noqa: E402
 from tau2_a2a.client.errors import A2AFailure  # noqa: E402
 from tau2_a2a.client.metrics import a2a_error_line, format_summary  # noqa: E402
-from tau2_a2a.client.processes import processes_phrase  # noqa: E402
-from tau2_a2a.client.run import agent_model_name, discover, evaluate, results_path_for  # noqa: E402
-from tau2_a2a.client.scoring import default_scoring_processes  # noqa: E402
-from tau2_a2a.client.shards import ShardFailed, default_workers, evaluate_in_processes  # noqa: E402
+from tau2_a2a.runner.processes import processes_phrase  # noqa: E402
+from tau2_a2a.runner.run import agent_model_name, discover, evaluate, results_path_for  # noqa: E402
+from tau2_a2a.runner.scoring import default_scoring_processes  # noqa: E402
+from tau2_a2a.runner.shards import ShardFailed, default_workers, evaluate_in_processes  # noqa: E402
 from tau2_a2a.config import AUTH_TOKEN_ENV, DEFAULT_TIMEOUT_SECONDS, TRANSPORTS, A2AConfig, ConfigError  # noqa: E402
 from tau2_a2a.runner.ray_engine import SimulationLost  # noqa: E402
 
@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     from tau2_a2a.service.app import add_serve_command
 
     add_serve_command(commands)
-    from tau2_a2a.client.merge import add_merge_command
+    from tau2_a2a.runner.merge import add_merge_command
 
     add_merge_command(commands)
 

@@ -1,1 +1,2 @@
-"""One evaluation's simulations, run away from the process that keeps its results (see ray_engine)."""
+"""One evaluation: plan and run its simulations (in this process, over workers, or on Ray), keep the
+results file (resume, merge), report."""

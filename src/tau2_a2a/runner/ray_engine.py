@@ -3,7 +3,7 @@
 The driver runs tau2's own `run_domain`, as a run in one process does: it
 plans the simulations (tasks x trials, tau2's seeds), resumes from the results
 file, prints tau2's progress and saves each simulation as it arrives (whole
-files only, see `client.atomic_results`). Only tau2's call to `run_task`, one
+files only, see `runner.atomic_results`). Only tau2's call to `run_task`, one
 simulation, goes to a Ray actor, which runs the conversation and scores it
 there and sends the finished SimulationRun back. So the results file is the
 one tau2 writes in one process, and the latencies are measured in the actor.
@@ -43,8 +43,8 @@ from tau2.run import get_tasks
 
 from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.metrics import current_node, set_node
-from tau2_a2a.client.processes import usable_cores
-from tau2_a2a.client.run import RunOutcome, evaluate, prepare_a2a_run
+from tau2_a2a.runner.processes import usable_cores
+from tau2_a2a.runner.run import RunOutcome, evaluate, prepare_a2a_run
 from tau2_a2a.config import AUTH_TOKEN_ENV, A2AConfig, ConfigError
 
 RETRIES = 2  # runs of a simulation again after the actor running it died

@@ -36,7 +36,7 @@ from tau2.data_model.simulation import RunConfig
 from tau2.evaluator.evaluator import evaluate_simulation
 from tau2.registry import registry
 
-from tau2_a2a.client.processes import (
+from tau2_a2a.runner.processes import (
     exit_with,
     forkserver_available,
     helper_context,

@@ -29,14 +29,14 @@ from typing import Any
 from tau2.data_model.simulation import Results, RunConfig
 from tau2.run import get_tasks
 
-from tau2_a2a.client.atomic_results import atomic_open
+from tau2_a2a.runner.atomic_results import atomic_open
 from tau2_a2a.client.errors import RunStopped
-from tau2_a2a.client.merge import save_results
+from tau2_a2a.runner.merge import save_results
 from tau2_a2a.client.metrics import metrics_path, write_report
-from tau2_a2a.client.processes import (exit_with, helpers_worth_starting, processes_phrase, usable_cores,
+from tau2_a2a.runner.processes import (exit_with, helpers_worth_starting, processes_phrase, usable_cores,
                                        worker_context)
-from tau2_a2a.client.run import RunOutcome, evaluate, prepare_a2a_run, scrub_secrets
-from tau2_a2a.client.scoring import default_scoring_processes, scoring_in_processes
+from tau2_a2a.runner.run import RunOutcome, evaluate, prepare_a2a_run, scrub_secrets
+from tau2_a2a.runner.scoring import default_scoring_processes, scoring_in_processes
 from tau2_a2a.client.session import sessions
 from tau2_a2a.config import A2AConfig, ConfigError
 

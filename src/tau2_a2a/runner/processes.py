@@ -19,7 +19,7 @@ from multiprocessing.context import BaseContext
 
 from tau2.data_model.simulation import RunConfig
 
-PRELOAD = ["tau2_a2a.client.shards"]  # imports the scoring and the run modules, and tau2
+PRELOAD = ["tau2_a2a.runner.shards"]  # imports the scoring and the run modules, and tau2
 
 
 def forkserver_available() -> bool:

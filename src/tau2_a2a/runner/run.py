@@ -25,7 +25,7 @@ from tau2.utils.utils import DATA_DIR
 from tau2_a2a.client.agent import AGENT_NAME
 from tau2_a2a.client.errors import AgentAuthError, RunStopped
 from tau2_a2a.client.metrics import metrics_path, write_report
-from tau2_a2a.client.scoring import default_scoring_processes, refuse_script_rerun, scoring_in_processes
+from tau2_a2a.runner.scoring import default_scoring_processes, refuse_script_rerun, scoring_in_processes
 from tau2_a2a.client.session import sessions
 from tau2_a2a.config import A2AConfig, ConfigError
 
@@ -112,7 +112,7 @@ def stopped_by_refusal(refusal: AgentAuthError, a2a: A2AConfig, path: Path) -> R
 
 def refuse_resume_of_sharded_run(path: Path) -> None:
     """A run over workers resumes over workers: its finished simulations are in their parts, not at `path`."""
-    from tau2_a2a.client.shards import started_shards  # shards builds on this module
+    from tau2_a2a.runner.shards import started_shards  # shards builds on this module
 
     started = started_shards(path)
     if started is not None and not path.exists():
