@@ -428,18 +428,17 @@ class EvaluationManager:
     def _adopt_expired(self, at_start: bool = False) -> None:
         """Take over what a stopped replica left (caller holds the lock)."""
         for row in self.store.claim_expired(self.replica, self._lease(), time.time(), at_start=at_start):
-            record = row.record
-            needs_token = record.get("agent_auth") and row.evaluation_id not in self._tokens \
-                and row.evaluation_id not in self._jobs
-            if record["status"] == Status.QUEUED.value and not needs_token:
-                self.store.requeue(row.evaluation_id, self.replica)
-            elif record["status"] == Status.QUEUED.value or needs_token:
-                log.info("evaluation %s: its target's token is gone with the replica that held it",
-                         row.evaluation_id)
+            record, evaluation_id = row.record, row.evaluation_id
+            if record.get("agent_auth") and evaluation_id not in self._tokens and evaluation_id not in self._jobs:
+                log.info("evaluation %s: its target's token is gone with the replica that held it", evaluation_id)
                 self.store.save(self._ended(record, Status.FAILED.value, TOKEN_LOST), self.replica)
-            elif row.evaluation_id not in self._jobs:
-                log.info("evaluation %s: resuming what another service process left", row.evaluation_id)
-                self._start(_Job(record=record, directory=self.root / row.evaluation_id), resumed=True)
+            elif record["status"] == Status.QUEUED.value:
+                if not record.get("agent_auth"):  # back to the shared queue; one needing our token stays ours
+                    self.store.requeue(evaluation_id, self.replica)
+            elif evaluation_id not in self._jobs:
+                log.info("evaluation %s: resuming what another service process left", evaluation_id)
+                self._start(_Job(record=record, directory=self.root / evaluation_id,
+                                 token=self._tokens.pop(evaluation_id, None)), resumed=True)
         for row in self.store.claim_orphaned_tasks(self.replica, self._lease(), time.time(), at_start=at_start,
                                                     claim=self._follow is not None or at_start):
             if self._follow is None:
