@@ -23,14 +23,21 @@ def oracle_process(port: int, delay: float = 0.0, grpc_port: int | None = None) 
     With `grpc_port` (e.g. a `free_port()`) it serves gRPC there too, declared in its card;
     the gRPC server starts before the HTTP one, so it is up once the card answers.
     """
-    url = f"http://127.0.0.1:{port}"
     command = [str(BIN / "tau2-a2a"), "agent", "oracle", "--port", str(port), "--delay", str(delay)]
     if grpc_port is not None:
         command += ["--grpc-port", str(grpc_port)]
+    with serving_process(command, port) as url:
+        yield url
+
+
+@contextmanager
+def serving_process(command: list[str], port: int, stop_seconds: float = 60) -> Iterator[str]:
+    """A server process of this project on `port`; yields its URL once its card answers."""
+    url = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_card(url, process)
         yield url
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        process.wait(timeout=stop_seconds)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,10 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
-from _common import oracle_process  # noqa: E402
+from _common import oracle_process, serving_process  # noqa: E402
 from service_common import call, percentile, service_process  # noqa: E402
 
-from tau2_a2a.serving import free_port, wait_for_card  # noqa: E402
+from tau2_a2a.serving import free_port  # noqa: E402
 
 TARGET_P99_MS = 100.0
 
@@ -62,17 +61,10 @@ def serve(port: int, results_dir: str, store: str, max_running: int, database: s
 @contextmanager
 def bench_service(store: str, max_running: int, database: str | None = None) -> Iterator[str]:
     port = free_port()
-    with tempfile.TemporaryDirectory() as results:
-        process = subprocess.Popen([sys.executable, __file__, "--serve", store, str(port), results, str(max_running),
-                                    *([database] if database else [])],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_for_card(url, process)
-            yield url
-        finally:
-            process.terminate()
-            process.wait(timeout=60)
+    with tempfile.TemporaryDirectory() as results, serving_process(
+            [sys.executable, __file__, "--serve", store, str(port), results, str(max_running),
+             *([database] if database else [])], port) as url:
+        yield url
 
 
 def evaluation(endpoint: str, tasks: list[str]) -> dict[str, Any]:
