@@ -23,12 +23,13 @@ the evaluation processes it starts do not pay for them.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hmac
 import json
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator
-import asyncio
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,8 @@ from typing import Any
 from tau2_a2a.protocol.cards import CARD_PATHS, HTTP_BINDINGS, agent_card, card_json
 from tau2_a2a.service.evaluations import DEFAULT_LIMITS, SERVICE_TOKEN_ENV, Limits
 from tau2_a2a.service.settings import ServiceSettings
+
+log = logging.getLogger("tau2_a2a.service")
 
 DEFAULT_PORT = 9200
 ADK_BINDINGS = ("JSONRPC",)  # what ADK's A2A app (`adk web --a2a`, to_a2a) serves
@@ -266,8 +269,15 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
             await task_store.initialize()
             await event_stream.initialize()
         loop = asyncio.get_running_loop()
-        tools.manager.follow_tasks_with(lambda row: asyncio.run_coroutine_threadsafe(
-            handler.continue_task(row.task_id, row.evaluation_id), loop))
+
+        def continue_task(row: Any) -> None:
+            """Called from the manager's thread for a task whose follower stopped."""
+            future = asyncio.run_coroutine_threadsafe(handler.continue_task(row.task_id, row.evaluation_id), loop)
+            future.add_done_callback(lambda done: None if done.cancelled() or done.exception() is None else
+                                     log.warning("A2A task %s of evaluation %s was not continued: %s",
+                                                 row.task_id, row.evaluation_id, done.exception()))
+
+        tools.manager.follow_tasks_with(continue_task)
         try:
             yield
         finally:
