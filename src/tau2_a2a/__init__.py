@@ -45,7 +45,7 @@ _import_sink = _quiet_tau2_import()
 from tau2.registry import registry  # noqa: E402
 
 from tau2_a2a.client.agent import AGENT_NAME, A2AAgent  # noqa: E402
-from tau2_a2a.runner.atomic_results import install as _install_atomic_results  # noqa: E402
+from tau2_a2a.runner.results_file import install as _install_results_file  # noqa: E402
 from tau2_a2a.client.orchestration import install as _install_orchestrator  # noqa: E402
 from tau2_a2a.config import A2AConfig, RetryPolicy  # noqa: E402
 from tau2_a2a.reference.native_oracle import NATIVE_ORACLE_NAME, NativeOracleAgent  # noqa: E402
@@ -64,7 +64,7 @@ def register() -> None:
     if USER_NAME not in info.users:
         registry.register_user(ScriptedUser, USER_NAME)
     _install_orchestrator()
-    _install_atomic_results()
+    _install_results_file()
 
 
 register()

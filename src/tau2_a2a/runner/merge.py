@@ -22,7 +22,7 @@ from tau2.run import save_results_summary, save_termination_summary
 from tau2.utils.display import ConsoleDisplay
 from tau2.utils.utils import DATA_DIR
 
-from tau2_a2a.runner.atomic_results import atomic_open
+from tau2_a2a.runner.results_file import atomic_open
 from tau2_a2a.client.metrics import format_summary, metrics_path, write_report
 from tau2_a2a.config import ConfigError
 

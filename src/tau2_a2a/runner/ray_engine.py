@@ -3,7 +3,7 @@
 The driver runs tau2's own `run_domain`, as a run in one process does: it
 plans the simulations (tasks x trials, tau2's seeds), resumes from the results
 file, prints tau2's progress and saves each simulation as it arrives (whole
-files only, see `runner.atomic_results`). Only tau2's call to `run_task`, one
+files only, see `runner.results_file`). Only tau2's call to `run_task`, one
 simulation, goes to a Ray actor, which runs the conversation and scores it
 there and sends the finished SimulationRun back. So the results file is the
 one tau2 writes in one process, and the latencies are measured in the actor.

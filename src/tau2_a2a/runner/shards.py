@@ -29,7 +29,7 @@ from typing import Any
 from tau2.data_model.simulation import Results, RunConfig
 from tau2.run import get_tasks
 
-from tau2_a2a.runner.atomic_results import atomic_open
+from tau2_a2a.runner.results_file import atomic_open
 from tau2_a2a.client.errors import RunStopped
 from tau2_a2a.runner.merge import save_results
 from tau2_a2a.client.metrics import metrics_path, write_report

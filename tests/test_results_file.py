@@ -1,0 +1,69 @@
+"""tau2.run's results file, written through `runner.results_file`: same values as json.dump, whole, resumable."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import tau2.run
+from tau2.data_model.simulation import Results
+
+from tau2_a2a.runner.results_file import FastJson, atomic_open
+from tests.conftest import run_native_oracle, typed
+
+DOCUMENT = {
+    "text": "Airplane mode \u2708\ufe0f, caf\u00e9, \"quoted\"\n",
+    "numbers": [0, 2.0, 0.1, 1e-07, 1e16, -3.5, 12345678901234567, True, False, None],
+    "nested": {"empty_list": [], "empty_dict": {}, "list": [{"a": 1}, [2, [3.25]]]},
+    7: "an int key, which json.dump writes as a string",
+}
+
+
+def written(value: object, encoding: str = "utf-8") -> str:
+    handle = io.TextIOWrapper(io.BytesIO(), encoding=encoding)
+    FastJson.dump(value, handle, indent=2)
+    handle.flush()
+    return handle.buffer.getvalue().decode(encoding)  # type: ignore[attr-defined]
+
+
+def test_dump_writes_the_values_and_layout_json_dump_writes() -> None:
+    ours, standard = written(DOCUMENT), json.dumps(DOCUMENT, indent=2)
+    assert typed(json.loads(ours)) == typed(json.loads(standard))  # 2.0 stays a float, 0 an int
+    indents = [[len(line) - len(line.lstrip(" ")) for line in text.splitlines()] for text in (ours, standard)]
+    assert indents[0] == indents[1]  # one value a line, indented by two, as json.dump(indent=2)
+    assert "\u2708" in ours  # UTF-8, where json.dump writes \u escapes
+
+
+def test_values_orjson_would_change_are_written_by_the_standard_encoder() -> None:
+    with_nan = {"cost": math.nan, "limit": math.inf, "ok": [1.5]}
+    text = written(with_nan)
+    assert text == json.dumps(with_nan, indent=2)  # NaN and Infinity kept, not turned into null
+    loaded = FastJson.load(io.StringIO(text))
+    assert math.isnan(loaded["cost"]) and loaded["limit"] == math.inf
+    huge = {"id": 2**70}
+    assert json.loads(written(huge)) == huge
+    latin = written(DOCUMENT, encoding="latin-1")  # the standard encoder escapes what latin-1 cannot hold
+    assert latin == json.dumps(DOCUMENT, indent=2)
+
+
+def test_other_calls_are_the_standard_module() -> None:
+    shadow = FastJson()
+    assert shadow.dumps({"a": 1}) == json.dumps({"a": 1})
+    assert shadow.JSONDecodeError is json.JSONDecodeError
+    compact = io.StringIO()
+    shadow.dump({"a": [1, 2]}, compact)  # without indent=2: json.dump as called
+    assert compact.getvalue() == json.dumps({"a": [1, 2]})
+
+
+def test_a_tau2_run_saves_through_it_and_its_file_holds_every_simulation(tmp_path: Path) -> None:
+    assert tau2.run.open is atomic_open and isinstance(tau2.run.json, FastJson)
+    results = run_native_oracle(tmp_path, task_ids=["0", "1", "2"], max_concurrency=3)
+    saved = Results.load(tmp_path / "native.json")
+    assert sorted(s.task_id for s in saved.simulations) == ["0", "1", "2"]
+    by_id = {s.id: s for s in results.simulations}
+    for simulation in saved.simulations:
+        assert simulation.model_dump() == by_id[simulation.id].model_dump()
+        assert simulation.reward_info.reward == 1.0
+    assert not list(tmp_path.glob(".*.partial"))
