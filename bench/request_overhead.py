@@ -10,8 +10,11 @@ same binding:
   HTTP+JSON  httpx POST of the SendMessageRequest JSON to /message:send (as a2a-sdk's RestTransport)
   gRPC       A2AServiceStub.SendMessage on a sync channel kept open
 
-Arms run interleaved, 10 requests at a time, so all see the same machine.
-Prints mean/p50 per request, the ratio of means and the overhead in ms per request.
+Arms run interleaved, one request at a time, so all see the same machine.
+Prints mean/p50 per request, the ratio of means and the overhead in ms per
+request; beside it, the client process's CPU time per request of each arm
+(all its threads), whose difference moves less with the load of a shared
+machine than wall time does.
 
     .venv/bin/python bench/request_overhead.py [--requests 200]
 """
@@ -82,13 +85,11 @@ def session_send(session: A2ASession, parts: list[Part]) -> None:
     session.send(parts, None, None, 0)
 
 
-def timed(send: Send, parts: list[Part], count: int) -> list[float]:
-    samples = []
-    for _ in range(count):
-        started = time.perf_counter()
-        send(parts)
-        samples.append((time.perf_counter() - started) * 1000.0)
-    return samples
+def timed(send: Send, parts: list[Part]) -> tuple[float, float]:
+    """Wall time and this process's CPU time of one request, in ms."""
+    started, cpu = time.perf_counter(), time.process_time()
+    send(parts)
+    return (time.perf_counter() - started) * 1000.0, (time.process_time() - cpu) * 1000.0
 
 
 def main() -> int:
@@ -108,22 +109,28 @@ def main() -> int:
         print(f"{args.requests} sequential requests per arm to an agent that answers at once "
               f"({url}, gRPC 127.0.0.1:{grpc_port}); times in ms per request")
         print(f"  {'payload':13s} {'binding':9s} | {'session mean':>12s} {'p50':>7s} | "
-              f"{'bare mean':>9s} {'p50':>7s} | {'ratio':>6s} {'overhead':>9s}")
+              f"{'bare mean':>9s} {'p50':>7s} | {'ratio':>6s} {'overhead':>9s} | "
+              f"{'CPU session':>11s} {'bare':>6s} {'overhead':>9s}")
         for label, parts in (("user turn", user_turn("Yes, please.")), ("first message", first_message_parts())):
-            samples: dict[tuple[str, str], list[float]] = {arm: [] for arm in arms}
+            samples: dict[tuple[str, str], list[tuple[float, float]]] = {arm: [] for arm in arms}
             for send in arms.values():
-                timed(send, parts, 10)  # warm every path
-            for _ in range(args.requests // 10):  # interleave so all arms see the same machine
+                for _ in range(10):  # warm every path
+                    timed(send, parts)
+            for _ in range(args.requests):  # interleave so all arms see the same machine
                 for arm, send in arms.items():
-                    samples[arm] += timed(send, parts, 10)
+                    samples[arm].append(timed(send, parts))
             for name, session in sessions.items():
                 assert session.binding == BINDINGS[name], session.binding
-                ours, raw = samples[name, "session"], samples[name, "bare"]
+                ours = [wall for wall, _ in samples[name, "session"]]
+                raw = [wall for wall, _ in samples[name, "bare"]]
+                our_cpu = statistics.mean(cpu for _, cpu in samples[name, "session"])
+                raw_cpu = statistics.mean(cpu for _, cpu in samples[name, "bare"])
                 print(f"  {label:13s} {READABLE[session.binding]:9s} | "
                       f"{statistics.mean(ours):12.2f} {statistics.median(ours):7.2f} | "
                       f"{statistics.mean(raw):9.2f} {statistics.median(raw):7.2f} | "
                       f"{statistics.mean(ours) / statistics.mean(raw):5.2f}x "
-                      f"{statistics.mean(ours) - statistics.mean(raw):+9.2f}")
+                      f"{statistics.mean(ours) - statistics.mean(raw):+9.2f} | "
+                      f"{our_cpu:11.2f} {raw_cpu:6.2f} {our_cpu - raw_cpu:+9.2f}")
         for session in sessions.values():
             session.close()
     return 0

@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from tau2.data_model.simulation import TerminationReason
 
+from tau2_a2a.client.session import A2ASession
 from tau2_a2a.config import A2AConfig
+from tau2_a2a.protocol.messages import user_turn
 from tau2_a2a.reference.oracle_script import oracle_steps
 from tau2_a2a.serving import BackgroundServer, free_port
 from tests.agents import (
@@ -168,3 +170,16 @@ def test_task_left_working_is_polled_until_done(serve: Serve, tmp_path: Path) ->
         assert exchange[1:-1] == [("GetTask", "TASK_STATE_WORKING")] * (len(exchange) - 2)
     assert {r["error"] for r in records} == {None}
     assert {r["context_id"] for r in records} == {calls[0].reply_context_id}
+
+
+async def test_a_session_called_from_inside_an_event_loop_still_answers(oracle_url: str) -> None:
+    """A caller that is itself a coroutine cannot have its loop blocked: its requests run on the session's own loop."""
+    session = A2ASession(A2AConfig(endpoint=oracle_url, retry=FAST))
+    try:
+        exchange = session.send(user_turn("Hello"), None, None, 0)
+    finally:
+        session.close()
+    assert exchange.context_id
+    [record] = exchange.records
+    assert (record.method, record.error, record.http_status, record.events) == ("SendMessage", None, 200, 1)
+    assert record.request_bytes > 0 and record.response_bytes > 0 and record.output_tokens > 0

@@ -7,6 +7,7 @@ score them exactly as the oracle scores, and meter the stream.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,10 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import AgentSkill, Part, TaskState
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tau2_a2a.config import A2AConfig
+from tau2_a2a.client.errors import AgentTimeout
+from tau2_a2a.client.session import A2ASession
+from tau2_a2a.config import A2AConfig, RetryPolicy
+from tau2_a2a.protocol.messages import user_turn
 from tau2_a2a.protocol.cards import agent_card
 from tau2_a2a.reference.fidelity import trajectory_differences
 from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
@@ -61,6 +65,19 @@ class StreamsChunks(OracleLike):
         else:
             await updater.add_artifact(parts, artifact_id=artifact_id, last_chunk=True)
         await updater.complete()
+
+
+class KeepsWorking(OracleLike):
+    """Streams a `working` update every 0.2 s and completes only after 5 s: a stream alive past any short timeout."""
+
+    async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
+        await event_queue.enqueue_event(new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED))
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        for _ in range(25):
+            await updater.update_status(TaskState.TASK_STATE_WORKING,
+                                        updater.new_agent_message([new_text_part("Still on it...")]))
+            await asyncio.sleep(0.2)
+        await updater.complete(updater.new_agent_message([new_text_part("Done.")]))
 
 
 class CutsStreamOnce:
@@ -140,6 +157,22 @@ def test_stream_cut_mid_reply_is_retried(native: Any, tmp_path: Path) -> None:
     assert [(r["turn"], r["attempt"], r["error"]) for r in records[:2]] == [(0, 1, "connection"), (0, 2, None)]
     assert "the connection was dropped" in records[0]["error_message"]
     assert {r["error"] for r in records[2:]} == {None}
+
+
+def test_a_stream_still_open_when_the_reply_is_due_times_out() -> None:
+    """Events keep coming, none the reply: the stream is cut at --a2a-timeout, as a blocking reply would be."""
+    for server in serve_agent(KeepsWorking()):
+        session = A2ASession(A2AConfig(endpoint=server.url, streaming=True, timeout=1.0, retry=RetryPolicy(1, 0.05)))
+        try:
+            with pytest.raises(AgentTimeout) as caught:
+                session.send(user_turn("Hello"), None, None, 0)
+        finally:
+            session.close()
+    [record] = caught.value.records
+    assert (record.method, record.error, record.http_status) == ("SendStreamingMessage", "timeout", 200)
+    assert record.events >= 2 and record.response_bytes > 0  # the stream was flowing when its time ran out
+    assert str(caught.value) == (f"SendStreamingMessage to {server.url} timed out after 1s; "
+                                 "raise --a2a-timeout if the agent is slow.")
 
 
 def test_task_left_working_when_the_stream_ends_is_polled(native: Any, tmp_path: Path) -> None:

@@ -1,11 +1,14 @@
 """One A2A session per endpoint: card discovery, one connection pool, send with retries.
 
-tau2 runs simulations in worker threads; a2a-sdk is async. Each session owns
-one event loop in a background thread and one `httpx.AsyncClient` (one gRPC
-channel for gRPC), so every thread of a run shares the same connections.
-Worker threads call the synchronous methods, which hand coroutines to that
-loop. The binding (JSON-RPC, HTTP+JSON, gRPC) is chosen from the card once;
-a2a-sdk's own transport for it does the talking, blocking or streaming.
+tau2 runs simulations in worker threads; a2a-sdk is async. Over JSON-RPC and
+HTTP+JSON a worker thread runs a2a-sdk's coroutines itself, on an event loop
+of its own, and the HTTP exchange underneath goes through one thread-safe
+connection pool per session (httpx's): every thread of a run shares the same
+connections, and a request costs no hand-over to another thread. gRPC's
+channel belongs to one event loop, so a gRPC session keeps that loop in a
+background thread and worker threads hand their coroutines to it. The
+binding (JSON-RPC, HTTP+JSON, gRPC) is chosen from the card once; a2a-sdk's
+own transport for it does the talking, blocking or streaming.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import contextvars
 import functools
 import json
 import logging
+import os
 import threading
 import time
 import uuid
@@ -80,6 +84,7 @@ class _Wire:
     error_body: str = ""  # the start of the body of a reply with status >= 400
     events: int = 0  # A2A events received (a blocking call has one)
     first_event_at: float | None = None  # perf_counter() of the first event
+    deadline: float | None = None  # perf_counter() by which the reply must be in
 
     def saw_event(self, size: int) -> None:
         self.events += 1
@@ -94,7 +99,11 @@ _current_wire: contextvars.ContextVar[_Wire | None] = contextvars.ContextVar(
 
 
 class _CountedStream(httpx.AsyncByteStream):
-    """An event stream passed on chunk by chunk (so its events arrive as sent), counted and logged."""
+    """An event stream passed on chunk by chunk (so its events arrive as sent), counted and logged.
+
+    The pool's reads block, so no outer timer can cut a stream: the reply's
+    deadline is checked here as each chunk arrives.
+    """
 
     def __init__(self, inner: Any, wire: _Wire | None, log_chunk: Any) -> None:
         self._inner = inner
@@ -102,18 +111,26 @@ class _CountedStream(httpx.AsyncByteStream):
         self._log_chunk = log_chunk
 
     async def __aiter__(self) -> Any:
-        async for chunk in self._inner:
+        for chunk in self._inner:
             if self._wire is not None:
                 self._wire.response_bytes += len(chunk)
+                if self._wire.deadline is not None and time.perf_counter() > self._wire.deadline:
+                    raise httpx.ReadTimeout("the reply's time ran out while its event stream was still open")
             self._log_chunk(chunk)
             yield chunk
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        self._inner.close()
 
 
 class _MeteringTransport(httpx.AsyncBaseTransport):
     """Counts bytes and keeps the HTTP status of each request; logs bodies in debug mode.
+
+    Underneath is httpx's synchronous, thread-safe connection pool, called
+    straight from the coroutine: the coroutine runs on the event loop of the
+    thread that waits for its reply, so blocking there holds up nothing else,
+    and no thread hand-over or async socket layer is paid per request. Each
+    request's timeouts are cut to the time its reply has left.
 
     A request body counts as sent unless the connection could not even be
     opened; the status counts as soon as the status line arrives, even if the
@@ -123,19 +140,23 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
     not even when the agent echoes it back.
     """
 
-    def __init__(self, inner: httpx.AsyncBaseTransport, debug: bool, token: str | None) -> None:
+    def __init__(self, inner: httpx.BaseTransport, debug: bool, token: str | None) -> None:
         self._inner = inner
         self._debug = debug
         self._token = token
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         wire = _current_wire.get()
+        if not isinstance(request.stream, httpx.SyncByteStream):  # a2a-sdk sends whole JSON bodies; just in case
+            request.stream = httpx.ByteStream(await request.aread())
         body = request.content
+        if wire is not None and wire.deadline is not None:
+            _cut_timeouts(request, wire.deadline)
         if self._debug:
             wire_log.info("A2A request %s %s\n%s", request.method, request.url,
                           redact(body.decode(errors="replace"), self._token))
         try:
-            response = await self._inner.handle_async_request(request)
+            response = self._inner.handle_request(request)
         except (httpx.ConnectError, httpx.ConnectTimeout):
             raise  # nothing was sent
         except BaseException:
@@ -154,13 +175,15 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
                 request=request,
             )
         chunks: list[bytes] = []
+        received = 0
         try:
-            async for chunk in response.stream:  # type: ignore[union-attr]
+            for chunk in response.stream:  # type: ignore[union-attr]
                 chunks.append(chunk)
+                received += len(chunk)
         finally:
-            await response.aclose()
+            response.close()
             if wire is not None:
-                wire.response_bytes += sum(len(c) for c in chunks)
+                wire.response_bytes += received
         raw = b"".join(chunks)
         if wire is not None and response.status_code >= 400:
             wire.error_body = raw[:2000].decode(errors="replace")
@@ -180,7 +203,48 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             wire_log.info("A2A reply chunk\n%s", redact(chunk.decode(errors="replace"), self._token))
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        self._inner.close()
+
+
+def _cut_timeouts(request: httpx.Request, deadline: float) -> None:
+    """Each wait of this request (pool, connect, write, each read) is cut to the time its reply has left."""
+    left = max(deadline - time.perf_counter(), 0.001)
+    timeouts = request.extensions.get("timeout", {})
+    request.extensions["timeout"] = {
+        name: left if value is None else min(value, left) for name, value in timeouts.items()
+    }
+
+
+class _OwnLoop:
+    """This thread's event loop for a2a-sdk's coroutines; closed when the thread ends."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:
+        self.loop.close()
+
+
+_own_loops = threading.local()
+# A forked worker must not share its parent's loop (its selector and wake-up pipe): it makes its own.
+os.register_at_fork(after_in_child=lambda: _own_loops.__dict__.clear())
+
+
+def _run_here(coroutine: Any) -> Any:
+    """Run a coroutine to its end on this thread's own event loop."""
+    own: _OwnLoop | None = getattr(_own_loops, "own", None)
+    if own is None:
+        own = _own_loops.own = _OwnLoop()
+    return own.loop.run_until_complete(coroutine)
+
+
+def _in_event_loop() -> bool:
+    """Whether the calling thread is running an event loop (which must not be blocked)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 @dataclass
@@ -199,27 +263,27 @@ class A2ASession:
     def __init__(self, config: A2AConfig) -> None:
         self.config = config
         self._tokens = TokenCounter()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name=f"a2a-session {config.endpoint}", daemon=True
-        )
-        self._thread.start()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the background loop, made only when needed
+        self._thread: threading.Thread | None = None
+        self._loop_lock = threading.Lock()
+        self._closed = False
         self._card: AgentCard | None = None
         self.protocol_version = ""
         self.binding = ""  # the card's protocol_binding we talk over, once discovered
         self.streaming = False  # whether messages go out as SendStreamingMessage
         self.refusal: AgentAuthError | None = None  # set when the agent refuses us mid-run: nothing more is sent
         self._client: Any = None
+        self._call_context: ClientCallContext | None = None
         self._grpc_channel: Any = None
         self._discover_lock = threading.Lock()
-        self._http = self._call(self._make_http())
+        self._http = self._make_http()
 
-    async def _make_http(self) -> httpx.AsyncClient:
+    def _make_http(self) -> httpx.AsyncClient:
         headers = {}
         if self.config.auth_token:
             headers["Authorization"] = f"Bearer {self.config.auth_token}"
         transport = _MeteringTransport(
-            httpx.AsyncHTTPTransport(
+            httpx.HTTPTransport(
                 limits=httpx.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=30.0)),
             self.config.debug,
             self.config.auth_token,
@@ -228,7 +292,26 @@ class A2ASession:
         return httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport)
 
     def _call(self, coroutine: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        """Run a coroutine for the calling thread, and wait for its end.
+
+        Over HTTP the calling thread runs it on its own loop. gRPC's channel
+        lives on the background loop, so gRPC coroutines go there; so does
+        everything asked from inside a running event loop, which cannot be
+        blocked in place.
+        """
+        if self._grpc or _in_event_loop():
+            return asyncio.run_coroutine_threadsafe(coroutine, self._background_loop()).result()
+        return _run_here(coroutine)
+
+    def _background_loop(self) -> asyncio.AbstractEventLoop:
+        with self._loop_lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, name=f"a2a-session {self.config.endpoint}", daemon=True
+                )
+                self._thread.start()
+            return self._loop
 
     # -- discovery -----------------------------------------------------------------
 
@@ -246,6 +329,7 @@ class A2ASession:
                 self.binding = interface.protocol_binding
                 self.protocol_version = protocol_version(interface)
                 self.streaming = self._streams(card)
+                self._call_context = self._context()
                 self._client = self._call(self._make_client(card))
                 self._call(self._check_access(interface))
                 self._card = card
@@ -279,7 +363,8 @@ class A2ASession:
         return self.binding == GRPC
 
     def _context(self) -> ClientCallContext:
-        """Per-call settings: the timeout, and over gRPC the bearer token (HTTP carries it in the client's headers)."""
+        """The settings of every call: the timeout, and over gRPC the bearer token (HTTP carries it in the client's
+        headers). Made once: a2a-sdk only reads it."""
         parameters = None
         if self._grpc and self.config.auth_token:
             parameters = {"authorization": f"Bearer {self.config.auth_token}"}
@@ -439,7 +524,7 @@ class A2ASession:
         if wire is not None and self._grpc:
             wire.request_bytes += request.ByteSize()
         streamed = StreamedReply()
-        async for event in self._client.send_message(request, context=self._context()):
+        async for event in self._client.send_message(request, context=self._call_context):
             if wire is not None:
                 wire.saw_event(event.ByteSize() if self._grpc else 0)
             streamed.add(event)
@@ -452,7 +537,7 @@ class A2ASession:
         wire = _current_wire.get()
         if wire is not None and self._grpc:
             wire.request_bytes += request.ByteSize()
-        task = await self._client.get_task(request, context=self._context())
+        task = await self._client.get_task(request, context=self._call_context)
         if wire is not None:
             wire.saw_event(task.ByteSize() if self._grpc else 0)
         return task
@@ -491,12 +576,15 @@ class A2ASession:
         Every request gets its record, failed ones too; requests made before
         any simulation (`discovery`) are also kept for the metrics file.
         """
-        wire = _Wire()
-        token = _current_wire.set(wire)
         started = time.perf_counter()
+        wire = _Wire(deadline=started + self.config.timeout)
+        token = _current_wire.set(wire)
         cause: BaseException | None = None
         try:
-            result = await asyncio.wait_for(call, timeout=self.config.timeout)
+            if self._grpc:  # over HTTP the pool's blocking calls keep to the deadline themselves
+                result = await asyncio.wait_for(call, timeout=self.config.timeout)
+            else:
+                result = await call
             failure = None
         except Exception as error:  # every failure is classified and recorded
             result = None
@@ -541,14 +629,16 @@ class A2ASession:
         return result, record
 
     def close(self) -> None:
-        if self._loop.is_closed():
+        if self._closed:
             return
+        self._closed = True
         if self._grpc_channel is not None:
             self._call(self._grpc_channel.close())
         self._call(self._http.aclose())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
-        self._loop.close()
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+            self._loop.close()
 
 
 class _Failed(Exception):

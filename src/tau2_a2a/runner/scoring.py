@@ -5,7 +5,7 @@ it builds the domain database twice more, replays the trajectory and the
 golden actions, and hashes both databases. That is most of tau2's CPU per
 simulation, all of it Python holding the interpreter lock for up to a few
 hundred milliseconds per call. With many simulations in threads of one
-process, it saturates one core and keeps the A2A event loop from reading
+process, it saturates one core and keeps the A2A client threads from reading
 replies, which inflates both the wall time and the latencies we measure.
 
 Here, while an A2A run is going on, `tau2.run.evaluate_simulation` sends the

@@ -54,7 +54,7 @@ def default_workers(config: RunConfig, results_path: Path) -> int:
 
     Above about 16 simulations in threads of one interpreter, tau2's own CPU
     work (building environments, pydantic, under one interpreter lock) delays
-    the replies the A2A event loop is waiting to read. A resume keeps how the
+    the replies the A2A client threads are waiting to read. A resume keeps how the
     run started: its workers' split, or one process. Small runs stay in one
     process (see `helpers_worth_starting`).
     """
