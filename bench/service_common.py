@@ -50,7 +50,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def call(client: Any, tool: str, arguments: dict[str, Any] | None = None) -> Any:
-    """One blocking structured request; the final Task."""
+    """One blocking structured request; the reply: the final Task, or the Message a read-only tool answers with."""
     from a2a.client import ClientCallContext
     from a2a.types import SendMessageRequest
 
@@ -59,5 +59,5 @@ async def call(client: Any, tool: str, arguments: dict[str, Any] | None = None) 
     reply = None
     request = SendMessageRequest(message=request_message(tool, arguments))
     async for event in client.send_message(request, context=ClientCallContext(timeout=1800)):
-        reply = event.task
+        reply = event.message if event.HasField("message") else event.task
     return reply

@@ -2,7 +2,7 @@
 
 `tau2-a2a serve` runs in its own process; after one warm-up call, this sends
 --sequential requests one after the other, then --concurrent requests at
-once (each its own A2A task), and prints the latency percentiles of both and
+once (each its own A2A request), and prints the latency percentiles of both and
 their ratio, measured side by side in one run.
 
     python bench/service_list_domains.py --concurrent 50
@@ -25,12 +25,12 @@ from tau2_a2a.serving import free_port
 
 
 async def timed(client, latencies: list[float]) -> bool:
-    from a2a.types import TaskState
+    from a2a.types import Message, TaskState
 
     started = time.perf_counter()
-    task = await call(client, "list_domains")
+    reply = await call(client, "list_domains")
     latencies.append((time.perf_counter() - started) * 1000)
-    return task.status.state == TaskState.TASK_STATE_COMPLETED
+    return isinstance(reply, Message) or reply.status.state == TaskState.TASK_STATE_COMPLETED
 
 
 async def measure(url: str, sequential: int, concurrent: int) -> tuple[list[float], list[float], float, int]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from a2a.client import ClientCallContext
-from a2a.types import GetTaskRequest, SendMessageConfiguration, SendMessageRequest, Task, TaskState
+from a2a.types import GetTaskRequest, Message, SendMessageConfiguration, SendMessageRequest, Task, TaskState
 
 from tau2_a2a.service.app import build_app
 from tau2_a2a.service.client import connect, request_message, result_data, result_text
@@ -44,8 +44,8 @@ def start_service(results_dir: Path, *, limits: Limits | None = None, **settings
 
 async def ask(url: str, tool: str | None = None, arguments: dict[str, Any] | None = None, *,
               text: str | None = None, context_id: str | None = None, token: str | None = None,
-              return_immediately: bool = False, card: Any = None) -> Task:
-    """One blocking (or return-immediately) send; the Task the service answers with."""
+              return_immediately: bool = False, card: Any = None) -> Task | Message:
+    """One blocking (or return-immediately) send; the Task (or Message) the service answers with."""
     client, http = await connect(url, token, card=card)
     try:
         request = SendMessageRequest(
@@ -87,10 +87,12 @@ async def wait_for_task(url: str, task_id: str, token: str | None = None, timeou
 
 
 async def call_tool(url: str, tool: str, arguments: dict[str, Any] | None = None, **kwargs: Any) -> Any:
-    """A structured call that must succeed; its data part."""
-    task = await ask(url, tool, arguments, **kwargs)
-    assert task.status.state == TaskState.TASK_STATE_COMPLETED, result_text(task) or task.status.message
-    return result_data(task)
+    """A structured call that must succeed; its data part (of a completed Task, or of the Message a
+    read-only call is answered with)."""
+    reply = await ask(url, tool, arguments, **kwargs)
+    if isinstance(reply, Task):
+        assert reply.status.state == TaskState.TASK_STATE_COMPLETED, result_text(reply) or reply.status.message
+    return result_data(reply)
 
 
 class ServiceStandinLLM:

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from a2a.client import ClientConfig, ClientFactory
-from a2a.types import AgentCard, CancelTaskRequest, TaskState
+from a2a.types import AgentCard, CancelTaskRequest, Message, Role, Task, TaskState
 from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
@@ -162,10 +162,47 @@ async def test_an_a2a_0_3_client_works(service: BackgroundServer, acceptance: An
         for tool, arguments in (("list_domains", {}), ("get_evaluation", {"evaluation_id": evaluation_id})):
             request = SendMessageRequest(message=request_message(tool, arguments))
             events = [e async for e in client.send_message(request)]
-            task = events[-1].task
-            assert task.status.state == TaskState.TASK_STATE_COMPLETED
-        assert result_data(task)["result"]["metrics"]["avg_reward"] == 1.0
+            reply = events[-1].message  # a read-only call: a Message
+            assert reply.role == Role.ROLE_AGENT
+        assert result_data(reply)["result"]["metrics"]["avg_reward"] == 1.0
     assert methods == ["message/send", "message/send"]
+
+
+async def test_a_read_only_call_is_answered_with_a_message_and_keeps_no_task(
+        service: BackgroundServer, acceptance: Any) -> None:
+    tasks_before = _stored_tasks(service)
+    evaluation_id = result_data(acceptance)["evaluation_id"]
+    for tool, arguments in (("list_domains", {}), ("ListDomains", {}), ("list_evaluations", {}),
+                            ("get_evaluation", {"evaluation_id": evaluation_id})):
+        reply = await ask(service.url, tool, arguments)
+        assert isinstance(reply, Message), tool
+        assert result_text(reply) and result_data(reply)
+    assert result_data(reply)["result"] == result_data(acceptance)["result"]
+    streamed = await stream(service.url, "get_evaluation", {"evaluation_id": evaluation_id})
+    assert [e.WhichOneof("payload") for e in streamed] == ["message"]
+    assert _stored_tasks(service) == tasks_before
+
+
+async def test_a_read_only_call_in_a_context_or_that_fails_gets_a_task(service: BackgroundServer,
+                                                                        acceptance: Any) -> None:
+    evaluation_id = result_data(acceptance)["evaluation_id"]
+    # In a conversation it goes to the agent, which remembers the evaluation for follow-ups.
+    in_context = await ask(service.url, "get_evaluation", {"evaluation_id": evaluation_id},
+                           context_id=acceptance.context_id)
+    assert isinstance(in_context, Task) and in_context.status.state == TaskState.TASK_STATE_COMPLETED
+    assert result_data(in_context)["evaluation_id"] == evaluation_id
+    unknown = await ask(service.url, "get_evaluation", {"evaluation_id": "ev-00000000dead"})
+    assert isinstance(unknown, Task) and unknown.status.state == TaskState.TASK_STATE_FAILED
+    assert " ".join(p.text for p in unknown.status.message.parts).startswith("No evaluation ev-00000000dead")
+
+
+def _stored_tasks(service: BackgroundServer) -> int:
+    """A2A tasks in the service's SQLite database."""
+    import sqlite3
+
+    path = service.app.state.tools.manager.store.url.split(":///", 1)[1]
+    with sqlite3.connect(path) as connection:
+        return connection.execute("SELECT count(*) FROM tasks").fetchone()[0]
 
 
 async def test_non_blocking_send_then_polling(service: BackgroundServer, oracle_url: str) -> None:

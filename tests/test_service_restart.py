@@ -115,8 +115,13 @@ def done_so_far(url: str, evaluation_id: str) -> int:
 
 
 def the_evaluation(url: str) -> str:
-    """The id of the service's one evaluation."""
-    evaluations = asyncio.run(call_tool(url, "list_evaluations"))["evaluations"]
+    """The id of the service's one evaluation (a return-immediately send answers before the agent
+    has submitted it)."""
+    def listed() -> list[dict[str, Any]]:
+        return asyncio.run(call_tool(url, "list_evaluations"))["evaluations"]
+
+    wait_until(lambda: len(listed()) >= 1, "the evaluation's submission", timeout=60)
+    evaluations = listed()
     assert len(evaluations) == 1
     return evaluations[0]["evaluation_id"]
 

@@ -14,7 +14,7 @@ from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.service import summary
 from tau2_a2a.service.app import ADK_BINDINGS, card_json, service_card
-from tau2_a2a.service.evaluations import EvaluationManager, Limits
+from tau2_a2a.service.evaluations import EvaluationError, EvaluationManager, Limits
 from tau2_a2a.service.store import EvaluationStore, StoreError
 from tau2_a2a.service.targets import TargetPolicy, TargetRefused
 from tau2_a2a.service.tools import EvaluationTools, ToolError
@@ -235,6 +235,31 @@ def test_queue_positions_queue_limit_and_canceling(tmp_path: Path) -> None:
         assert restarted.get(first["evaluation_id"])["status"] == "canceled"
     finally:
         restarted.close()
+
+
+def test_evaluations_run_below_the_service_priority(tmp_path: Path) -> None:
+    """An evaluation's process runs 10 nice steps below the service (the default), in a session of its own
+    whose autogroup (Linux) is lowered too: autogroup scheduling shares the CPU between sessions whatever
+    their processes' nice values."""
+    import os
+
+    sleeper = tmp_path / "sleeper"
+    sleeper.write_text("#!/bin/sh\nexec sleep 60\n")
+    sleeper.chmod(0o755)
+    with pytest.raises(EvaluationError, match="nice value must be 0 to 19, got 20"):
+        EvaluationManager(tmp_path / "refused", python=str(sleeper), nice=20)
+    manager = EvaluationManager(tmp_path / "results", python=str(sleeper))
+    tools = EvaluationTools(manager, TargetPolicy(resolver=RESOLVER))
+    try:
+        record = tools.call("run_tau2_evaluation", GOOD)
+        pid = manager._jobs[record["evaluation_id"]].process.pid
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
+        assert os.getsid(pid) == pid
+        autogroup = Path(f"/proc/{pid}/autogroup")
+        if autogroup.exists():
+            assert autogroup.read_text().split()[-1] == "10"  # "/autogroup-N nice 10"
+    finally:
+        manager.close()
 
 
 def test_a_database_that_cannot_be_used_is_named_without_its_password() -> None:

@@ -154,22 +154,50 @@ def _request_handler_class() -> type:
     from a2a.server.agent_execution import RequestContext
     from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
     from a2a.server.context import ServerCallContext
-    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.request_handlers import DefaultRequestHandler, validate_request_params
     from a2a.types import Role, SendMessageRequest
+    from a2a.utils.errors import TaskNotFoundError
+    from a2a.utils.task import apply_history_length, validate_history_length
 
     from tau2_a2a.service.executor import RESUME_STATE
+    from tau2_a2a.service.reads import read_only_reply
     from tau2_a2a.service.vault import scrub_a2a_message
 
     class ServiceRequestHandler(DefaultRequestHandler):
         """a2a-sdk's handler, plus: a target's token leaves the message before the task store keeps it,
-        and a task whose execution stopped with its service can be continued by another."""
+        a read-only tool call is answered with a Message (reads.py), and a task whose execution stopped
+        with its service can be continued by another."""
 
+        def __init__(self, *args: Any, tools: Any, task_reader: Any = None, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.tools = tools
+            self.task_reader = task_reader  # GetTask reads through it when given
+
+        @validate_request_params
+        async def on_get_task(self, params: Any, context: Any) -> Any:
+            if self.task_reader is None:
+                return await super().on_get_task(params, context)
+            validate_history_length(params)
+            stored = await self.task_reader.get(params.id, context)
+            if stored is None:
+                raise TaskNotFoundError
+            return apply_history_length(stored.task, params)
+
+        @validate_request_params
         async def on_message_send(self, params: Any, context: Any) -> Any:
             scrub_a2a_message(params.message)
+            reply = await read_only_reply(self.tools, params.message)
+            if reply is not None:
+                return reply
             return await super().on_message_send(params, context)
 
+        @validate_request_params
         async def on_message_send_stream(self, params: Any, context: Any) -> AsyncIterator[Any]:
             scrub_a2a_message(params.message)
+            reply = await read_only_reply(self.tools, params.message)
+            if reply is not None:
+                yield reply
+                return
             async for event in super().on_message_send_stream(params, context):
                 yield event
 
@@ -244,22 +272,29 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
     tools = settings.tools(replica=settings.replica or replica_name_for(url))
     agent = build_agent(settings, tools, poll_seconds=poll_seconds)
     card = service_card(url, settings.limits, auth=bool(settings.auth_token), grpc_url=grpc_url)
-    engine = event_stream = None
+    engine = event_stream = reader = None
     if task_store is None:  # the A2A tasks live in the evaluations' database, shared by replicas
         shared = tools.manager.store.shared
-        # SQLite has one writer at a time: one connection queues this process's requests instead of
+        url_async = sqlalchemy_url(tools.manager.store.database, asynchronous=True)
+        # SQLite has one writer at a time: one connection queues this process's writes instead of
         # letting their transactions collide and retry.
-        engine = create_async_engine(sqlalchemy_url(tools.manager.store.database, asynchronous=True),
-                                     pool_pre_ping=True, **({} if shared else {"pool_size": 1, "max_overflow": 0}))
-        if not shared:
-            tune_sqlite(engine)
+        engine = create_async_engine(url_async, pool_pre_ping=True,
+                                     **({} if shared else {"pool_size": 1, "max_overflow": 0}))
         task_store = VersionedDatabaseTaskStore(engine)  # a2a-sdk's own tables
         event_stream = DatabaseTaskEventStream(engine)  # subscribe and cancel through any replica
+        if not shared:
+            tune_sqlite(engine)
+            # GetTask reads through connections of its own: in WAL mode a reader never waits for the
+            # writer, but behind the one writing connection it would wait for every queued write.
+            reader = create_async_engine(url_async, pool_size=4, max_overflow=4)
+            tune_sqlite(reader)
     handler = _request_handler_class()(
         agent_executor=A2aAgentExecutor(runner=build_runner(agent), config=executor_config()),
         task_store=task_store,
         agent_card=card,
         event_stream=event_stream,
+        tools=tools,
+        task_reader=VersionedDatabaseTaskStore(reader, create_table=False) if reader is not None else None,
     )
 
     @asynccontextmanager
@@ -284,8 +319,9 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
             warm.cancel()
             await asyncio.to_thread(tools.manager.close)
             await handler.aclose()
-            if engine is not None:
-                await engine.dispose()
+            for used in (engine, reader):
+                if used is not None:
+                    await used.dispose()
 
     middleware = [Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)]
     if settings.auth_token:
@@ -346,6 +382,10 @@ def add_serve_command(commands: Any) -> None:
                             "takes them over (TAU2_EVAL_LEASE_SECONDS; default 30)")
     serve.add_argument("--max-request-bytes", type=int, default=None,
                        help="Refuse request bodies over this size (TAU2_EVAL_MAX_REQUEST_BYTES; default 10 MiB)")
+    serve.add_argument("--evaluation-nice", type=int, default=None, metavar="STEPS",
+                       help="Run each evaluation's process this many nice steps (0-19) below the service, so "
+                            "the service answers promptly while evaluations run (TAU2_EVAL_EVALUATION_NICE; "
+                            "default 10; 0 keeps the service's priority)")
     serve.add_argument("--write-card", metavar="PATH", default=None,
                        help="Write the card of the ADK app (JSON-RPC only) to PATH, for "
                             "adk_agents/<app>/agent.json with --public-url, and exit")
@@ -376,6 +416,7 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         replica=args.replica_id or base.replica,
         lease_seconds=base.lease_seconds if args.lease_seconds is None else args.lease_seconds,
         max_request_bytes=base.max_request_bytes if args.max_request_bytes is None else args.max_request_bytes,
+        evaluation_nice=base.evaluation_nice if args.evaluation_nice is None else args.evaluation_nice,
     )
 
 
@@ -393,6 +434,9 @@ def serve_command(args: argparse.Namespace) -> int:
         raise ConfigError(str(error)) from None
     if settings.lease_seconds <= 0 or settings.max_request_bytes < 1:
         raise ConfigError("--lease-seconds and --max-request-bytes must be positive.")
+    if not 0 <= settings.evaluation_nice <= 19:
+        raise ConfigError(f"--evaluation-nice (TAU2_EVAL_EVALUATION_NICE) must be 0 to 19, "
+                          f"got {settings.evaluation_nice}.")
     url = (args.public_url or f"http://{args.host}:{args.port}").rstrip("/")
     if args.write_card:
         card = service_card(url, settings.limits, http_bindings=ADK_BINDINGS)
@@ -411,7 +455,7 @@ def serve_command(args: argparse.Namespace) -> int:
           f"{settings.limits.max_simulations} simulations per request, max_concurrency "
           f"{settings.limits.max_concurrency}   targets: {targets}")
     where = f"on the Ray cluster at {settings.ray_address}" if settings.ray_address else "in each evaluation's process"
-    print(f"  simulations: {where}")
+    print(f"  simulations: {where}, {settings.evaluation_nice} nice steps below the service")
     print(f"  database: {redact_url(app.state.tools.manager.store.database)}   replica: {app.state.tools.manager.replica}")
     sys.stdout.flush()
     serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,

@@ -22,6 +22,15 @@ service and the CLI score alike.
   under a lease it renews, and another replica takes them over when it dies.
 - Children die with their service (TAU2_A2A_EXIT_WITH, see runner/parent.py),
   so a resumed evaluation never has two writers.
+- Priority: children run at a lower CPU priority than the service (`nice`,
+  default 10 steps lower). Evaluations are batch work that can wait a moment;
+  the service's answers (GetTask, get_evaluation) are what people wait on,
+  and on a small machine eight evaluations would otherwise starve them. Each
+  child runs in a session of its own (to stop it with its helpers), and Linux's
+  autogroup scheduling shares the CPU fairly between sessions whatever their
+  processes' nice values, so the child's session is lowered too
+  (/proc/PID/autogroup). A child sharing the service's session instead would
+  spend that session's share, and the service would wait for other sessions.
 """
 
 from __future__ import annotations
@@ -62,6 +71,7 @@ ID_PATTERN = re.compile(r"^ev-[0-9a-f]{12}$")
 # with A2A errors (they score 0; the metrics file says which), 2 when it could not go on.
 EXIT_A2A_ERRORS = 3
 CHILD_RAN_EVERY_SIMULATION = (0, EXIT_A2A_ERRORS)
+DEFAULT_NICE = 10  # how much lower the CPU priority of an evaluation's process is than the service's
 
 
 class Status(str, Enum):
@@ -182,12 +192,15 @@ class EvaluationManager:
     `database` is a SQLite file or a postgresql:// URL (default: a SQLite file
     in `root`). `replica` names this service among the replicas of one
     database; `lease_seconds` is how long a replica that stopped answering
-    keeps its evaluations before another takes them over.
+    keeps its evaluations before another takes them over. `nice` lowers the
+    CPU priority of the evaluations' processes by that many steps (0 to 19).
     """
 
     def __init__(self, root: Path | str, limits: Limits = DEFAULT_LIMITS, python: str = sys.executable,
                  ray_address: str | None = None, database: str | None = None, replica: str | None = None,
-                 lease_seconds: float = 30.0) -> None:
+                 lease_seconds: float = 30.0, nice: int = DEFAULT_NICE) -> None:
+        if not 0 <= nice <= 19:
+            raise EvaluationError(f"The evaluations' nice value must be 0 to 19, got {nice}.")
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.limits = limits
@@ -196,6 +209,7 @@ class EvaluationManager:
         self.store = EvaluationStore(database or default_database(self.root))
         self.replica = replica or replica_name()
         self.lease_seconds = lease_seconds
+        self.nice = nice
         self._tick = max(0.2, min(2.0, lease_seconds / 10))
         self._lock = threading.RLock()
         self._jobs: dict[str, _Job] = {}
@@ -473,6 +487,7 @@ class EvaluationManager:
                 command, env=env, stdout=child_log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, cwd=job.directory, start_new_session=True,
             )
+        self._lower_priority(job.process.pid)
         job.record.update(status=Status.RUNNING.value, started_at=job.record.get("started_at") or _now(),
                           replica=self.replica)
         if resumed:
@@ -482,6 +497,21 @@ class EvaluationManager:
         log.info("evaluation %s %s (pid %d)", evaluation_id, "resumed" if resumed else "running",
                  job.process.pid)
         threading.Thread(target=self._watch, args=(job,), daemon=True, name=f"watch {evaluation_id}").start()
+
+    def _lower_priority(self, pid: int) -> None:
+        """Run the child `nice` steps below this process. Popen returns once the child has exec'd, before
+        its interpreter starts any thread; the threads and processes it starts later inherit the value."""
+        if not self.nice:
+            return
+        try:
+            os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + self.nice))
+        except OSError as error:  # the child already ended, or the platform refuses: it runs as it is
+            log.debug("could not lower the priority of pid %d: %s", pid, error)
+        autogroup = Path(f"/proc/{pid}/autogroup")  # Linux with autogroup scheduling: the child's session
+        try:
+            autogroup.write_text(str(min(19, self.nice)))
+        except OSError:  # no autogroup here (another OS, or the service runs in a cgroup): nice suffices
+            pass
 
     def _watch(self, job: _Job) -> None:
         assert job.process is not None

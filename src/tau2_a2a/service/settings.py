@@ -16,6 +16,7 @@ from tau2_a2a.config import ConfigError
 from tau2_a2a.service.request_limit import DEFAULT_MAX_REQUEST_BYTES
 from tau2_a2a.service.evaluations import (
     DEFAULT_LIMITS,
+    DEFAULT_NICE,
     SERVICE_TOKEN_ENV,
     EvaluationError,
     EvaluationManager,
@@ -43,6 +44,7 @@ class ServiceSettings:
     replica: str | None = None  # this service's name among replicas (default host:port)
     lease_seconds: float = 30.0  # how long a silent replica keeps its evaluations
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    evaluation_nice: int = DEFAULT_NICE  # evaluations run this many nice steps below the service
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> ServiceSettings:
@@ -91,6 +93,7 @@ class ServiceSettings:
             replica=get("REPLICA"),
             lease_seconds=decimal("LEASE_SECONDS", cls.lease_seconds),
             max_request_bytes=int(decimal("MAX_REQUEST_BYTES", cls.max_request_bytes)),
+            evaluation_nice=number("EVALUATION_NICE", cls.evaluation_nice),
         )
 
     def tools(self, replica: str | None = None) -> EvaluationTools:
@@ -102,7 +105,7 @@ class ServiceSettings:
         try:
             manager = EvaluationManager(self.results_dir, self.limits, ray_address=self.ray_address,
                                         database=self.database, replica=replica or self.replica,
-                                        lease_seconds=self.lease_seconds)
-        except StoreError as error:
+                                        lease_seconds=self.lease_seconds, nice=self.evaluation_nice)
+        except (StoreError, EvaluationError) as error:
             raise ConfigError(str(error)) from None
         return EvaluationTools(manager, TargetPolicy.from_entries(self.allowed_targets))
