@@ -10,8 +10,9 @@ file back, appends the simulation, and dumps everything again with
 - The save costs O(file size) per simulation, under tau2's save lock, so a run
   of n simulations spends O(n^2) in it: on telecom's 114 tasks that is a
   quarter of tau2's CPU. Here, tau2.run's `json` reads and writes through
-  orjson, the same indented layout and the same values, about eight times
-  faster.
+  orjson, the same indented layout and the same values: at the size of
+  telecom's full results file a save takes 18 ms instead of 50 (6 ms to
+  encode, 12 to check the document for NaN and Infinity).
 
 Nothing else in tau2 changes: only the names `open` and `json` in tau2.run's
 module globals are shadowed.
