@@ -5,6 +5,8 @@ wall-time ratio A2A / native (targets at concurrency 4: <= 1.15 on airline,
 <= 1.10 on telecom). Both arms score in this process, as tau2 does, so the
 ratio is the protocol's alone (`--a2a-scoring-processes 0`). The oracle runs in
 its own process and serves every binding; `--transport` picks the one used.
+Each arm runs untimed first (`--warmup`): the native oracle reads the domain's
+tasks on its first run, which would otherwise count against native alone.
 
     .venv/bin/python bench/oracle_fidelity.py                    # airline, all 50 tasks
     .venv/bin/python bench/oracle_fidelity.py --domains airline retail --num-trials 2 --transport grpc
@@ -65,7 +67,10 @@ def main() -> int:
     parser.add_argument("--num-trials", type=int, default=1)
     parser.add_argument("--num-tasks", type=int, default=None)
     parser.add_argument("--max-concurrency", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=2, help="runs per arm, alternating order")
+    parser.add_argument("--repeats", type=int, default=2, help="timed runs per arm, alternating order")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="untimed runs per arm first (default 1): the native oracle reads the domain's "
+                             "tasks on its first run, the oracle server on its own first")
     parser.add_argument("--transport", choices=TRANSPORTS, default="auto",
                         help="the A2A binding the client uses (auto: the card's first, JSON-RPC)")
     args = parser.parse_args()
@@ -75,16 +80,16 @@ def main() -> int:
         for domain in args.domains:
             task_ids = sampled_task_ids(domain, args)
             native_s = a2a_s = 0.0
-            for repeat in range(args.repeats):  # ABBA order, so warm-up favours neither arm
+            for repeat in range(-args.warmup, args.repeats):  # ABBA order, so what is left of warming favours neither arm
                 for arm in (("native", "a2a") if repeat % 2 == 0 else ("a2a", "native")):
                     run_config = config(domain, arm, f"{domain}_{arm}_{repeat}", results_dir, task_ids, args)
                     started = time.perf_counter()
                     if arm == "native":
                         native = run_domain(run_config)
-                        native_s += time.perf_counter() - started
+                        native_s += (time.perf_counter() - started) if repeat >= 0 else 0.0
                     else:
                         over_a2a = evaluate(run_config, a2a, scoring_processes=0).results
-                        a2a_s += time.perf_counter() - started
+                        a2a_s += (time.perf_counter() - started) if repeat >= 0 else 0.0
             rewards = [s.reward_info.reward for s in over_a2a.simulations]
             perfect = sum(r == 1.0 for r in rewards)
             differences = trajectory_differences(over_a2a, native)
@@ -97,7 +102,7 @@ def main() -> int:
                 f"{sum(s.reward_info.reward == 1.0 for s in native.simulations)} natively; "
                 f"trajectories {'match' if not differences else 'DIFFER: ' + '; '.join(differences[:5])}; "
                 f"wall time A2A {a2a_s:.1f}s / native {native_s:.1f}s = {a2a_s / native_s:.3f} "
-                f"(max concurrency {args.max_concurrency}, {args.repeats} runs per arm)"
+                f"(max concurrency {args.max_concurrency}, {args.repeats} timed runs per arm after {args.warmup} untimed)"
             )
             below = [f"{s.task_id} (trial {s.trial}): {s.reward_info.reward}"
                      for s in over_a2a.simulations if s.reward_info.reward != 1.0]
