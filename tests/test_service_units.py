@@ -246,7 +246,7 @@ def test_evaluations_run_below_the_service_priority(tmp_path: Path) -> None:
     sleeper = tmp_path / "sleeper"
     sleeper.write_text("#!/bin/sh\nexec sleep 60\n")
     sleeper.chmod(0o755)
-    with pytest.raises(EvaluationError, match="nice value must be 0 to 19, got 20"):
+    with pytest.raises(EvaluationError, match="0 to 19 nice steps below the service, got 20: set --evaluation-nice"):
         EvaluationManager(tmp_path / "refused", python=str(sleeper), nice=20)
     manager = EvaluationManager(tmp_path / "results", python=str(sleeper))
     tools = EvaluationTools(manager, TargetPolicy(resolver=RESOLVER))

@@ -434,9 +434,6 @@ def serve_command(args: argparse.Namespace) -> int:
         raise ConfigError(str(error)) from None
     if settings.lease_seconds <= 0 or settings.max_request_bytes < 1:
         raise ConfigError("--lease-seconds and --max-request-bytes must be positive.")
-    if not 0 <= settings.evaluation_nice <= 19:
-        raise ConfigError(f"--evaluation-nice (TAU2_EVAL_EVALUATION_NICE) must be 0 to 19, "
-                          f"got {settings.evaluation_nice}.")
     url = (args.public_url or f"http://{args.host}:{args.port}").rstrip("/")
     if args.write_card:
         card = service_card(url, settings.limits, http_bindings=ADK_BINDINGS)

@@ -200,7 +200,8 @@ class EvaluationManager:
                  ray_address: str | None = None, database: str | None = None, replica: str | None = None,
                  lease_seconds: float = 30.0, nice: int = DEFAULT_NICE) -> None:
         if not 0 <= nice <= 19:
-            raise EvaluationError(f"The evaluations' nice value must be 0 to 19, got {nice}.")
+            raise EvaluationError(f"Evaluations run 0 to 19 nice steps below the service, got {nice}: set "
+                                  "--evaluation-nice or TAU2_EVAL_EVALUATION_NICE within that range.")
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.limits = limits
@@ -509,7 +510,7 @@ class EvaluationManager:
             log.debug("could not lower the priority of pid %d: %s", pid, error)
         autogroup = Path(f"/proc/{pid}/autogroup")  # Linux with autogroup scheduling: the child's session
         try:
-            autogroup.write_text(str(min(19, self.nice)))
+            autogroup.write_text(str(self.nice))
         except OSError:  # no autogroup here (another OS, or the service runs in a cgroup): nice suffices
             pass
 
