@@ -7,6 +7,7 @@ the node-loss test destroys a node.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import time
 from collections import Counter
@@ -25,6 +26,7 @@ from tau2_a2a.serving import free_port
 from tests.agents import RequireBearer, agent_app
 from tests.conftest import FAST, Serve, run_a2a, saved_simulations
 from tests.test_ray import NODE, TOKEN, env_with_token, log_files, run_on_ray
+from tests.test_service_restart import wait_until
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
 
@@ -37,9 +39,18 @@ def client_cluster() -> Iterator[tuple[Any, str]]:
         **NODE, "include_dashboard": False, "ray_client_server_port": port})
     cluster.add_node(**NODE)
     try:
+        wait_until(lambda: listening(port), "the Ray Client server listening")  # it starts after the head returns
         yield cluster, f"ray://127.0.0.1:{port}"
     finally:
         cluster.shutdown()
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 @pytest.fixture
