@@ -7,10 +7,14 @@ ratio is the protocol's alone (`--a2a-scoring-processes 0`). The oracle runs in
 its own process and serves every binding; `--transport` picks the one used.
 Each arm runs untimed first (`--warmup`): the native oracle reads the domain's
 tasks on its first run, which would otherwise count against native alone.
+`--a2a-workers N` runs the A2A arm over N worker processes, as `tau2-a2a run
+--a2a-workers N` does, each scoring its own simulations: what a user with N
+cores gets, where tau2 itself runs in one interpreter.
 
     .venv/bin/python bench/oracle_fidelity.py                    # airline, all 50 tasks
     .venv/bin/python bench/oracle_fidelity.py --domains airline retail --num-trials 2 --transport grpc
     .venv/bin/python bench/oracle_fidelity.py --domains telecom  # telecom's base split, 114 tasks
+    .venv/bin/python bench/oracle_fidelity.py --domains telecom --a2a-workers 2
     .venv/bin/python bench/oracle_fidelity.py --domains telecom --task-split full --sample 200 --seed 7
 """
 
@@ -30,7 +34,8 @@ import tau2_a2a  # noqa: E402,F401
 from tau2.data_model.simulation import RunConfig  # noqa: E402
 from tau2.run import load_tasks, run_domain  # noqa: E402
 
-from tau2_a2a.runner.run import evaluate  # noqa: E402
+from tau2_a2a.runner.run import RunOutcome, evaluate  # noqa: E402
+from tau2_a2a.runner.shards import evaluate_in_processes  # noqa: E402
 from tau2_a2a.config import TRANSPORTS, A2AConfig  # noqa: E402
 from tau2_a2a.reference.fidelity import trajectory_differences  # noqa: E402
 from tau2_a2a.serving import free_port  # noqa: E402
@@ -58,6 +63,13 @@ def config(domain: str, arm: str, save_to: str, results_dir: str, task_ids: list
     )
 
 
+def evaluate_over_a2a(run_config: RunConfig, a2a: A2AConfig, workers: int) -> RunOutcome:
+    """The A2A arm: in this process, or over `workers` processes; scoring stays with the simulations."""
+    if workers > 1:
+        return evaluate_in_processes(run_config, a2a, workers, scoring_processes=0)
+    return evaluate(run_config, a2a, scoring_processes=0)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--domains", nargs="+", default=["airline"])
@@ -73,7 +85,12 @@ def main() -> int:
                              "tasks on its first run, the oracle server on its own first")
     parser.add_argument("--transport", choices=TRANSPORTS, default="auto",
                         help="the A2A binding the client uses (auto: the card's first, JSON-RPC)")
+    parser.add_argument("--a2a-workers", type=int, default=1,
+                        help="processes of the A2A arm (default 1: the protocol's cost alone, in one interpreter "
+                             "like tau2's)")
     args = parser.parse_args()
+    if args.a2a_workers < 1:
+        parser.error(f"--a2a-workers must be at least 1, got {args.a2a_workers}")
     lines, ok = [], True
     with tempfile.TemporaryDirectory() as results_dir, oracle_process(free_port(), grpc_port=free_port()) as url:
         a2a = A2AConfig(endpoint=url, transport=args.transport)
@@ -88,7 +105,7 @@ def main() -> int:
                         native = run_domain(run_config)
                         native_s += (time.perf_counter() - started) if repeat >= 0 else 0.0
                     else:
-                        over_a2a = evaluate(run_config, a2a, scoring_processes=0).results
+                        over_a2a = evaluate_over_a2a(run_config, a2a, args.a2a_workers).results
                         a2a_s += (time.perf_counter() - started) if repeat >= 0 else 0.0
             rewards = [s.reward_info.reward for s in over_a2a.simulations]
             perfect = sum(r == 1.0 for r in rewards)
@@ -102,7 +119,8 @@ def main() -> int:
                 f"{sum(s.reward_info.reward == 1.0 for s in native.simulations)} natively; "
                 f"trajectories {'match' if not differences else 'DIFFER: ' + '; '.join(differences[:5])}; "
                 f"wall time A2A {a2a_s:.1f}s / native {native_s:.1f}s = {a2a_s / native_s:.3f} "
-                f"(max concurrency {args.max_concurrency}, {args.repeats} timed runs per arm after {args.warmup} untimed)"
+                f"(max concurrency {args.max_concurrency}, A2A in {args.a2a_workers} process(es), "
+                f"{args.repeats} timed runs per arm after {args.warmup} untimed)"
             )
             below = [f"{s.task_id} (trial {s.trial}): {s.reward_info.reward}"
                      for s in over_a2a.simulations if s.reward_info.reward != 1.0]
