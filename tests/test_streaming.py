@@ -8,6 +8,7 @@ score them exactly as the oracle scores, and meter the stream.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,6 +79,23 @@ class KeepsWorking(OracleLike):
                                         updater.new_agent_message([new_text_part("Still on it...")]))
             await asyncio.sleep(0.2)
         await updater.complete(updater.new_agent_message([new_text_part("Done.")]))
+
+
+class FallsSilent(OracleLike):
+    """Streams a `working` update at once and another after `quiet` seconds, then nothing for a minute."""
+
+    def __init__(self, quiet: float) -> None:
+        super().__init__()
+        self.quiet = quiet
+
+    async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
+        await event_queue.enqueue_event(new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED))
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.update_status(TaskState.TASK_STATE_WORKING)
+        await asyncio.sleep(self.quiet)
+        await updater.update_status(TaskState.TASK_STATE_WORKING,
+                                    updater.new_agent_message([new_text_part("Almost there...")]))
+        await asyncio.sleep(60)
 
 
 class CutsStreamOnce:
@@ -173,6 +191,24 @@ def test_a_stream_still_open_when_the_reply_is_due_times_out() -> None:
     assert record.events >= 2 and record.response_bytes > 0  # the stream was flowing when its time ran out
     assert str(caught.value) == (f"SendStreamingMessage to {server.url} timed out after 1s; "
                                  "raise --a2a-timeout if the agent is slow.")
+
+
+def test_a_stream_that_falls_silent_just_before_its_reply_is_due_times_out_when_due() -> None:
+    """The pool reads with the timeout the request started with: the last event 1.6 s into a 2 s timeout must not
+    buy the stream 2 s more."""
+    for server in serve_agent(FallsSilent(quiet=1.6)):
+        session = A2ASession(A2AConfig(endpoint=server.url, streaming=True, timeout=2.0, retry=RetryPolicy(1, 0.05)))
+        try:
+            _ = session.card
+            started = time.monotonic()
+            with pytest.raises(AgentTimeout) as caught:
+                session.send(user_turn("Hello"), None, None, 0)
+            waited = time.monotonic() - started
+        finally:
+            session.close()
+    [record] = caught.value.records
+    assert (record.error, record.events) == ("timeout", 3)  # the task, both updates: the stream flowed, then stopped
+    assert 2.0 <= waited < 3.0, waited  # without the deadline's timer: 1.6 s + a whole 2 s read timeout
 
 
 def test_task_left_working_when_the_stream_ends_is_polled(native: Any, tmp_path: Path) -> None:

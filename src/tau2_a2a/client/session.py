@@ -20,6 +20,7 @@ import functools
 import json
 import logging
 import os
+import socket
 import threading
 import time
 import uuid
@@ -101,26 +102,56 @@ _current_wire: contextvars.ContextVar[_Wire | None] = contextvars.ContextVar(
 class _CountedStream(httpx.AsyncByteStream):
     """An event stream passed on chunk by chunk (so its events arrive as sent), counted and logged.
 
-    The pool's reads block, so no outer timer can cut a stream: the reply's
-    deadline is checked here as each chunk arrives.
+    The pool's reads block, each with the timeout the request started with,
+    so a stream that falls silent just before its reply is due would wait a
+    whole timeout more. At the reply's deadline a timer shuts the
+    connection's socket, which ends any read at once, and the stream ends as
+    timed out, silent or still flowing.
     """
 
-    def __init__(self, inner: Any, wire: _Wire | None, log_chunk: Any) -> None:
+    def __init__(self, inner: Any, wire: _Wire | None, log_chunk: Any, network_stream: Any) -> None:
         self._inner = inner
         self._wire = wire
         self._log_chunk = log_chunk
+        self._network_stream = network_stream
 
     async def __aiter__(self) -> Any:
-        for chunk in self._inner:
-            if self._wire is not None:
-                self._wire.response_bytes += len(chunk)
-                if self._wire.deadline is not None and time.perf_counter() > self._wire.deadline:
-                    raise httpx.ReadTimeout("the reply's time ran out while its event stream was still open")
-            self._log_chunk(chunk)
-            yield chunk
+        deadline = self._wire.deadline if self._wire is not None else None
+        timer = _shut_at(deadline, self._network_stream) if deadline is not None else None
+        try:
+            for chunk in self._inner:
+                if self._wire is not None:
+                    self._wire.response_bytes += len(chunk)
+                self._log_chunk(chunk)
+                yield chunk
+        except httpx.TransportError:
+            if deadline is not None and time.perf_counter() >= deadline:
+                raise httpx.ReadTimeout("the reply's time ran out while its event stream was still open") from None
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     async def aclose(self) -> None:
         self._inner.close()
+
+
+def _shut_at(deadline: float, network_stream: Any) -> threading.Timer | None:
+    """A timer that shuts the stream's socket at `deadline` (a perf_counter() time), ending its reads."""
+    sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+    if sock is None:
+        return None
+
+    def shut() -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed: the stream ended as the timer fired
+
+    timer = threading.Timer(max(deadline - time.perf_counter(), 0.0), shut)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 class _MeteringTransport(httpx.AsyncBaseTransport):
@@ -170,7 +201,8 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             return httpx.Response(
                 response.status_code,
                 headers=response.headers,
-                stream=_CountedStream(response.stream, wire, self._log_reply_chunk),
+                stream=_CountedStream(response.stream, wire, self._log_reply_chunk,
+                                      response.extensions.get("network_stream")),
                 extensions=response.extensions,
                 request=request,
             )
