@@ -8,8 +8,9 @@ its own process and serves every binding; `--transport` picks the one used.
 Each arm runs untimed first (`--warmup`): the native oracle reads the domain's
 tasks on its first run, which would otherwise count against native alone.
 `--a2a-workers N` runs the A2A arm over N worker processes, as `tau2-a2a run
---a2a-workers N` does, each scoring its own simulations: what a user with N
-cores gets, where tau2 itself runs in one interpreter.
+--a2a-workers N --a2a-scoring-processes 0` does, each scoring its own
+simulations: the run spread over N cores, where tau2 itself runs in one
+interpreter.
 
     .venv/bin/python bench/oracle_fidelity.py                    # airline, all 50 tasks
     .venv/bin/python bench/oracle_fidelity.py --domains airline retail --num-trials 2 --transport grpc
