@@ -1,6 +1,6 @@
 """The oracle over A2A scores exactly what it scores natively, turn for turn.
 
-CI runs a subset across domains; bench/oracle_full.py runs the full sets.
+CI runs a subset across domains; bench/oracle_fidelity.py runs whole splits.
 """
 
 from __future__ import annotations
