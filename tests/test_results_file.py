@@ -133,14 +133,10 @@ def test_an_appended_value_orjson_would_change_is_written_by_the_standard_encode
 def test_a_document_changed_other_than_by_appending_is_written_whole(tmp_path: Path) -> None:
     shadow, path = FastJson(), tmp_path / "results.json"
     path.write_text(json.dumps(results_document(0), indent=2))
-    with atomic_open(path, "r") as handle:
-        document = shadow.load(handle)
-    document["simulations"].append(simulation(0))
-    with atomic_open(path, "w") as handle:
-        shadow.dump(document, handle, indent=2)
+    save_as_tau2_does(shadow, path, simulation(0))
     with atomic_open(path, "r") as handle:
         document = shadow.load(handle)
     document["info"] = {"domain": "airline"}
     with atomic_open(path, "w") as handle:
         shadow.dump(document, handle, indent=2)
-    assert json.loads(path.read_text())["info"] == {"domain": "airline"}
+    assert json.loads(path.read_text()) == {**results_document(1), "info": {"domain": "airline"}}

@@ -75,13 +75,13 @@ class _Written:
             return [self.head, b"[]\n}"]
         return [self.head, b"[\n    ", b",\n    ".join(self.items), b"\n  ]\n}"]
 
-    def appended_to(self, value: Any) -> bool:
-        """Whether `value` is this document with items appended to its list, as tau2's save leaves it."""
-        if value is not self.document or len(value) != len(self.others) + 1:
-            return False
-        appended = value.get(_APPENDED)
-        return (isinstance(appended, list) and len(appended) >= len(self.items)
-                and all(before is now for before, now in zip(self.others, _others(value))))
+    def only_appended(self) -> bool:
+        """Whether the document changed since it was written only by items appended to its list, as tau2's save does."""
+        document = self.document
+        appended = document.get(_APPENDED)
+        return (len(document) == len(self.others) + 1 and isinstance(appended, list)
+                and len(appended) >= len(self.items)
+                and all(before is now for before, now in zip(self.others, _others(document))))
 
     def encode_appended(self) -> bool:
         """Encode the items appended to the document's list since the last write; False if orjson would change one."""
@@ -143,7 +143,7 @@ class FastJson:
         return json.loads(text, **kwargs)
 
     def _appended(self, value: Any) -> _Written | None:
-        """The written document `value` is, its newly appended items encoded; None if it is not one or they cannot be."""
+        """The written document `value` is, its new items encoded; None if it is not one or they cannot be."""
         with self._lock:
             for stamp, written in self._written.items():
                 if written.document is value:
@@ -151,7 +151,7 @@ class FastJson:
                     break
             else:
                 return None
-        return written if written.appended_to(value) and written.encode_appended() else None
+        return written if written.only_appended() and written.encode_appended() else None
 
     def _remember(self, stamp: FileStamp, written: _Written) -> None:
         with self._lock:
