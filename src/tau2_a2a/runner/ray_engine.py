@@ -30,6 +30,7 @@ import math
 import os
 import queue
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,6 +53,10 @@ RETRIES = 2  # runs of a simulation again after the actor running it died
 # (while half the cluster or more is left) instead of waiting for a CPU that never frees.
 ACTOR_CPUS = 0.5
 CONNECT_SECONDS = 5.0
+# Ray Client's head starts a server process per driver, and that start can fail on a busy head (a gRPC
+# fork race in Ray's proxier, "Starting Ray client server failed"); a new connection gets a new server.
+CLIENT_SERVER_ATTEMPTS = 3
+CLIENT_SERVER_FAILED = "Starting Ray client server failed"
 LOCAL_OBJECT_STORE_BYTES = 256 * 2**20  # simulations are small: a few hundred kB each
 
 
@@ -103,7 +108,7 @@ def connected(address: str) -> Iterator[None]:
                 ray.init(address="local", num_cpus=usable_cores(), include_dashboard=False,
                          object_store_memory=LOCAL_OBJECT_STORE_BYTES, logging_level=logging.WARNING)
         else:
-            ray.init(address=address, logging_level=logging.WARNING)
+            _init_retrying_client_server(ray, address)
     except ConnectionError as error:
         hint = ("this machine has joined no cluster: start one with `ray start --head`, or pass --ray local"
                 if address == "auto" else "check that the cluster is up and runs Ray 2.60")
@@ -112,6 +117,19 @@ def connected(address: str) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+def _init_retrying_client_server(ray: Any, address: str) -> None:
+    """ray.init at `address`, again when Ray Client's head failed to start this driver's server."""
+    for attempt in range(1, CLIENT_SERVER_ATTEMPTS + 1):
+        try:
+            ray.init(address=address, logging_level=logging.WARNING)
+            return
+        except ConnectionError as error:
+            if CLIENT_SERVER_FAILED not in str(error) or attempt == CLIENT_SERVER_ATTEMPTS:
+                raise
+            ray.shutdown()
+            time.sleep(attempt)
 
 
 @contextmanager
