@@ -26,8 +26,7 @@ from tau2_a2a.compare import stats
 SCHEMA_ID = "https://tau2-a2a.dev/schemas/report-1.json"
 SIDE_FILES = (METRICS_SUFFIX, "_results.json", "_termination_summary.json")
 SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
-COMPONENTS = ("DB", "ACTION", "COMMUNICATE", "ENV_ASSERTION", "NL_ASSERTION")
-AGENT_ERRORS = {"timeout", "http", "protocol", "malformed-reply", "auth"}
+FEW_TASKS = 20  # below this many tasks a percentile bootstrap interval is known to be too narrow
 
 
 class ReportError(Exception):
@@ -461,12 +460,14 @@ def difference_sentence(a: str, b: str, d: stats.PairedDifference, tasks: int, t
     interval = f"95% CI {d.low * 100:+.1f} to {d.high * 100:+.1f}"
     detect = (f"with {tasks} tasks x {trials} trials, differences below about {d.detectable * 100:.0f} points "
               "are usually missed")
+    few = (f" With fewer than {FEW_TASKS} tasks the bootstrap interval is too narrow: "
+           "trust the permutation p-value." if tasks < FEW_TASKS else "")
     if d.within_noise:
         return (f"{b} vs {a}: {sign} in average reward ({interval}, p = {d.p_value:.3g}) lies within the noise; "
-                f"{detect}.")
+                f"{detect}.{few}")
     better = b if d.value > 0 else a
     return (f"{better} scores higher: {b} vs {a} is {sign} in average reward ({interval}, p = {d.p_value:.3g}); "
-            f"{detect}.")
+            f"{detect}.{few}")
 
 
 # -- the whole report ----------------------------------------------------------------
