@@ -68,7 +68,7 @@ def load_json(path: Path) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as error:
-        if "eof" in str(error).lower():
+        if "unexpected end" in str(error).lower() or "eof" in str(error).lower():
             raise ReportError(f"{path}: the JSON ends early (truncated at byte {len(raw)}); "
                               "let the run finish or resume it to rewrite the file") from None
         raise ReportError(f"{path}: not JSON ({str(error).splitlines()[0]}); pass a tau2 results file") from None
@@ -438,10 +438,10 @@ def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) ->
     reward = stats.paired_difference(a_means, b_means, trials, seed, resamples)
     pass_k = {}
     for k in range(1, trials + 1):
-        a_values = [float(v) for v in stats.task_pass_values(a_tasks, k, stats.COMBINATORIAL)]
-        b_values = [float(v) for v in stats.task_pass_values(b_tasks, k, stats.COMBINATORIAL)]
+        a_values = stats.task_pass_values(a_tasks, k, stats.COMBINATORIAL)
+        b_values = stats.task_pass_values(b_tasks, k, stats.COMBINATORIAL)
         pass_k[str(k)] = stats.paired_difference(a_values, b_values, trials, seed, resamples).as_dict()
-    per_task = [{"task_id": t, "a": a, "b": b, "difference": b - a}
+    per_task = [{"task_id": t, "a": float(a), "b": float(b), "difference": float(b - a)}
                 for t, a, b in zip(order, a_means, b_means)]
     return {
         "domain": domain, "a": base.label, "b": other.label, "tasks": len(order), "trials": trials,

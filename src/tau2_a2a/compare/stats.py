@@ -217,16 +217,17 @@ def min_detectable_difference(differences: np.ndarray, trials: int) -> float:
     return float(z * s / math.sqrt(n))
 
 
-def paired_difference(a: Sequence[float], b: Sequence[float], trials: int, seed: int = SEED,
-                      resamples: int = RESAMPLES) -> PairedDifference:
+def paired_difference(a: Sequence[float | Fraction], b: Sequence[float | Fraction], trials: int,
+                      seed: int = SEED, resamples: int = RESAMPLES) -> PairedDifference:
     """B - A over tasks given per-task values of each run in the same task order."""
-    differences = np.array(b, dtype=float) - np.array(a, dtype=float)
-    value = float(mean([Fraction(x) - Fraction(y) for x, y in zip(b, a)])) if len(a) else 0.0
+    exact = [Fraction(y) - Fraction(x) for x, y in zip(a, b)]
+    differences = np.array([float(d) for d in exact], dtype=float)
+    value = float(mean(exact)) if exact else 0.0
     low, high = bootstrap_interval((differences,), _mean, seed, resamples) if len(a) else (0.0, 0.0)
     return PairedDifference(value, low, high, sign_flip_p_value(differences, seed, resamples),
                             min_detectable_difference(differences, trials), len(a))
 
 
-def task_mean_rewards(tasks: Sequence[TaskTrials]) -> list[float]:
-    """Each task's mean reward over its trials."""
-    return [float(mean([Fraction(r) for r in t.rewards])) for t in tasks]
+def task_mean_rewards(tasks: Sequence[TaskTrials]) -> list[Fraction]:
+    """Each task's mean reward over its trials, exactly."""
+    return [mean([Fraction(r) for r in t.rewards]) for t in tasks]
