@@ -17,6 +17,7 @@ from tau2_a2a.cli import main
 from tau2_a2a.compare import report as report_module
 from tau2_a2a.compare.report import ReportError, parse_runs, schema, write
 from tests.browser import Browser
+from tests.conftest import run_native_oracle
 from tests.report_runs import flaky_run, oracle_run
 
 
@@ -92,7 +93,7 @@ def test_the_comparison_is_paired_over_the_shared_tasks(built: tuple[dict[str, A
 
 
 def test_the_json_follows_its_published_schema(built: tuple[dict[str, Any], Path, Path]) -> None:
-    report, _, json_path = built
+    json_path = built[2]
     on_disk = json.loads(json_path.read_text())
     jsonschema.validate(on_disk, schema())
     assert on_disk["$schema"] == schema()["$id"]
@@ -204,6 +205,19 @@ def test_no_secret_reaches_the_report(runs: dict[str, Path], tmp_path: Path) -> 
     for text in (html_path.read_text(), json_path.read_text()):
         for secret in ("s3cr3t-pw", "tk-123", "tok-456", "sk-789"):
             assert secret not in text
+
+
+def test_a_native_run_has_no_protocol_section(tmp_path: Path) -> None:
+    run_native_oracle(tmp_path, task_ids=["0", "1"], save_to="native")
+    report, html_path, _ = write([str(tmp_path / "native.json")], tmp_path / "r.html", resamples=200)
+    jsonschema.validate(report, schema())
+    native = figures(report, "native")
+    assert native["avg_reward"]["value"] == 1.0 and native["failures"]["failed"] == 0
+    assert native["protocol"]["a2a"] is False and native["protocol"]["latency_ms_by_method"] == {}
+    assert native["provenance"]["agent"] == {"implementation": "oracle_agent", "name": "oracle", "card_version": None,
+                                             "endpoint": None, "settings": {"num_retries": 3}}
+    page = html_path.read_text()
+    assert "<h3>Protocol</h3>" not in page and page.count("<svg") == 1
 
 
 def cell_index(report: dict[str, Any], label: str, task: str, trial: int) -> int:
