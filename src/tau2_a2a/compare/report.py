@@ -225,8 +225,8 @@ def failure_kind(simulation: dict[str, Any]) -> tuple[str, str]:
     """(group, kind) of a simulation: ('pass', 'pass') or why it failed.
 
     Groups: agent (A2A error categories), infrastructure (the agent unreachable, the user
-    simulator crashed, a skipped sample), user-stop (the user ended the conversation
-    before the task was done), agent-stop, max-steps, too-many-errors.
+    simulator crashed, a skipped sample), user-stop (the user simulator ended the
+    conversation and the task was not done), agent-stop, max-steps, too-many-errors.
     """
     if stats.is_success(reward_of(simulation)):
         return "pass", "pass"
