@@ -31,7 +31,7 @@ from _common import oracle_process  # noqa: E402
 import tau2_a2a  # noqa: E402,F401
 from tau2.data_model.simulation import RunConfig  # noqa: E402
 
-from tau2_a2a.compare.report import write  # noqa: E402
+from tau2_a2a.compare.output import write  # noqa: E402
 from tau2_a2a.config import A2AConfig  # noqa: E402
 from tau2_a2a.runner.run import evaluate  # noqa: E402
 from tau2_a2a.serving import free_port  # noqa: E402

@@ -14,8 +14,10 @@ from tau2.data_model.simulation import Results
 from tau2.metrics.agent_metrics import compute_metrics
 
 from tau2_a2a.cli import main
-from tau2_a2a.compare import report as report_module
-from tau2_a2a.compare.report import ReportError, parse_runs, schema, write
+from tau2_a2a.compare import runs as runs_module
+from tau2_a2a.compare.output import write
+from tau2_a2a.compare.report import schema
+from tau2_a2a.compare.runs import ReportError, parse_runs
 from tests.browser import Browser
 from tests.conftest import run_native_oracle
 from tests.report_runs import flaky_run, oracle_run
@@ -271,4 +273,4 @@ def test_the_schema_ships_with_the_package() -> None:
 
     assert files("tau2_a2a.compare").joinpath("report_schema.json").is_file()
     assert files("tau2_a2a.compare").joinpath("report.html.j2").is_file()
-    assert report_module.SCHEMA_ID == schema()["$id"]
+    assert runs_module.SCHEMA_ID == schema()["$id"]

@@ -422,7 +422,9 @@ def ab_command(args: argparse.Namespace) -> int:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from tau2_a2a.compare.report import ReportError, terminal_summary, write
+    from tau2_a2a.compare.output import write
+    from tau2_a2a.compare.report import terminal_summary
+    from tau2_a2a.compare.runs import ReportError
 
     try:
         report, html_path, json_path = write(args.results, args.out, args.json, args.seed, args.resamples)

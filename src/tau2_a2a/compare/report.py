@@ -1,248 +1,38 @@
-"""`tau2-a2a report`: read tau2 results files, compute the figures, write JSON, HTML and a summary.
+"""The figures of `tau2-a2a report`: scores with intervals, failures, protocol, provenance, comparisons.
 
-A report holds one or more runs. A run is one results file (one domain) or a
-folder of results files (one per domain), labelled `LABEL=PATH` or by its name.
-With two or more runs, every run must cover the same domains and, in each
-domain, the same tasks; each run is compared with the first.
+A report holds one or more runs (see `runs`). With two or more runs, every run
+must cover the same domains and, in each domain, the same tasks; each run is
+compared with the first.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import orjson
 
-from tau2_a2a.client.metrics import METRICS_SUFFIX, RAW_DATA_KEY
+from tau2_a2a.client.metrics import METRICS_SUFFIX
 from tau2_a2a.compare import stats
-
-SCHEMA_ID = "https://tau2-a2a.dev/schemas/report-1.json"
-SIDE_FILES = (METRICS_SUFFIX, "_results.json", "_termination_summary.json")
+from tau2_a2a.compare.runs import (
+    SCHEMA_ID,
+    DomainRun,
+    Run,
+    a2a_records,
+    failed_components,
+    failure_kind,
+    reward_of,
+    task_set_hash,
+    task_trials,
+)
 SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
 FEW_TASKS = 20  # below this many tasks a percentile bootstrap interval is known to be too narrow
 
 
-class ReportError(Exception):
-    """Bad input, said in one line naming the file and what to do."""
-
-
-@dataclass
-class DomainRun:
-    """One tau2 results file, and the A2A metrics file beside it when there is one."""
-
-    path: Path
-    results: dict[str, Any]
-    metrics: dict[str, Any] | None
-
-    @property
-    def domain(self) -> str:
-        return str(self.results["info"]["environment_info"]["domain_name"])
-
-
-@dataclass
-class Run:
-    """What one label stands for: one results file per domain."""
-
-    label: str
-    domains: dict[str, DomainRun] = field(default_factory=dict)
-
-
-# -- reading -------------------------------------------------------------------------
-
-
-def load_json(path: Path) -> Any:
-    """The file's JSON, or a ReportError saying why not."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such file; pass a tau2 results file (e.g. results/run.json)") from None
-    except OSError as error:
-        raise ReportError(f"{path}: cannot be read ({error.strerror}); check the path and its permissions") from None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        if "unexpected end" in str(error).lower() or "eof" in str(error).lower():
-            raise ReportError(f"{path}: the JSON ends early (truncated at byte {len(raw)}); "
-                              "let the run finish or resume it to rewrite the file") from None
-        raise ReportError(f"{path}: not JSON ({str(error).splitlines()[0]}); pass a tau2 results file") from None
-
-
-def check_results(path: Path, data: Any) -> dict[str, Any]:
-    """`data` if it has the shape of tau2's Results, else a ReportError."""
-    what = "; pass the results file tau2 (or tau2-a2a run) wrote, not another JSON file"
-    if not isinstance(data, dict) or not {"info", "tasks", "simulations"} <= set(data):
-        raise ReportError(f"{path}: not a tau2 results file (no info, tasks and simulations){what}")
-    try:
-        domain = data["info"]["environment_info"]["domain_name"]
-        trials = int(data["info"]["num_trials"])
-        task_ids = {str(task["id"]) for task in data["tasks"]}
-        for simulation in data["simulations"]:
-            str(simulation["task_id"]), simulation["termination_reason"], list(simulation["messages"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise ReportError(f"{path}: not a tau2 results file (missing or bad {error}){what}") from None
-    if not isinstance(domain, str) or trials < 1:
-        raise ReportError(f"{path}: not a tau2 results file (bad domain or num_trials){what}")
-    if not data["simulations"]:
-        raise ReportError(f"{path}: holds no simulations yet; report on it once the run has finished some")
-    unknown = sorted({str(s["task_id"]) for s in data["simulations"]} - task_ids)
-    if unknown:
-        raise ReportError(f"{path}: simulations of tasks not in its task list ({', '.join(unknown[:3])}); "
-                          "the file is damaged, re-run the evaluation")
-    return data
-
-
-def load_domain_run(path: Path) -> DomainRun:
-    results = check_results(path, load_json(path))
-    side = path.parent / f"{path.stem}{METRICS_SUFFIX}"
-    metrics = None
-    if side.exists():
-        try:
-            metrics = orjson.loads(side.read_bytes())
-        except orjson.JSONDecodeError:
-            metrics = None  # it is derived from the results file: the trajectories hold every record
-    return DomainRun(path, results, metrics)
-
-
-def results_files(folder: Path) -> list[Path]:
-    """The tau2 results files in a folder (not the files tau2 and tau2-a2a write beside them, nor reports)."""
-    return sorted(p for p in folder.glob("*.json")
-                  if not p.name.endswith(SIDE_FILES) and not is_report(p))
-
-
-def is_report(path: Path) -> bool:
-    """Whether `path` is a report this command wrote (its JSON names our schema first)."""
-    with path.open("rb") as file:
-        return SCHEMA_ID.encode() in file.read(200)
-
-
-def parse_run(argument: str) -> Run:
-    """`LABEL=PATH` or `PATH`: a results file, or a folder of them (one per domain)."""
-    label, sep, rest = argument.partition("=")
-    path = Path(rest if sep and label and not Path(argument).exists() else argument)
-    if not sep or Path(argument).exists():
-        label = path.stem if path.is_file() or path.suffix == ".json" else path.name
-    run = Run(label)
-    paths = results_files(path) if path.is_dir() else [path]
-    if not paths:
-        raise ReportError(f"{path}: a folder with no tau2 results files; pass the results file or its folder")
-    for file in paths:
-        domain_run = load_domain_run(file)
-        if domain_run.domain in run.domains:
-            raise ReportError(f"{path}: two results files of domain {domain_run.domain} "
-                              f"({run.domains[domain_run.domain].path.name}, {file.name}); "
-                              "pass them as separate runs (LABEL=FILE)")
-        run.domains[domain_run.domain] = domain_run
-    return run
-
-
-def parse_runs(arguments: list[str]) -> list[Run]:
-    """The runs named on the command line; refuses runs that cannot stand side by side."""
-    runs = [parse_run(argument) for argument in arguments]
-    seen: dict[str, int] = {}
-    for run in runs:
-        seen[run.label] = seen.get(run.label, 0) + 1
-        if seen[run.label] > 1:
-            run.label = f"{run.label} ({seen[run.label]})"
-    first = runs[0]
-    for run in runs[1:]:
-        if set(run.domains) != set(first.domains):
-            raise ReportError(f"runs on different domains: {first.label} covers {', '.join(sorted(first.domains))}, "
-                              f"{run.label} covers {', '.join(sorted(run.domains))}; compare runs of the same domains")
-        for domain in first.domains:
-            mine, theirs = task_trials(first.domains[domain]), task_trials(run.domains[domain])
-            if set(mine) != set(theirs):
-                only = sorted(set(mine) ^ set(theirs))
-                raise ReportError(f"runs on different task sets in {domain}: {first.label} and {run.label} differ in "
-                                  f"{len(only)} tasks (e.g. {', '.join(only[:3])}); compare runs on the same tasks")
-            if task_set_hash(first.domains[domain], mine) != task_set_hash(run.domains[domain], theirs):
-                raise ReportError(f"runs on different task sets in {domain}: {first.label} and {run.label} have the "
-                                  "same task ids but different task definitions (tau2 versions?); "
-                                  "compare runs of the same task data")
-    return runs
-
-
 # -- figures -------------------------------------------------------------------------
-
-
-def task_trials(run: DomainRun) -> dict[str, stats.TaskTrials]:
-    """Each simulated task's rewards in trial order (a simulation with no reward scores 0, as in tau2)."""
-    by_task: dict[str, list[tuple[int, float]]] = {}
-    for index, simulation in enumerate(run.results["simulations"]):
-        trial = simulation.get("trial")
-        by_task.setdefault(str(simulation["task_id"]), []).append(
-            (trial if trial is not None else index, reward_of(simulation)))
-    return {task: stats.TaskTrials(task, tuple(r for _, r in sorted(trials)))
-            for task, trials in sorted(by_task.items(), key=lambda item: task_order(item[0]))}
-
-
-def task_order(task_id: str) -> tuple[int, int | str]:
-    """Numeric task ids in numeric order, then the others in text order."""
-    return (0, int(task_id)) if task_id.isdigit() else (1, task_id)
-
-
-def reward_of(simulation: dict[str, Any]) -> float:
-    info = simulation.get("reward_info") or {}
-    return float(info.get("reward") or 0.0)
-
-
-def task_set_hash(run: DomainRun, simulated: dict[str, Any]) -> str:
-    """sha256 of the definitions of the simulated tasks (canonical JSON, by id): same hash, same tasks."""
-    tasks = sorted((t for t in run.results["tasks"] if str(t["id"]) in simulated), key=lambda t: str(t["id"]))
-    return hashlib.sha256(orjson.dumps(tasks, option=orjson.OPT_SORT_KEYS)).hexdigest()
-
-
-def a2a_records(simulation: dict[str, Any]) -> list[dict[str, Any]]:
-    """The A2A request records the trajectory carries (none for a native agent)."""
-    records: list[dict[str, Any]] = []
-    for message in simulation["messages"]:
-        raw = (message.get("raw_data") or {}).get(RAW_DATA_KEY) or {}
-        records.extend(raw.get("requests") or [])
-    return records
-
-
-def a2a_error(simulation: dict[str, Any]) -> str | None:
-    for message in reversed(simulation["messages"]):
-        error = ((message.get("raw_data") or {}).get(RAW_DATA_KEY) or {}).get("error")
-        if error:
-            return str(error)
-    return None
-
-
-def failed_components(simulation: dict[str, Any]) -> list[str]:
-    """The reward components below 1 (DB, COMMUNICATE, ...), in tau2's naming."""
-    breakdown = (simulation.get("reward_info") or {}).get("reward_breakdown") or {}
-    return [str(name) for name, value in breakdown.items() if value is not None and not stats.is_success(value)]
-
-
-def failure_kind(simulation: dict[str, Any]) -> tuple[str, str]:
-    """(group, kind) of a simulation: ('pass', 'pass') or why it failed.
-
-    Groups: agent (A2A error categories), infrastructure (the agent unreachable, the user
-    simulator crashed, a skipped sample), user-stop (the user simulator ended the
-    conversation and the task was not done), agent-stop, max-steps, too-many-errors.
-    """
-    if stats.is_success(reward_of(simulation)):
-        return "pass", "pass"
-    reason = str(simulation.get("termination_reason"))
-    error = a2a_error(simulation)
-    if simulation.get("skipped"):
-        return "infrastructure", "skipped"
-    if reason == "agent_error":
-        if error == "connection":
-            return "infrastructure", "connection"
-        return "agent", error or "agent"
-    if reason == "user_error":
-        return "infrastructure", "user-simulator"
-    if reason == "user_stop":
-        return "user-stop", "user-stop"
-    return reason.replace("_", "-"), reason.replace("_", "-")
 
 
 def estimate_dict(estimate: stats.Estimate) -> dict[str, Any]:
@@ -518,17 +308,3 @@ def terminal_summary(report: dict[str, Any]) -> str:
     for item in report["comparisons"]:
         lines.append(f"{item['domain']}: {item['sentence']}")
     return "\n".join(lines)
-
-
-def write(arguments: list[str], out: Path, json_out: Path | None = None, seed: int = stats.SEED,
-          resamples: int = stats.RESAMPLES) -> tuple[dict[str, Any], Path, Path]:
-    """Read the runs, write the HTML and JSON reports; returns (report, html path, json path)."""
-    from tau2_a2a.compare import html
-
-    runs = parse_runs(arguments)
-    report = build(runs, seed, resamples)
-    json_path = json_out or out.with_suffix(".json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-    out.write_text(html.render(report, runs), encoding="utf-8")
-    return report, out, json_path

@@ -1,0 +1,24 @@
+"""Write a report: the figures as JSON and the page as one self-contained HTML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tau2_a2a.compare import html, stats
+from tau2_a2a.compare.report import build
+from tau2_a2a.compare.runs import parse_runs
+
+
+def write(arguments: list[str], out: Path, json_out: Path | None = None, seed: int = stats.SEED,
+          resamples: int = stats.RESAMPLES) -> tuple[dict[str, Any], Path, Path]:
+    """Read the runs, write the HTML and JSON reports; returns (report, html path, json path)."""
+    runs = parse_runs(arguments)
+    report = build(runs, seed, resamples)
+    json_path = json_out or out.with_suffix(".json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    out.write_text(html.render(report, runs), encoding="utf-8")
+    return report, out, json_path
