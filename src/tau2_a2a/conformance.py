@@ -1,12 +1,16 @@
-"""Where a2a-sdk 1.3.0's servers fall short of A2A 1.0, a thin layer of ours (docs/protocol.md,
-"Conformance"; what to fix upstream: docs/a2a-sdk-conformance.md).
+"""Where a2a-sdk 1.3.0's servers fall short of A2A 1.0 (spec v1.0.1), a thin layer of ours.
+
+Why each part, and the choices: docs/protocol.md, "Our servers and the A2A 1.0
+specification"; what a2a-sdk should fix so that a part can go:
+docs/a2a-sdk-conformance.md.
 
 Both `tau2-a2a serve` and the reference agents serve a2a-sdk's own handlers
 through tau2_a2a.serving, which puts this layer around them:
 
 - gRPC: the SDK checks `A2A-Version` on JSON-RPC and HTTP+JSON but not on
-  gRPC. `grpc_context_builder` (the SDK's own context-builder hook) refuses an unsupported version with VersionNotSupportedError, which
-  the SDK's servicer maps like every A2A error (spec 3.6.2, 5.4, 10.6).
+  gRPC. `grpc_context_builder` (the SDK's own context-builder hook) refuses
+  an unsupported version with VersionNotSupportedError, which the SDK's
+  servicer maps like every A2A error (spec 3.6.2, 5.4, 10.6).
 - HTTP (`HttpConformance`, ASGI middleware, innermost):
   - a request body that is not JSON is refused with 415 (spec 9.1, 11.1);
   - a body that is not UTF-8 is a parse error (-32700 on JSON-RPC, 400 on
