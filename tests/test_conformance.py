@@ -174,12 +174,14 @@ def test_a_0_3_json_rpc_method_with_an_unsupported_version_gets_32009(agent: Age
 
 # -- error codes (5.4, v1.0.1's table: a2a-sdk's own mapping, kept) -------------------------------
 
-@pytest.mark.parametrize("binding, expected", [("jsonrpc", -32003), ("http-json", 400), ("grpc", "FAILED_PRECONDITION")])
+FAILED_PRECONDITION = [("http-json", 400), ("grpc", "FAILED_PRECONDITION")]  # v1.0.0's table: UNIMPLEMENTED
+
+@pytest.mark.parametrize("binding, expected", [("jsonrpc", -32003), *FAILED_PRECONDITION])
 def test_push_notifications_not_supported_on_every_binding(agent: Agent, binding: str, expected: Any) -> None:
     assert call(agent, binding, "push") == ("error", expected, "PUSH_NOTIFICATION_NOT_SUPPORTED")
 
 
-@pytest.mark.parametrize("binding, expected", [("jsonrpc", -32004), ("http-json", 400), ("grpc", "FAILED_PRECONDITION")])
+@pytest.mark.parametrize("binding, expected", [("jsonrpc", -32004), *FAILED_PRECONDITION])
 def test_streaming_not_supported_on_every_binding(oracle: Agent, binding: str, expected: Any) -> None:
     """The oracle's card says streaming: false (3.3.4)."""
     assert call(oracle, binding, "stream") == ("error", expected, "UNSUPPORTED_OPERATION")
