@@ -7,6 +7,11 @@ over another. The app records that handler in `app.state.a2a_handler`, and
 the gRPC interceptors and options it needs (the service's bearer check, its
 request size limit) in `app.state.grpc_interceptors` and `grpc_options`.
 
+Where a2a-sdk's handlers fall short of A2A 1.0, tau2_a2a.conformance corrects
+them: its middleware wraps the HTTP routes (a2a_app adds it; the service adds
+`conformance_middleware()` innermost), and `grpc_server` gives both gRPC
+servicers its version-checking context builder.
+
     port, grpc_port = free_port(), free_port()
     card = agent_card(name, description, f"http://127.0.0.1:{port}", grpc_url=f"127.0.0.1:{grpc_port}")
     with BackgroundServer(a2a_app(executor, card), port=port, grpc_port=grpc_port) as server:
@@ -30,12 +35,14 @@ from a2a.types import AgentCard
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
+from tau2_a2a.conformance import CARD_CACHE_CONTROL, conformance_middleware, grpc_context_builder
 from tau2_a2a.protocol.cards import CARD_PATHS, agent_card
 
 __all__ = [
     "BackgroundServer",
     "a2a_app",
     "a2a_routes",
+    "conformance_middleware",
     "agent_card",
     "free_port",
     "grpc_server",
@@ -47,9 +54,11 @@ GRPC_GRACE_SECONDS = 2.0
 
 
 def a2a_routes(handler: RequestHandler, card: AgentCard) -> list[BaseRoute]:
-    """The card (both well-known paths), JSON-RPC at / and HTTP+JSON below /, each with 0.3 compatibility."""
+    """The card (both well-known paths, with Cache-Control), JSON-RPC at / and HTTP+JSON below /, each with
+    0.3 compatibility. Serve them inside `conformance_middleware()`."""
     return [
-        *(route for path in CARD_PATHS for route in create_agent_card_routes(card, card_url=path)),
+        *(route for path in CARD_PATHS
+          for route in create_agent_card_routes(card, card_url=path, cache_control=CARD_CACHE_CONTROL)),
         *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
         *create_rest_routes(handler, enable_v0_3_compat=True),  # last: it mounts a catch-all /{tenant}
     ]
@@ -58,7 +67,8 @@ def a2a_routes(handler: RequestHandler, card: AgentCard) -> list[BaseRoute]:
 def a2a_app(executor: AgentExecutor, card: AgentCard, **starlette_args: Any) -> Starlette:
     """A Starlette app serving `executor` at the URLs `card` declares (gRPC: see `grpc_server`)."""
     handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
-    app = Starlette(routes=a2a_routes(handler, card), **starlette_args)
+    middleware = [*starlette_args.pop("middleware", ()), *conformance_middleware()]
+    app = Starlette(routes=a2a_routes(handler, card), middleware=middleware, **starlette_args)
     app.state.a2a_handler = handler
     return app
 
@@ -80,8 +90,10 @@ def grpc_server(app: Starlette, address: str) -> Any:
         raise ValueError("gRPC needs an app made by tau2_a2a.serving.a2a_app or the service's build_app.")
     server = grpc.aio.server(interceptors=list(getattr(state, "grpc_interceptors", ())),
                              options=list(getattr(state, "grpc_options", ())))
-    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
-    a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(CompatGrpcHandler(handler), server)
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(
+        GrpcHandler(handler, context_builder=grpc_context_builder("1.0")), server)
+    a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(
+        CompatGrpcHandler(handler, context_builder=grpc_context_builder("0.3")), server)
     server.add_insecure_port(address)
     return server
 

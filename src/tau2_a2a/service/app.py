@@ -267,7 +267,7 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
     from tau2_a2a.service.executor import executor_config
     from tau2_a2a.service.request_limit import RequestSizeLimit
     from tau2_a2a.service.store import sqlalchemy_url, tune_sqlite
-    from tau2_a2a.serving import a2a_routes
+    from tau2_a2a.serving import a2a_routes, conformance_middleware
 
     tools = settings.tools(replica=settings.replica or replica_name_for(url))
     agent = build_agent(settings, tools, poll_seconds=poll_seconds)
@@ -326,6 +326,7 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
     middleware = [Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)]
     if settings.auth_token:
         middleware.append(Middleware(BearerAuth, token=settings.auth_token))
+    middleware += conformance_middleware()  # innermost: it answers what a2a-sdk's routes would answer wrongly
     app = Starlette(routes=a2a_routes(handler, card), middleware=middleware, lifespan=lifespan)
     app.state.a2a_handler = handler
     app.state.grpc_interceptors = [grpc_bearer_auth(settings.auth_token)] if settings.auth_token else []
