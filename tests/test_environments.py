@@ -31,11 +31,13 @@ from tau2.run import load_tasks
 from tau2.utils import get_dict_hash
 
 from tau2_a2a.runner.run import evaluate
+from tau2_a2a.runner.scoring import scoring_in_processes
 from tau2_a2a.tau2bench.environments import (
     VERIFY_ENV,
     CachedEnvironments,
     CopyOnAccess,
     environments,
+    installed,
     template_for,
 )
 from tests.conftest import REPO, run_native_oracle, typed
@@ -208,3 +210,9 @@ def test_tau2_a2a_run_installs_them_and_importing_does_not(tmp_path: Path) -> No
         assert isinstance(registry.get_env_constructor("airline"), CachedEnvironments)
     saved = json.loads((tmp_path / "native.json").read_text())
     assert [s["reward_info"]["reward"] for s in saved["simulations"]] == [1.0]
+
+
+def test_scoring_processes_build_environments_the_same_way() -> None:
+    with scoring_in_processes(1) as pool:
+        assert pool is not None
+        assert pool._executor.submit(installed).result() is True
