@@ -6,8 +6,8 @@ One process, one thread, per domain: N simulations of the native oracle
 environments and hashes both databases), first with stock environments, then
 with `tau2_a2a.tau2bench.environments` installed. It prints the process CPU
 time per simulation (time.process_time), simulations per second of wall time,
-and the resident memory one more live environment costs (after replaying a
-task's golden actions in it), and checks that both arms scored the same.
+and the memory one more live environment holds (allocated bytes, tracemalloc,
+after replaying a task's golden actions in it), and checks that both arms scored the same.
 The one-time cost of reading a domain's database into the template is shown
 apart ("once").
 
@@ -21,6 +21,7 @@ import gc
 import os
 import sys
 import time
+import tracemalloc
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -32,14 +33,6 @@ from tau2.data_model.tasks import Task  # noqa: E402
 from tau2.registry import registry  # noqa: E402
 
 from tau2_a2a.tau2bench.environments import environments  # noqa: E402
-
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def rss() -> int:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * PAGE
-
 
 def simulate(domain: str, task: Task) -> Any:
     return tau2.run.run_task(domain=domain, task=task, agent="oracle_agent", user="scripted_user",
@@ -62,10 +55,11 @@ def arm(domain: str, tasks: list[Task], cached: bool) -> dict[str, Any]:
 
 
 def environment_memory(domain: str, task: Task, count: int = 5) -> float:
-    """Resident bytes per live environment that has replayed `task`'s golden actions."""
+    """Bytes allocated (tracemalloc) per live environment that has replayed `task`'s golden actions."""
     constructor = registry.get_env_constructor(domain)
     gc.collect()
-    before = rss()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
     kept = []
     for _ in range(count):
         environment = constructor()
@@ -76,7 +70,9 @@ def environment_memory(domain: str, task: Task, count: int = 5) -> float:
                 pass  # a golden action that fails here fails in tau2's scoring too
         kept.append(environment)
     gc.collect()
-    return (rss() - before) / count
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return (after - before) / count
 
 
 def main() -> int:
@@ -85,13 +81,13 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=10, help="simulations per arm and domain (first N base tasks)")
     args = parser.parse_args()
     logger.remove()
-    print(f"{'domain':9} {'arm':7} {'once s':>7} {'CPU s/sim':>10} {'sims/s':>7} {'MB/env':>7}")
+    print(f"{'domain':9} {'arm':7} {'once s':>7} {'CPU s/sim':>10} {'sims/s':>7} {'KB/env':>8}")
     for domain in args.domains:
         tasks = tau2.run.load_tasks(domain, task_split_name="base")[: args.n]
         stock, cached = arm(domain, tasks, cached=False), arm(domain, tasks, cached=True)
         for name, result in (("stock", stock), ("cached", cached)):
             print(f"{domain:9} {name:7} {result['once']:7.2f} {result['cpu']:10.4f} {result['rate']:7.1f} "
-                  f"{result['memory'] / 2**20:7.1f}")
+                  f"{result['memory'] / 2**10:8.0f}")
         same = "same rewards" if stock["rewards"] == cached["rewards"] else "REWARDS DIFFER"
         print(f"{domain:9} CPU per simulation: stock / cached = {stock['cpu'] / cached['cpu']:.1f}x ({same}, "
               f"mean reward {sum(cached['rewards']) / len(tasks):.2f})", flush=True)
