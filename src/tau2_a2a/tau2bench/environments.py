@@ -114,6 +114,8 @@ class CopyOnAccess(dict):
         return dict.pop(self, key, *default)
 
     def popitem(self) -> tuple[Any, Any]:
+        if not self:
+            raise KeyError("popitem(): dictionary is empty")
         key = next(reversed(self))
         return key, self.pop(key)
 
@@ -122,10 +124,10 @@ class CopyOnAccess(dict):
         return dict.__iter__(self)
 
     def values(self) -> ValuesView:  # type: ignore[override]
-        return ValuesView(self)
+        return _Values(self)
 
     def items(self) -> ItemsView:  # type: ignore[override]
-        return ItemsView(self)
+        return _Items(self)
 
     def copy(self) -> dict:
         return {key: self[key] for key in self}
@@ -152,6 +154,22 @@ class CopyOnAccess(dict):
         """The keys whose value is not the template's record (read, replaced or added)."""
         template = self._template
         return [key for key, value in dict.items(self) if value is not template.get(key, _MISSING)]
+
+
+class _Values(ValuesView):
+    """`values()` of a CopyOnAccess: each value through its `__getitem__`, in either direction."""
+
+    def __reversed__(self) -> Iterator[Any]:
+        for key in reversed(self._mapping):
+            yield self._mapping[key]
+
+
+class _Items(ItemsView):
+    """`items()` of a CopyOnAccess: each value through its `__getitem__`, in either direction."""
+
+    def __reversed__(self) -> Iterator[tuple[Any, Any]]:
+        for key in reversed(self._mapping):
+            yield key, self._mapping[key]
 
 
 _ATOMS = frozenset({str, int, float, bool, type(None), bytes})
@@ -214,7 +232,15 @@ class DatabaseTemplate:
         return self._template
 
     def _index(self, template: BaseModel) -> None:
-        """Record tables and their records' JSON texts; the fast hash only if it matches tau2's."""
+        """Record tables and their records' JSON texts; the fast hash only if it matches tau2's.
+
+        A database model that serializes itself (a model or field serializer,
+        a computed field) could make one record's text depend on another's:
+        it keeps tau2's hash.
+        """
+        decorators = self.model.__pydantic_decorators__
+        if decorators.model_serializers or decorators.field_serializers or self.model.model_computed_fields:
+            return
         dumped = template.model_dump()
         state = template.__dict__
         self._names = sorted(dumped)
