@@ -9,9 +9,10 @@ second of CPU per simulation, whatever the agent.
 Here each database is read once per process and kept as a template that is
 never handed out. An environment gets a copy whose record tables
 (`FlightDB.reservations`, `RetailDB.orders`, ...) are `CopyOnAccess` dicts:
-they start out sharing the template's records and deep-copy a record the first
-time anything reads it, so a simulation only pays for the records it touches
-and never changes the template. Small databases (telecom's) are deep-copied
+they start out sharing the template's records and copy a record the first
+time anything reads it (lazily again inside it: a flight's dates are copied
+one by one as they are read), so a simulation only pays for the records it
+touches and never changes the template. Small databases (telecom's) are deep-copied
 whole. The environment itself is still built by tau2's own `get_environment`,
 with these copies passed in.
 
@@ -35,10 +36,10 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import ItemsView, Iterator, ValuesView
+from collections.abc import Callable, ItemsView, Iterator, ValuesView
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 from tau2.domains.airline import environment as airline
@@ -75,7 +76,7 @@ class CopyOnAccess(dict):
 
     Every way Python code can get at a value (`d[k]`, `get`, `values`, `items`,
     `pop`, `setdefault`, `copy`, `dict(d)`, `{**d}`, `d | x`) first replaces
-    the template's record with a deep copy owned by this table, so a caller can
+    the template's record with a `private_copy` owned by this table, so a caller can
     change what it gets without reaching the template. Code that reads the
     underlying storage directly (pydantic's serializer, `==`) only reads.
     A value is this table's own exactly when it is not the template's object.
@@ -245,11 +246,13 @@ class DatabaseTemplate:
         state = template.__dict__
         self._names = sorted(dumped)
         for name in self._names:
-            records = state.get(name)
-            if type(records) is not dict or not all(type(key) is str for key in records):
+            records, texts_of = state.get(name), dumped[name]
+            if type(records) is not dict or type(texts_of) is not dict or texts_of.keys() != records.keys():
+                continue
+            if not all(type(key) is str for key in records):
                 continue
             keys = sorted(records)
-            texts = {key: _json(dumped[name][key]) for key in keys}
+            texts = {key: _json(texts_of[key]) for key in keys}
             prefixes = {key: json.dumps(key) + ": " for key in keys}
             whole = "{" + ", ".join(prefixes[key] + texts[key] for key in keys) + "}"
             self._tables[name] = _Table(records, keys, prefixes, texts, whole)
@@ -351,8 +354,8 @@ class _CachedTools:
     lists and dicts, exactly as `as_tool` would have built it.
     """
 
-    _prototypes: dict[tuple[type, Any], Tool] = {}
-    _lock = threading.Lock()
+    _prototypes: ClassVar[dict[tuple[type, Any], Tool]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, toolkit: ToolKitBase) -> None:
         self._toolkit = toolkit
