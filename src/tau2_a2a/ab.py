@@ -29,6 +29,7 @@ from tau2_a2a.config import A2AConfig, ConfigError
 from tau2_a2a.reference.fidelity import trajectory_signature
 from tau2_a2a.reference.llm_agent import LLMExecutor, Usage, llm_agent_card
 from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
+from tau2_a2a.tau2bench.environments import install as install_environments
 
 NATIVE_AGENT = "llm_agent"
 ARM_TITLES = {"native": "native llm_agent", "a2a": "baseline agent over A2A"}
@@ -62,6 +63,7 @@ def run_ab(config: RunConfig) -> ABOutcome:
     base = config.save_to or default_run_name(config)
     if config.llm_args_judge is None:
         config.llm_args_judge = {}
+    install_environments()  # both arms build tau2's environments the same way
     native = _run_native(config.model_copy(deep=True, update={"agent": NATIVE_AGENT, "save_to": f"{base}_native"}))
     a2a = _run_a2a(config.model_copy(deep=True, update={"save_to": f"{base}_a2a"}))
     comparison = compare(native, a2a, config)

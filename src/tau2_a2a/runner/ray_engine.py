@@ -149,6 +149,9 @@ class SimulationActor:
         import ray
 
         import tau2_a2a  # noqa: F401  (registers a2a_agent, scripted_user and the A2A orchestrator)
+        from tau2_a2a.tau2bench.environments import install
+
+        install()  # environments from databases read once in this actor
 
         a2a.to_llm_args()  # keeps the token in this process's credential store, where the agent finds it
         set_node(ray.get_runtime_context().get_node_id())

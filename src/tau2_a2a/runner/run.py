@@ -28,6 +28,7 @@ from tau2_a2a.client.metrics import metrics_path, write_report
 from tau2_a2a.runner.scoring import default_scoring_processes, refuse_script_rerun, scoring_in_processes
 from tau2_a2a.client.session import sessions
 from tau2_a2a.config import A2AConfig, ConfigError
+from tau2_a2a.tau2bench.environments import install as install_environments
 
 log = logging.getLogger("tau2_a2a.client")
 REDACTED = "***"
@@ -78,6 +79,7 @@ def evaluate(config: RunConfig, a2a: A2AConfig | None = None, scoring_processes:
     An A2A run scores its simulations in `scoring_processes` worker processes
     (default: see `default_scoring_processes`; 0: in this process).
     """
+    install_environments()
     if a2a is None:
         results = run_domain(config)
         return RunOutcome(results, results_path_for(config), None, None)

@@ -36,6 +36,7 @@ from tau2.data_model.simulation import RunConfig
 from tau2.evaluator.evaluator import evaluate_simulation
 from tau2.registry import registry
 
+from tau2_a2a.tau2bench.environments import install as install_environments
 from tau2_a2a.runner.processes import (
     exit_with,
     forkserver_available,
@@ -84,12 +85,18 @@ def has_domain(domain: str) -> bool:
     return True
 
 
+def _start_worker(parent_pid: int) -> None:
+    """A scoring process: builds environments from once-read databases, and ends with its run."""
+    install_environments()
+    exit_with(parent_pid)
+
+
 class ScoringPool:
     """Worker processes that run `evaluate_simulation`; in-process scoring when they cannot."""
 
     def __init__(self, processes: int, context: BaseContext) -> None:
         self._executor = ProcessPoolExecutor(max_workers=processes, mp_context=context,
-                                             initializer=exit_with, initargs=(os.getpid(),))
+                                             initializer=_start_worker, initargs=(os.getpid(),))
         self._known_domains: dict[str, bool] = {}
         self._lock = threading.Lock()
         self.broken = False

@@ -1,0 +1,98 @@
+"""CPU per simulation with tau2's stock environments against ours (databases read once per process).
+
+One process, one thread, per domain: N simulations of the native oracle
+(`oracle_agent`, an instant agent) with the scripted user through tau2's
+`run_task` (the conversation and tau2's scoring, which builds two more
+environments and hashes both databases), first with stock environments, then
+with `tau2_a2a.tau2bench.environments` installed. It prints the process CPU
+time per simulation (time.process_time), simulations per second of wall time,
+and the memory one more live environment holds (allocated bytes, tracemalloc,
+after replaying a task's golden actions in it), and checks that both arms scored the same.
+The one-time cost of reading a domain's database into the template is shown
+apart ("once").
+
+    .venv/bin/python bench/environments.py [--domains airline retail telecom] [-n 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import time
+import tracemalloc
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import tau2_a2a  # noqa: E402,F401  (registers oracle_agent and scripted_user)
+import tau2.run  # noqa: E402
+from loguru import logger  # noqa: E402
+from tau2.data_model.tasks import Task  # noqa: E402
+from tau2.registry import registry  # noqa: E402
+
+from tau2_a2a.tau2bench.environments import environments  # noqa: E402
+
+def simulate(domain: str, task: Task) -> Any:
+    return tau2.run.run_task(domain=domain, task=task, agent="oracle_agent", user="scripted_user",
+                             llm_agent="oracle", llm_args_agent={}, llm_user="scripted", llm_args_user={},
+                             judge_llm_args={}, seed=300)
+
+
+def arm(domain: str, tasks: list[Task], cached: bool) -> dict[str, Any]:
+    """Time one arm; the first simulation (template build, warm caches) is timed apart."""
+    with environments(cached):
+        start = time.process_time()
+        simulate(domain, tasks[0])
+        once = time.process_time() - start
+        start, wall = time.process_time(), time.perf_counter()
+        rewards = [simulate(domain, task).reward_info.reward for task in tasks]
+        cpu, wall = time.process_time() - start, time.perf_counter() - wall
+        per_env = environment_memory(domain, tasks[0])
+    return {"once": once, "cpu": cpu / len(tasks), "rate": len(tasks) / wall, "rewards": rewards,
+            "memory": per_env}
+
+
+def environment_memory(domain: str, task: Task, count: int = 5) -> float:
+    """Bytes allocated (tracemalloc) per live environment that has replayed `task`'s golden actions."""
+    constructor = registry.get_env_constructor(domain)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    kept = []
+    for _ in range(count):
+        environment = constructor()
+        for action in task.evaluation_criteria.actions or []:
+            try:
+                environment.make_tool_call(action.name, requestor=action.requestor, **action.arguments)
+            except ValueError:
+                pass  # a golden action tau2's tools refuse is refused in tau2's scoring too
+        kept.append(environment)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return (after - before) / count
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--domains", nargs="+", default=["airline", "retail", "telecom"])
+    parser.add_argument("-n", type=int, default=10, help="simulations per arm and domain (first N base tasks)")
+    args = parser.parse_args()
+    logger.remove()
+    print(f"{'domain':9} {'arm':7} {'once s':>7} {'CPU s/sim':>10} {'sims/s':>7} {'KB/env':>8}")
+    for domain in args.domains:
+        tasks = tau2.run.load_tasks(domain, task_split_name="base")[: args.n]
+        stock, cached = arm(domain, tasks, cached=False), arm(domain, tasks, cached=True)
+        for name, result in (("stock", stock), ("cached", cached)):
+            print(f"{domain:9} {name:7} {result['once']:7.2f} {result['cpu']:10.4f} {result['rate']:7.1f} "
+                  f"{result['memory'] / 2**10:8.0f}")
+        same = "same rewards" if stock["rewards"] == cached["rewards"] else "REWARDS DIFFER"
+        print(f"{domain:9} CPU per simulation: stock / cached = {stock['cpu'] / cached['cpu']:.1f}x ({same}, "
+              f"mean reward {sum(cached['rewards']) / len(tasks):.2f})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

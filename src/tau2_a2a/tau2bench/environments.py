@@ -1,0 +1,503 @@
+"""tau2's domain environments, with each database read and validated once per process.
+
+Stock tau2 builds an environment three times per simulation (once to run it,
+twice to score it), and each time reads the domain's database file and
+validates it into pydantic models; scoring then hashes both databases by
+dumping them whole and encoding them as JSON. For airline that is about a
+second of CPU per simulation, whatever the agent.
+
+Here each database is read once per process and kept as a template that is
+never handed out. An environment gets a copy whose record tables
+(`FlightDB.reservations`, `RetailDB.orders`, ...) are `CopyOnAccess` dicts:
+they start out sharing the template's records and copy a record the first
+time anything reads it (lazily again inside it: a flight's dates are copied
+one by one as they are read), so a simulation only pays for the records it
+touches and never changes the template. Small databases (telecom's) are deep-copied
+whole. The environment itself is still built by tau2's own `get_environment`,
+with these copies passed in.
+
+The database hash is tau2's, to the byte: SHA-256 of
+`json.dumps(db.model_dump(), sort_keys=True, default=str)`. That text is the
+concatenation of each record's own JSON text in key order, so a record the
+simulation never touched contributes the text computed once from the
+template, and only touched records are dumped (through the database model's
+own serializer, `model_dump(include=...)`) and encoded again. Anything the
+fast path does not recognise (a database replaced by `update_db`, a table
+reassigned, a key that is not a string) falls back to tau2's own hash.
+
+`install()` puts these constructors in tau2's registry, in place of the stock
+ones, for this process; `tau2-a2a run` calls it, `tau2 run` never does.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Callable, ItemsView, Iterator, ValuesView
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+from tau2.domains.airline import environment as airline
+from tau2.domains.airline.data_model import FlightDB
+from tau2.domains.airline.utils import AIRLINE_DB_PATH
+from tau2.domains.mock import environment as mock
+from tau2.domains.mock.data_model import MockDB
+from tau2.domains.mock.utils import MOCK_DB_PATH
+from tau2.domains.retail import environment as retail
+from tau2.domains.retail.data_model import RetailDB
+from tau2.domains.retail.utils import RETAIL_DB_PATH
+from tau2.domains.telecom import environment as telecom
+from tau2.domains.telecom.data_model import TelecomDB
+from tau2.domains.telecom.user_data_model import TelecomUserDB
+from tau2.domains.telecom.utils import TELECOM_DB_PATH, TELECOM_USER_DB_PATH
+from tau2.environment.environment import Environment
+from tau2.environment.tool import Tool, as_tool
+from tau2.environment.toolkit import ToolKitBase
+from tau2.registry import registry
+from tau2.utils import get_dict_hash
+
+VERIFY_ENV = "TAU2_A2A_VERIFY_DB_HASH"
+"""Set to 1 to compute tau2's own hash beside every fast one and fail on a difference (tests)."""
+
+_MISSING = object()
+
+
+class DbHashMismatch(AssertionError):
+    """The fast database hash differed from tau2's (only raised when VERIFY_ENV is set)."""
+
+
+class CopyOnAccess(dict):
+    """A record table that shares the template's records until a record is read.
+
+    Every way Python code can get at a value (`d[k]`, `get`, `values`, `items`,
+    `pop`, `setdefault`, `copy`, `dict(d)`, `{**d}`, `d | x`) first replaces
+    the template's record with a `private_copy` owned by this table, so a caller can
+    change what it gets without reaching the template. Code that reads the
+    underlying storage directly (pydantic's serializer, `==`) only reads.
+    A value is this table's own exactly when it is not the template's object.
+    """
+
+    __slots__ = ("_template",)
+
+    def __init__(self, template: dict) -> None:
+        dict.__init__(self, template)
+        self._template = template
+
+    def _own(self, key: Any, value: Any) -> Any:
+        if value is self._template.get(key, _MISSING):
+            value = private_copy(value)
+            dict.__setitem__(self, key, value)
+        return value
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._own(key, dict.__getitem__(self, key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        value = dict.get(self, key, _MISSING)
+        return default if value is _MISSING else self._own(key, value)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key in self:
+            return self[key]
+        dict.__setitem__(self, key, default)
+        return default
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if key in self:
+            value = self[key]
+            dict.__delitem__(self, key)
+            return value
+        return dict.pop(self, key, *default)
+
+    def popitem(self) -> tuple[Any, Any]:
+        if not self:
+            raise KeyError("popitem(): dictionary is empty")
+        key = next(reversed(self))
+        return key, self.pop(key)
+
+    def __iter__(self) -> Iterator[Any]:
+        # Overriding __iter__ also sends dict(d), {**d} and update(d) through __getitem__.
+        return dict.__iter__(self)
+
+    def values(self) -> ValuesView:  # type: ignore[override]
+        return _Values(self)
+
+    def items(self) -> ItemsView:  # type: ignore[override]
+        return _Items(self)
+
+    def copy(self) -> dict:
+        return {key: self[key] for key in self}
+
+    __copy__ = copy
+
+    def __deepcopy__(self, memo: dict) -> dict:
+        return copy.deepcopy(self.copy(), memo)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return dict, (self.copy(),)
+
+    def __or__(self, other: Any) -> Any:
+        if not isinstance(other, dict):
+            return NotImplemented
+        return {**self.copy(), **other}
+
+    def __ror__(self, other: Any) -> Any:
+        if not isinstance(other, dict):
+            return NotImplemented
+        return {**other, **self.copy()}
+
+    def owned_keys(self) -> list[Any]:
+        """The keys whose value is not the template's record (read, replaced or added)."""
+        template = self._template
+        return [key for key, value in dict.items(self) if value is not template.get(key, _MISSING)]
+
+
+class _Values(ValuesView):
+    """`values()` of a CopyOnAccess: each value through its `__getitem__`, in either direction."""
+
+    def __reversed__(self) -> Iterator[Any]:
+        for key in reversed(self._mapping):
+            yield self._mapping[key]
+
+
+class _Items(ItemsView):
+    """`items()` of a CopyOnAccess: each value through its `__getitem__`, in either direction."""
+
+    def __reversed__(self) -> Iterator[tuple[Any, Any]]:
+        for key in reversed(self._mapping):
+            yield key, self._mapping[key]
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def private_copy(value: Any) -> Any:
+    """A copy of `value` that shares nothing mutable with it, made lazily where that is cheap.
+
+    A pydantic model gets a new instance whose dict fields are `CopyOnAccess`
+    views of the original's (a flight's 30 dates are not copied when a search
+    reads one of them), whose model fields are copied the same way, and whose
+    other fields are deep-copied. Anything else is deep-copied.
+    """
+    if not isinstance(value, BaseModel) or value.__pydantic_extra__ or value.__pydantic_private__:
+        return copy.deepcopy(value)
+    model = copy.copy(value)  # pydantic's shallow copy: own __dict__ and fields-set
+    state = model.__dict__
+    for name, field in state.items():
+        kind = type(field)
+        if kind in _ATOMS:
+            continue
+        state[name] = CopyOnAccess(field) if kind is dict else private_copy(field)
+    return model
+
+
+@dataclass
+class _Table:
+    """One record table of a template: its records, and each record's JSON text as tau2's hash encodes it."""
+
+    records: dict
+    sorted_keys: list[str]
+    prefixes: dict[str, str]  # key -> '"key": '
+    texts: dict[str, str]  # key -> the record's JSON text
+    whole: str  # the table's JSON text
+
+
+def _json(value: Any) -> str:
+    """JSON text exactly as tau2's `get_dict_hash` encodes a value."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+class DatabaseTemplate:
+    """A domain database read and validated once; hands out private copies and hashes them."""
+
+    def __init__(self, model: type[BaseModel], path: str) -> None:
+        self.model = model
+        self.path = path
+        self._lock = threading.Lock()
+        self._template: BaseModel | None = None
+        self._tables: dict[str, _Table] = {}
+        self._names: list[str] = []
+        self.fast_hash = False
+
+    def _load(self) -> BaseModel:
+        with self._lock:
+            if self._template is None:
+                template = self.model.load(self.path)  # type: ignore[attr-defined]
+                self._index(template)
+                self._template = template
+        return self._template
+
+    def _index(self, template: BaseModel) -> None:
+        """Record tables and their records' JSON texts; the fast hash only if it matches tau2's.
+
+        A database model that serializes itself (a model or field serializer,
+        a computed field) could make one record's text depend on another's:
+        it keeps tau2's hash.
+        """
+        decorators = self.model.__pydantic_decorators__
+        if decorators.model_serializers or decorators.field_serializers or self.model.model_computed_fields:
+            return
+        dumped = template.model_dump()
+        state = template.__dict__
+        self._names = sorted(dumped)
+        for name in self._names:
+            records, texts_of = state.get(name), dumped[name]
+            if type(records) is not dict or type(texts_of) is not dict or texts_of.keys() != records.keys():
+                continue
+            if not all(type(key) is str for key in records):
+                continue
+            keys = sorted(records)
+            texts = {key: _json(texts_of[key]) for key in keys}
+            prefixes = {key: json.dumps(key) + ": " for key in keys}
+            whole = "{" + ", ".join(prefixes[key] + texts[key] for key in keys) + "}"
+            self._tables[name] = _Table(records, keys, prefixes, texts, whole)
+        self.fast_hash = bool(self._tables) and self._fast_text(self._copy(template)) == _json(dumped)
+
+    def copy(self) -> BaseModel:
+        """A database for one environment: changing it never changes the template or another copy."""
+        return self._copy(self._load())
+
+    def _copy(self, template: BaseModel) -> BaseModel:
+        db = copy.copy(template)  # pydantic's shallow copy: own __dict__ and fields-set
+        state = db.__dict__
+        for name, value in state.items():
+            table = self._tables.get(name)
+            state[name] = CopyOnAccess(table.records) if table is not None else copy.deepcopy(value)
+        return db
+
+    def hash(self, db: BaseModel) -> str | None:
+        """tau2's hash of `db`, computed from the records it touched; None if `db` is not a copy of ours."""
+        if not self.fast_hash:
+            return None
+        text = self._fast_text(db)
+        return None if text is None else hashlib.sha256(text.encode()).hexdigest()
+
+    def _fast_text(self, db: BaseModel) -> str | None:
+        """The JSON text tau2 hashes, reusing untouched records' texts; None when not applicable."""
+        if type(db) is not self.model or db.__pydantic_extra__ or db.__pydantic_private__:
+            return None
+        state = db.__dict__
+        include: dict[str, Any] = {}
+        owned: dict[str, list[str]] = {}
+        for name in self._names:
+            if name not in state:
+                return None
+            table = self._tables.get(name)
+            if table is None:
+                include[name] = True
+                continue
+            records = state[name]
+            if type(records) is not CopyOnAccess or records._template is not table.records:
+                return None
+            keys = records.owned_keys()
+            if not all(type(key) is str for key in keys):
+                return None
+            owned[name] = keys
+            if keys:
+                include[name] = set(keys)
+        dumped = db.model_dump(include=include) if include else {}
+        parts = []
+        for name in self._names:
+            table = self._tables.get(name)
+            if table is None:
+                text = _json(dumped[name])
+            else:
+                text = self._table_text(table, state[name], owned[name], dumped.get(name, {}))
+            parts.append(json.dumps(name) + ": " + text)
+        return "{" + ", ".join(parts) + "}"
+
+    @staticmethod
+    def _table_text(table: _Table, records: CopyOnAccess, owned: list[str], dumped: dict) -> str:
+        if not owned and len(records) == len(table.records):
+            return table.whole
+        same_keys = len(records) == len(table.records) and all(key in table.records for key in owned)
+        keys = table.sorted_keys if same_keys else sorted(dict.keys(records))
+        changed = {key: _json(dumped[key]) for key in owned}
+        texts, prefixes = table.texts, table.prefixes
+        return "{" + ", ".join(
+            (prefixes.get(key) or json.dumps(key) + ": ") + (changed[key] if key in changed else texts[key])
+            for key in keys
+        ) + "}"
+
+
+class _FastDbHash:
+    """Stands in for a toolkit's `get_db_hash`: tau2's hash, from the touched records when it can."""
+
+    def __init__(self, toolkit: ToolKitBase, template: DatabaseTemplate) -> None:
+        self._toolkit = toolkit
+        self._template = template
+
+    def __call__(self) -> str:
+        toolkit = self._toolkit
+        fast = self._template.hash(toolkit.db)
+        if fast is None:
+            return ToolKitBase.get_db_hash(toolkit)
+        if os.environ.get(VERIFY_ENV):
+            stock = get_dict_hash(toolkit.db.model_dump())
+            if stock != fast:
+                raise DbHashMismatch(f"fast database hash {fast} differs from tau2's {stock}")
+        return fast
+
+
+class _CachedTools:
+    """Stands in for a toolkit's `get_tools`: tau2's Tool objects, their schemas parsed once per process.
+
+    tau2 parses each tool's signature and docstring into two pydantic models
+    every time it lists a toolkit's tools (telecom: 40 tools per simulation,
+    most of its CPU). The parsed Tool is kept per toolkit class and tool
+    function, and each call gets a copy bound to this toolkit, with its own
+    lists and dicts, exactly as `as_tool` would have built it.
+    """
+
+    _prototypes: ClassVar[dict[tuple[type, Any], Tool]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, toolkit: ToolKitBase) -> None:
+        self._toolkit = toolkit
+
+    def __call__(self) -> dict[str, Tool]:
+        return {name: self._tool(function) for name, function in self._toolkit.tools.items()}
+
+    def _tool(self, function: Any) -> Tool:
+        key = (type(self._toolkit), getattr(function, "__func__", None))
+        if key[1] is None:
+            return as_tool(function)
+        prototype = self._prototypes.get(key)
+        if prototype is None:
+            with self._lock:
+                prototype = self._prototypes.setdefault(key, as_tool(function))
+        tool = copy.copy(prototype)
+        for name in _TOOL_CONTAINERS:
+            tool.__dict__[name] = copy.deepcopy(prototype.__dict__[name])
+        tool._func = function
+        return tool
+
+
+_TOOL_CONTAINERS = ("raises", "examples", "info")
+
+
+class CachedEnvironments:
+    """A domain's environment constructor for tau2's registry: tau2's own, given our database copies."""
+
+    def __init__(self, original: Callable[..., Environment], databases: dict[str, DatabaseTemplate]) -> None:
+        self.original = original
+        self.databases = databases  # get_environment keyword -> template
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Environment:
+        if args:  # not how tau2 calls it: keep tau2's behaviour exactly
+            return self.original(*args, **kwargs)
+        given = {keyword for keyword in self.databases if kwargs.get(keyword) is not None}
+        for keyword, template in self.databases.items():
+            if keyword not in given:
+                kwargs[keyword] = template.copy()
+        environment = self.original(**kwargs)
+        for keyword, toolkit in (("db", environment.tools), ("user_db", environment.user_tools)):
+            template = self.databases.get(keyword)
+            if toolkit is not None and template is not None and template.fast_hash and keyword not in given:
+                toolkit.get_db_hash = _FastDbHash(toolkit, template)  # type: ignore[method-assign]
+        for toolkit in (environment.tools, environment.user_tools):
+            if toolkit is not None:
+                toolkit.get_tools = _CachedTools(toolkit)  # type: ignore[method-assign]
+        return environment
+
+
+_templates: dict[tuple[type, str], DatabaseTemplate] = {}
+
+
+def template_for(model: type[BaseModel], path: Any) -> DatabaseTemplate:
+    """The process's one template of the database at `path`."""
+    key = (model, str(path))
+    if key not in _templates:
+        _templates[key] = DatabaseTemplate(model, str(path))
+    return _templates[key]
+
+
+def _domains() -> dict[str, tuple[Callable[..., Environment], dict[str, DatabaseTemplate]]]:
+    """tau2's registered constructor for each domain we know, and its databases."""
+    telecom_dbs = {"db": template_for(TelecomDB, TELECOM_DB_PATH),
+                   "user_db": template_for(TelecomUserDB, TELECOM_USER_DB_PATH)}
+    return {
+        "airline": (airline.get_environment, {"db": template_for(FlightDB, AIRLINE_DB_PATH)}),
+        "retail": (retail.get_environment, {"db": template_for(RetailDB, RETAIL_DB_PATH)}),
+        "mock": (mock.get_environment, {"db": template_for(MockDB, MOCK_DB_PATH)}),
+        "telecom": (telecom.get_environment_manual_policy, telecom_dbs),
+        "telecom-workflow": (telecom.get_environment_workflow_policy, telecom_dbs),
+    }
+
+
+class CachedTasks:
+    """A task loader for tau2's registry: reads and validates each split once, hands out copies."""
+
+    def __init__(self, original: Callable[..., Any]) -> None:
+        self.original = original
+        self._cache: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        key = (args, tuple(sorted(kwargs.items())))
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = self.original(*args, **kwargs)
+            return copy.deepcopy(self._cache[key])
+
+
+_install_lock = threading.Lock()
+_installed: dict[str, tuple[Any, Any]] = {}  # registry table name + key -> (stock, ours)
+
+
+def _registry_tables() -> dict[str, dict[str, Any]]:
+    return {"domains": registry._domains, "tasks": registry._tasks, "splits": registry._task_splits}
+
+
+def install() -> None:
+    """Build environments from once-read databases in this process (idempotent, thread-safe).
+
+    Only tau2's own registrations are replaced: a domain someone registered
+    or replaced at runtime is left as it is.
+    """
+    with _install_lock:
+        if _installed:
+            return
+        tables = _registry_tables()
+        for name, (original, databases) in _domains().items():
+            if tables["domains"].get(name) is original:
+                ours = CachedEnvironments(original, databases)
+                tables["domains"][name] = ours
+                _installed[f"domains:{name}"] = (original, ours)
+        for table in ("tasks", "splits"):
+            for name, loader in list(tables[table].items()):
+                if getattr(loader, "__module__", "").startswith("tau2.domains."):
+                    ours = CachedTasks(loader)
+                    tables[table][name] = ours
+                    _installed[f"{table}:{name}"] = (loader, ours)
+
+
+def uninstall() -> None:
+    """Put tau2's stock constructors and loaders back where ours still are."""
+    with _install_lock:
+        tables = _registry_tables()
+        for key, (stock, ours) in _installed.items():
+            table, name = key.split(":", 1)
+            if tables[table].get(name) is ours:
+                tables[table][name] = stock
+        _installed.clear()
+
+
+def installed() -> bool:
+    return bool(_installed)
+
+
+@contextmanager
+def environments(cached: bool) -> Iterator[None]:
+    """Run the body with cached (or stock) environments, then restore what was installed before."""
+    before = installed()
+    install() if cached else uninstall()
+    try:
+        yield
+    finally:
+        install() if before else uninstall()
