@@ -32,10 +32,10 @@ from tau2.utils import get_dict_hash
 
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.scoring import scoring_in_processes
+from tau2_a2a.tau2bench.copy_on_access import CopyOnAccess
 from tau2_a2a.tau2bench.environments import (
     VERIFY_ENV,
     CachedEnvironments,
-    CopyOnAccess,
     environments,
     installed,
     template_for,

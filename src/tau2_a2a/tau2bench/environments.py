@@ -36,7 +36,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, ItemsView, Iterator, ValuesView
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -61,139 +61,13 @@ from tau2.environment.toolkit import ToolKitBase
 from tau2.registry import registry
 from tau2.utils import get_dict_hash
 
+from tau2_a2a.tau2bench.copy_on_access import CopyOnAccess
+
 VERIFY_ENV = "TAU2_A2A_VERIFY_DB_HASH"
 """Set to 1 to compute tau2's own hash beside every fast one and fail on a difference (tests)."""
 
-_MISSING = object()
-
-
 class DbHashMismatch(AssertionError):
     """The fast database hash differed from tau2's (only raised when VERIFY_ENV is set)."""
-
-
-class CopyOnAccess(dict):
-    """A record table that shares the template's records until a record is read.
-
-    Every way Python code can get at a value (`d[k]`, `get`, `values`, `items`,
-    `pop`, `setdefault`, `copy`, `dict(d)`, `{**d}`, `d | x`) first replaces
-    the template's record with a `private_copy` owned by this table, so a caller can
-    change what it gets without reaching the template. Code that reads the
-    underlying storage directly (pydantic's serializer, `==`) only reads.
-    A value is this table's own exactly when it is not the template's object.
-    """
-
-    __slots__ = ("_template",)
-
-    def __init__(self, template: dict) -> None:
-        dict.__init__(self, template)
-        self._template = template
-
-    def _own(self, key: Any, value: Any) -> Any:
-        if value is self._template.get(key, _MISSING):
-            value = private_copy(value)
-            dict.__setitem__(self, key, value)
-        return value
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._own(key, dict.__getitem__(self, key))
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        value = dict.get(self, key, _MISSING)
-        return default if value is _MISSING else self._own(key, value)
-
-    def setdefault(self, key: Any, default: Any = None) -> Any:
-        if key in self:
-            return self[key]
-        dict.__setitem__(self, key, default)
-        return default
-
-    def pop(self, key: Any, *default: Any) -> Any:
-        if key in self:
-            value = self[key]
-            dict.__delitem__(self, key)
-            return value
-        return dict.pop(self, key, *default)
-
-    def popitem(self) -> tuple[Any, Any]:
-        if not self:
-            raise KeyError("popitem(): dictionary is empty")
-        key = next(reversed(self))
-        return key, self.pop(key)
-
-    def __iter__(self) -> Iterator[Any]:
-        # Overriding __iter__ also sends dict(d), {**d} and update(d) through __getitem__.
-        return dict.__iter__(self)
-
-    def values(self) -> ValuesView:  # type: ignore[override]
-        return _Values(self)
-
-    def items(self) -> ItemsView:  # type: ignore[override]
-        return _Items(self)
-
-    def copy(self) -> dict:
-        return {key: self[key] for key in self}
-
-    __copy__ = copy
-
-    def __deepcopy__(self, memo: dict) -> dict:
-        return copy.deepcopy(self.copy(), memo)
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return dict, (self.copy(),)
-
-    def __or__(self, other: Any) -> Any:
-        if not isinstance(other, dict):
-            return NotImplemented
-        return {**self.copy(), **other}
-
-    def __ror__(self, other: Any) -> Any:
-        if not isinstance(other, dict):
-            return NotImplemented
-        return {**other, **self.copy()}
-
-    def owned_keys(self) -> list[Any]:
-        """The keys whose value is not the template's record (read, replaced or added)."""
-        template = self._template
-        return [key for key, value in dict.items(self) if value is not template.get(key, _MISSING)]
-
-
-class _Values(ValuesView):
-    """`values()` of a CopyOnAccess: each value through its `__getitem__`, in either direction."""
-
-    def __reversed__(self) -> Iterator[Any]:
-        for key in reversed(self._mapping):
-            yield self._mapping[key]
-
-
-class _Items(ItemsView):
-    """`items()` of a CopyOnAccess: each value through its `__getitem__`, in either direction."""
-
-    def __reversed__(self) -> Iterator[tuple[Any, Any]]:
-        for key in reversed(self._mapping):
-            yield key, self._mapping[key]
-
-
-_ATOMS = frozenset({str, int, float, bool, type(None), bytes})
-
-
-def private_copy(value: Any) -> Any:
-    """A copy of `value` that shares nothing mutable with it, made lazily where that is cheap.
-
-    A pydantic model gets a new instance whose dict fields are `CopyOnAccess`
-    views of the original's (a flight's 30 dates are not copied when a search
-    reads one of them), whose model fields are copied the same way, and whose
-    other fields are deep-copied. Anything else is deep-copied.
-    """
-    if not isinstance(value, BaseModel) or value.__pydantic_extra__ or value.__pydantic_private__:
-        return copy.deepcopy(value)
-    model = copy.copy(value)  # pydantic's shallow copy: own __dict__ and fields-set
-    state = model.__dict__
-    for name, field in state.items():
-        kind = type(field)
-        if kind in _ATOMS:
-            continue
-        state[name] = CopyOnAccess(field) if kind is dict else private_copy(field)
-    return model
 
 
 @dataclass
