@@ -284,6 +284,35 @@ class DiesOnTask(OracleLike):
         await super().respond(context, event_queue, seen)
 
 
+class GetsTasksWrong(OracleLike):
+    """Skips the work of some conversations and closes with `WRONG_ANSWER`, so tau2 scores them 0.
+
+    Every conversation of a task in `always` fails; of a task in `every_other`, the
+    first, third, ... conversation fails (in a run of 2 trials at concurrency 1: trial 0).
+    The rest follow the oracle's plan and score 1. Wrong, not broken: no A2A error.
+    """
+
+    WRONG_ANSWER = "Sorry, I cannot help with that."
+
+    def __init__(self, always: tuple[str, ...] = (), every_other: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.always = set(always)
+        self.every_other = set(every_other)
+        self.conversations: dict[str, int] = {}
+        self.failing: set[str] = set()  # context ids that get the task wrong
+
+    async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
+        if seen.turn.system is not None and seen.task is not None:
+            count = self.conversations.get(seen.task, 0)
+            self.conversations[seen.task] = count + 1
+            if seen.task in self.always or (seen.task in self.every_other and count % 2 == 0):
+                self.failing.add(seen.context_id)
+        if seen.context_id in self.failing:
+            await self.answer(event_queue, seen, [new_text_part(self.WRONG_ANSWER)])
+            return
+        await super().respond(context, event_queue, seen)
+
+
 def agent_app(executor: AgentExecutor, url: str, middleware: list[Middleware] | None = None,
               card_url: str | None = None, bearer: bool = False) -> Starlette:
     """An a2a-sdk app for `executor` behind `middleware`.
