@@ -155,7 +155,7 @@ def test_grpc_unavailable_is_retried(agent_on: Any, tmp_path: Path) -> None:
                                         "deadline_exceeded), a timeout on its side; if it recurs, ask the "
                                         "agent's operator."),
     ("INVALID_ARGUMENT", "protocol", 1, "failed: gRPC Error INVALID_ARGUMENT: agent says invalid_argument"),
-])
+], ids=["RESOURCE_EXHAUSTED", "INTERNAL", "DEADLINE_EXCEEDED", "INVALID_ARGUMENT"])
 def test_grpc_aborts_end_only_their_simulation(agent_on: Any, tmp_path: Path, code: str, category: str,
                                                attempts: int, says: str) -> None:
     """Every SendMessage of task 1 is aborted with `code`: retried only when worth it; task 0 scores."""
