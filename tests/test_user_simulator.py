@@ -60,7 +60,7 @@ def trajectory(simulation: Any) -> list[tuple[str, Any]]:
 
 
 def check_user_requests(user_llm: StandinLLM, simulations: int) -> None:
-    """Two user turns per simulation (opening, stop), each with tau2's user prompt and no credentials leaked."""
+    """Two user turns per simulation (opening, stop), each with tau2's user prompt after the agent's greeting."""
     asked = user_llm.user_requests()
     assert len(asked) == 2 * simulations
     for body in asked:
