@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import json
 import threading
+from functools import lru_cache
 from typing import Any, Callable
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-
-from functools import lru_cache
-
 from tau2.user.base import STOP
 
 from tau2_a2a.reference.oracle_script import find_marker, find_task, oracle_steps, task_marker
