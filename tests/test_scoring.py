@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from tau2.data_model.simulation import RunConfig
 
 from tau2_a2a.runner.processes import usable_cores
