@@ -91,14 +91,14 @@ def test_transport_streaming_and_timeout_flags_reach_the_run(tmp_path: Path) -> 
 
 
 def test_the_timeout_flag_cuts_a_slow_agent(tmp_path: Path) -> None:
-    """--a2a-transport http-json --a2a-timeout 1: task 1's replies never come in time, task 0's do."""
+    """--a2a-transport http-json --a2a-timeout 3: task 1's replies never come in time, task 0's do."""
     slow = SlowOnTask("1")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     try:
         with BackgroundServer(agent_app(slow, url), port=port):
             code, _, stderr = finish(run_cli(run_args(url, tmp_path, "--task-ids", "0", "1", "--max-concurrency",
-                                                      "2", "--a2a-transport", "http-json", "--a2a-timeout", "1")))
+                                                      "2", "--a2a-transport", "http-json", "--a2a-timeout", "3")))
     finally:
         slow.release()
     assert code == 3, stderr[-3000:]
@@ -106,7 +106,7 @@ def test_the_timeout_flag_cuts_a_slow_agent(tmp_path: Path) -> None:
     assert simulations["0"].reward_info.reward == 1.0
     assert simulations["1"].termination_reason == TerminationReason.AGENT_ERROR
     assert simulations["1"].messages[-1].content == (
-        f"[A2A timeout error] SendMessage to {url} timed out after 1s; raise --a2a-timeout if the agent is slow.")
+        f"[A2A timeout error] SendMessage to {url} timed out after 3s; raise --a2a-timeout if the agent is slow.")
     timed_out = [r for r in records(tmp_path / "run_a2a_metrics.json") if r["error"]]
     assert [(r["transport"], r["error"]) for r in timed_out] == [("HTTP+JSON", "timeout")] * 3
 
