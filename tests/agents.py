@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 from a2a.helpers import new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -55,6 +56,7 @@ from tau2_a2a.reference.oracle_script import (
 from tau2_a2a.serving import a2a_app, agent_card, free_port
 
 CARD_PATH = "/.well-known/agent-card.json"
+REST_METHODS = {"/message:send": "SendMessage", "/message:stream": "SendStreamingMessage"}
 
 
 # -- agents ----------------------------------------------------------------------
@@ -284,23 +286,57 @@ class DiesOnTask(OracleLike):
         await super().respond(context, event_queue, seen)
 
 
-def agent_app(executor: AgentExecutor, url: str, middleware: list[Middleware] | None = None,
-              card_url: str | None = None, bearer: bool = False) -> Starlette:
-    """An a2a-sdk app for `executor` behind `middleware`.
+class GetsTasksWrong(OracleLike):
+    """Skips the work of some conversations and closes with `WRONG_ANSWER`, so tau2 scores them 0.
 
-    Its card names `card_url` (default `url`) and, with `bearer`, declares bearer auth.
+    Every conversation of a task in `always` fails; of a task in `every_other`, the
+    first, third, ... conversation fails (in a run of 2 trials at concurrency 1: trial 0).
+    The rest follow the oracle's plan and score 1. Wrong, not broken: no A2A error.
+    """
+
+    WRONG_ANSWER = "Sorry, I cannot help with that."
+
+    def __init__(self, always: tuple[str, ...] = (), every_other: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.always = set(always)
+        self.every_other = set(every_other)
+        self.conversations: dict[str, int] = {}
+        self.failing: set[str] = set()  # context ids that get the task wrong
+
+    async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
+        if seen.turn.system is not None and seen.task is not None:
+            count = self.conversations.get(seen.task, 0)
+            self.conversations[seen.task] = count + 1
+            if seen.task in self.always or (seen.task in self.every_other and count % 2 == 0):
+                self.failing.add(seen.context_id)
+        if seen.context_id in self.failing:
+            await self.answer(event_queue, seen, [new_text_part(self.WRONG_ANSWER)])
+            return
+        await super().respond(context, event_queue, seen)
+
+
+def agent_app(executor: AgentExecutor, url: str, middleware: list[Middleware] | None = None,
+              card_url: str | None = None, bearer: bool = False, grpc_url: str | None = None,
+              grpc_interceptors: list[Any] | None = None) -> Starlette:
+    """An a2a-sdk app for `executor` behind `middleware` (gRPC: behind `grpc_interceptors`).
+
+    Its card names `card_url` (default `url`), `grpc_url` for gRPC if given, and, with
+    `bearer`, declares bearer auth. Serve gRPC with BackgroundServer(..., grpc_port=...).
     """
     card = agent_card(
         name="misbehaving test agent",
         description="Behaves like the tau2 oracle except for one misbehaviour under test.",
         url=card_url or url,
         skills=[AgentSkill(id="test", name="test", description="test agent", tags=["test"])],
+        grpc_url=grpc_url,
     )
     if bearer:
         card.security_schemes["bearer"].CopyFrom(
             SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="bearer"))
         )
-    return a2a_app(executor, card, middleware=middleware or [])
+    app = a2a_app(executor, card, middleware=middleware or [])
+    app.state.grpc_interceptors = list(grpc_interceptors or [])
+    return app
 
 
 def card_app(responses: dict[str, Response]) -> Starlette:
@@ -360,6 +396,9 @@ class HttpExchange:
 
     @property
     def rpc_method(self) -> str | None:
+        """The A2A method: JSON-RPC's `method`, or the HTTP+JSON route's (POST /message:send: SendMessage)."""
+        if self.method == "POST" and self.path.endswith(tuple(REST_METHODS)):
+            return next(name for suffix, name in REST_METHODS.items() if self.path.endswith(suffix))
         return self.rpc.get("method")
 
     @property
@@ -576,6 +615,55 @@ class EchoAuthorization(_BodyMiddleware):
 
 def middleware(cls: type, **options: Any) -> Middleware:
     return Middleware(cls, **options)
+
+
+# -- gRPC interceptors ------------------------------------------------------------------
+
+
+class GrpcAbort(grpc.aio.ServerInterceptor):
+    """A grpc.aio interceptor whose SendMessage handler aborts with `code` instead of answering:
+    the first `count` calls, or every call whose request mentions `needle`. It records each
+    SendMessage's metadata (`seen`) and the status it chose (`statuses`, "OK" when passed on)."""
+
+    def __init__(self, code: str | None = None, count: int = 0, needle: str | None = None,
+                 token: str | None = None) -> None:
+        self.code = getattr(grpc.StatusCode, code) if code else None
+        self.left = count
+        self.needle = needle
+        self.token = token
+        self.seen: list[dict[str, str]] = []
+        self.statuses: list[str] = []
+
+    async def intercept_service(self, continuation: Any, details: Any) -> Any:
+        handler = await continuation(details)
+        if handler is None or not details.method.endswith("/SendMessage"):
+            return handler
+        metadata = {k: v for k, v in details.invocation_metadata or ()}
+        if self.token is not None and metadata.get("authorization") != f"Bearer {self.token}":
+            return _aborting(handler, grpc.StatusCode.UNAUTHENTICATED, "unauthorized", self, metadata)
+        inner = handler.unary_unary
+
+        async def behave(request: Any, context: Any) -> Any:
+            self.seen.append(metadata)
+            if self.code is not None and (self.left > 0 or (self.needle and self.needle in str(request))):
+                self.left = max(self.left - 1, 0)
+                self.statuses.append(self.code.name)
+                await context.abort(self.code, f"agent says {self.code.name.lower()}")
+            self.statuses.append("OK")
+            return await inner(request, context)
+
+        return grpc.unary_unary_rpc_method_handler(behave, request_deserializer=handler.request_deserializer,
+                                                   response_serializer=handler.response_serializer)
+
+
+def _aborting(handler: Any, code: Any, details: str, recorder: GrpcAbort, metadata: dict[str, str]) -> Any:
+    async def refuse(request: Any, context: Any) -> Any:
+        recorder.seen.append(metadata)
+        recorder.statuses.append(code.name)
+        await context.abort(code, details)
+
+    return grpc.unary_unary_rpc_method_handler(refuse, request_deserializer=handler.request_deserializer,
+                                               response_serializer=handler.response_serializer)
 
 
 # -- a host that crashes -------------------------------------------------------------

@@ -11,6 +11,14 @@ from typing import Any, Callable, Iterator
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import pytest  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+
+# Property tests: in CI (CI set) the same examples every run, derived from each test's name, so a red run
+# replays; elsewhere fresh examples, with failures kept in .hypothesis/ and replayed first next time. Either
+# way a failure prints the seed that reproduces it (@reproduce_failure); add it to the test as an @example.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+hypothesis_settings.register_profile("dev", print_blob=True)
+hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 import tau2_a2a  # noqa: E402,F401
 from tau2.data_model.simulation import RunConfig  # noqa: E402

@@ -24,6 +24,7 @@ __all__ = [
     "result_text",
     "start_service",
     "stream",
+    "until",
     "wait_for_task",
 ]
 
@@ -84,6 +85,18 @@ async def wait_for_task(url: str, task_id: str, token: str | None = None, timeou
             await asyncio.sleep(0.2)
     finally:
         await http.aclose()
+
+
+async def until(poll: Any, done: Any, what: str, timeout: float = 240.0, interval: float = 0.2) -> Any:
+    """Await `poll()` every `interval` seconds until `done(value)`; that value. Fails naming `what` at the deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await poll()
+        if done(value):
+            return value
+        assert loop.time() < deadline, f"still waiting for {what} after {timeout:g} s: last saw {value!r}"
+        await asyncio.sleep(interval)
 
 
 async def call_tool(url: str, tool: str, arguments: dict[str, Any] | None = None, **kwargs: Any) -> Any:

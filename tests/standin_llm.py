@@ -10,23 +10,31 @@ By default it calls tools by OpenAI function calling. With `tool_calls_as_text`
 it writes them as `{"tool_calls": [...]}` text instead and reads tool results
 from user messages: that is how an agent that declares no tools (the ADK
 reference agent) asks tau2 for them and gets their results.
+
+It also plays tau2's LLM user simulator (`user_simulator`): a request whose
+system prompt holds a task's `<scenario>` gets, as the user's first words, the
+task's reason for calling plus its marker (so an oracle agent can play the task),
+and `###STOP###` once the agent has spoken again.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from functools import lru_cache
 from typing import Any, Callable
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from tau2.user.base import STOP
 
-from tau2_a2a.reference.oracle_script import find_marker, oracle_steps
+from tau2_a2a.reference.oracle_script import find_marker, find_task, oracle_steps, task_marker
 
 MODEL = "openai/standin"
 NO_MARKER = "I can only play tasks named by a [tau2-task domain=... id=...] line."
+USER_DOMAINS = ("airline", "retail")  # the domains whose scenarios it recognises as a user
 
 
 class StandinLLM:
@@ -76,7 +84,18 @@ class StandinLLM:
             },
         })
 
+    def user_requests(self) -> list[dict[str, Any]]:
+        """The requests it answered as tau2's user simulator."""
+        return [body for body in self.requests if user_scenario_task(body.get("messages", [])) is not None]
+
     def reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """As the user when the system prompt holds a task's scenario, else as the agent."""
+        task = user_scenario_task(messages)
+        if task is not None:
+            return user_reply(messages, *task)
+        return self.agent_reply(messages)
+
+    def agent_reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The next golden action after as many tool results as seen so far, then the closing text."""
         marker = next((found for m in messages if m.get("role") == "user"
                        for found in [find_marker(content_text(m.get("content")))] if found), None)
@@ -110,3 +129,33 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(block.get("text", "") for block in content if isinstance(block, dict))
     return content or ""
+
+
+def user_opening(domain: str, task_id: str) -> str:
+    """The user simulator's first words for a task: its reason for calling and its marker."""
+    scenario = find_task(domain, task_id).user_scenario.instructions
+    reason = getattr(scenario, "reason_for_call", None) or str(scenario)
+    return f"{reason}\n{task_marker(domain, task_id)}"
+
+
+def user_reply(messages: list[dict[str, Any]], domain: str, task_id: str) -> dict[str, Any]:
+    """tau2 flips roles for its user: the user's own earlier words come back as "assistant"."""
+    spoken = any(m.get("role") == "assistant" for m in messages)
+    return {"role": "assistant", "content": STOP if spoken else user_opening(domain, task_id)}
+
+
+def user_scenario_task(messages: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """(domain, task id) whose scenario the system prompt holds, if it is a user simulator's prompt."""
+    system = " ".join(content_text(m.get("content")) for m in messages if m.get("role") == "system")
+    if "<scenario>" not in system:
+        return None
+    found = [(len(text), key) for key, text in scenarios().items() if text in system]
+    return max(found)[1] if found else None
+
+
+@lru_cache(maxsize=1)
+def scenarios() -> dict[tuple[str, str], str]:
+    """Every recognised task's scenario as tau2 writes it into the user simulator's prompt."""
+    from tau2.run import load_tasks
+
+    return {(domain, task.id): str(task.user_scenario) for domain in USER_DOMAINS for task in load_tasks(domain)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,10 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from tau2.data_model.simulation import RunConfig
-from tau2.domains.airline.environment import get_environment, get_tasks
-from tau2.registry import registry
 
 from tau2_a2a.runner.processes import usable_cores
 from tau2_a2a.runner.scoring import default_scoring_processes, scoring_in_processes
@@ -23,6 +21,7 @@ from tests.agents import OracleLike, ReplyOnTask, agent_app
 from tests.conftest import Serve, descendants, run_a2a
 
 TASKS = ["0", "1", "2", "3"]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def reward_infos(outcome) -> dict[str, dict]:
@@ -47,17 +46,40 @@ def test_scores_from_workers_equal_scores_in_this_process(serve: Serve, tmp_path
     assert reward_infos(here)["2"]["db_check"] == {"db_match": False, "db_reward": 0.0}
 
 
-def test_domain_registered_only_here_is_scored_here(oracle_url: str, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fresh interpreter has tau2's domains only; one registered at runtime stays in this process."""
-    monkeypatch.setitem(registry._domains, "airline_copy", get_environment)
-    monkeypatch.setitem(registry._tasks, "airline_copy", get_tasks)
+REGISTERS_AIRLINE_COPY = """
+import json, sys
+from pathlib import Path
+from tau2.domains.airline.environment import get_environment, get_tasks
+from tau2.registry import registry
+from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+from tau2_a2a.runner.scoring import scoring_in_processes
+from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
+from tests.conftest import run_a2a
 
-    with scoring_in_processes(2) as pool:
-        outcome = run_a2a(oracle_url, tmp_path, "airline_copy", task_ids=["0", "1"], scoring_processes=2)
+registry.register_domain(get_environment, "airline_copy")
+registry.register_tasks(get_tasks, "airline_copy")
+port = free_port()
+url = f"http://127.0.0.1:{port}"
+with BackgroundServer(a2a_app(OracleExecutor(), oracle_card(url)), port=port), scoring_in_processes(2) as pool:
+    outcome = run_a2a(url, Path(sys.argv[1]), "airline_copy", task_ids=["0", "1"], scoring_processes=2)
+print(json.dumps({"pool": pool is not None, "in_workers": pool.scored_in_workers, "here": pool.scored_here,
+                  "rewards": [s.reward_info.reward for s in outcome.results.simulations]}))
+"""
 
-    assert pool is not None and (pool.scored_in_workers, pool.scored_here) == (0, 2)
-    assert [s.reward_info.reward for s in outcome.results.simulations] == [1.0, 1.0]
+
+def test_domain_registered_only_here_is_scored_here(tmp_path: Path) -> None:
+    """A fresh interpreter has tau2's domains only; one registered at runtime stays in that process.
+
+    The registration is tau2's public one, in a process of its own (with its own oracle, which must
+    know the domain too): tau2 has no way to take a domain back, and this test session's other tests
+    expect tau2's domains only.
+    """
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run([sys.executable, "-c", REGISTERS_AIRLINE_COPY, str(tmp_path)], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome == {"pool": True, "in_workers": 0, "here": 2, "rewards": [1.0, 1.0]}
 
 
 def test_killed_scoring_workers_fall_back_to_this_process(oracle_url: str, tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from tests.service_support import (
     result_text,
     start_service,
     stream,
+    until,
     wait_for_task,
 )
 
@@ -243,22 +244,23 @@ async def test_cancel_stops_the_evaluation_and_keeps_finished_simulations(
         url = server.url
         first = await ask(url, RUN, oracle_run(slow_oracle, num_tasks=5, max_concurrency=1), return_immediately=True)
         second = await ask(url, RUN, oracle_run(slow_oracle, num_tasks=2), return_immediately=True)
-        listed = {}
-        while len(listed) < 2:
-            listed = {e["status"]: e for e in (await call_tool(url, "list_evaluations"))["evaluations"]}
+        async def by_status() -> dict[str, Any]:
+            return {e["status"]: e for e in (await call_tool(url, "list_evaluations"))["evaluations"]}
+
+        listed = await until(by_status, lambda found: {"running", "queued"} <= set(found),
+                             "one evaluation running and one queued")
         running, queued = listed["running"], listed["queued"]
         assert queued["queue_position"] == 1
         watched = {"evaluation_id": running["evaluation_id"]}
-        while (await call_tool(url, "get_evaluation", watched))["progress"]["simulations_done"] < 1:
-            await asyncio.sleep(0.2)
+        await until(lambda: call_tool(url, "get_evaluation", watched),
+                    lambda record: record["progress"]["simulations_done"] >= 1, "a first finished simulation")
 
         client, http = await connect(url)
         canceled = await client.cancel_task(CancelTaskRequest(id=first.id))
         await http.aclose()
         assert canceled.status.state == TaskState.TASK_STATE_CANCELED
-        record = await call_tool(url, "get_evaluation", watched)
-        while record["status"] == "running":
-            record = await call_tool(url, "get_evaluation", watched)
+        record = await until(lambda: call_tool(url, "get_evaluation", watched),
+                             lambda record: record["status"] != "running", "the canceled evaluation to stop")
         assert record["status"] == "canceled"
         done = record["result"]["metrics"]["num_simulations"]
         assert 1 <= done < 5 and record["result"]["metrics"]["avg_reward"] == 1.0
@@ -300,6 +302,8 @@ async def test_four_concurrent_evaluations_are_isolated(service: BackgroundServe
         assert sorted(s["task_id"] for s in saved["simulations"]) == ids
     finished = {r.getMessage() for r in records}
     assert {f"evaluation {d['evaluation_id']} completed" for d in datas} <= finished
+    # They ran at the same time: each started before any of them finished.
+    assert max(d["started_at"] for d in datas) < min(d["finished_at"] for d in datas)
 
 
 async def test_a_failed_evaluation_fails_the_task_with_its_reason(service: BackgroundServer) -> None:

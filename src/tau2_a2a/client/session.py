@@ -781,6 +781,9 @@ def _grpc_status(error: BaseException | None) -> str | None:
     return rpc.code().name if rpc is not None else None
 
 
+GRPC_DEADLINE_DETAILS = "Deadline Exceeded"  # what grpc says when the caller's own deadline expires
+
+
 def _classify_grpc(chain: list[BaseException], token: str | None, doing: str,
                    timeout: float | None) -> A2AFailure | None:
     """gRPC status codes mapped to the categories HTTP statuses get (None: not a gRPC transport error)."""
@@ -793,6 +796,9 @@ def _classify_grpc(chain: list[BaseException], token: str | None, doing: str,
         return AgentAuthError(f"{doing} was refused with gRPC {code}: the agent needs a valid bearer token "
                               "(--a2a-auth-token or TAU2_A2A_AUTH_TOKEN).")
     if code == "DEADLINE_EXCEEDED":
+        if said and said != GRPC_DEADLINE_DETAILS:  # the agent aborted so itself; our timeout did not expire
+            return AgentTimeout(f"{doing} failed: the agent answered gRPC DEADLINE_EXCEEDED ({said}), a timeout "
+                                "on its side; if it recurs, ask the agent's operator.")
         after = f" after {timeout:g}s" if timeout else ""
         return AgentTimeout(f"{doing} timed out{after} (gRPC DEADLINE_EXCEEDED); raise --a2a-timeout if the agent "
                             "is slow.")

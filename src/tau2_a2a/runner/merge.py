@@ -87,10 +87,10 @@ def merge_files(paths: list[Path], save_to: str, results_dir: Path | None = None
         if not path.is_file():
             raise ConfigError(f"No results file at {path}.")
     target = (results_dir or DATA_DIR / "simulations") / f"{save_to}.json"
+    if target.resolve() in {path.resolve() for path in paths}:  # before `exists`: an input always exists
+        raise ConfigError(f"--save-to would overwrite the input {target}.")
     if target.exists():
         raise ConfigError(f"{target} exists already; choose another --save-to or remove it.")
-    if target.resolve() in {path.resolve() for path in paths}:
-        raise ConfigError(f"--save-to would overwrite the input {target}.")
     parts = []
     for path in paths:
         try:
