@@ -36,9 +36,10 @@ from tau2.data_model.simulation import RunConfig
 from tau2.evaluator.evaluator import evaluate_simulation
 from tau2.registry import registry
 
+from tau2_a2a.runner.interrupt import stopping
 from tau2_a2a.runner.processes import (
-    exit_with,
     forkserver_available,
+    helper_started,
     helper_context,
     helpers_worth_starting,
     usable_cores,
@@ -89,7 +90,7 @@ class ScoringPool:
 
     def __init__(self, processes: int, context: BaseContext) -> None:
         self._executor = ProcessPoolExecutor(max_workers=processes, mp_context=context,
-                                             initializer=exit_with, initargs=(os.getpid(),))
+                                             initializer=helper_started, initargs=(os.getpid(),))
         self._known_domains: dict[str, bool] = {}
         self._lock = threading.Lock()
         self.broken = False
@@ -177,7 +178,7 @@ def scoring_in_processes(processes: int, context: BaseContext | None = None) -> 
     finally:
         with _pool_lock:
             _users -= 1
-            if _users == 0 and _pool is not None:
+            if _users == 0 and _pool is not None and not stopping.is_set():  # a stopped run leaves it to exit_with
                 tau2.run.evaluate_simulation = evaluate_simulation  # type: ignore[attr-defined]
                 _pool.close()
                 _pool = None
