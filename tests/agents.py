@@ -675,3 +675,18 @@ def records_of(outcome: Any, task: str) -> list[dict[str, Any]]:
 def outline(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """(turn, attempt, method, http_status, error) of each record: the shape of an exchange."""
     return [(r["turn"], r["attempt"], r["method"], r["http_status"], r["error"]) for r in records]
+
+
+class NullResult(_BodyMiddleware):
+    """Answers every JSON-RPC request of `rpc_method` with a well-formed reply whose result is null."""
+
+    def __init__(self, app: ASGIApp, rpc_method: str = "SendMessage") -> None:
+        super().__init__(app)
+        self.rpc_method = rpc_method
+
+    async def intercept(self, exchange: HttpExchange, send: Send) -> bool:
+        if exchange.rpc_method != self.rpc_method:
+            return False
+        body = json.dumps({"jsonrpc": "2.0", "id": exchange.rpc.get("id"), "result": None}).encode()
+        await _send_response(send, 200, body, "application/json")
+        return True
