@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -197,3 +199,53 @@ def test_a_native_agent_resumes_only_its_own_run(tmp_path: Path) -> None:
     again = run_cli(native)  # the same settings: nothing left to run, no prompt
     assert again.wait(timeout=300) == 0
     assert [s.task_id for s in Results.load(path).simulations] == ["3"]
+
+
+# -- Ctrl-C ---------------------------------------------------------------------------------------------------------
+
+STOPPED = re.compile(r"Stopped by Ctrl-C: (\d+) finished simulations? kept in (\S+) \(protocol metrics: (\S+)\); "
+                     r"to resume, run: (.+)")
+
+
+def all_saved(results: Path) -> int:
+    """Simulations saved so far in any results file under `results` (a run's file or its workers' parts)."""
+    return sum(len(saved_simulations(path) or []) for path in results.rglob("*.json"))
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_keeps_what_finished_writes_its_metrics_and_says_how_to_resume(workers: str, serve: Serve,
+                                                                              tmp_path: Path) -> None:
+    slow = serve(lambda url: a2a_app(OracleExecutor(delay=0.5), oracle_card(url))).url
+    run = ["run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", slow, "--user", "scripted_user",
+           "--task-ids", *TASKS, "--max-concurrency", "2", "--a2a-workers", workers,
+           "--results-dir", str(tmp_path)]  # no --save-to: the run's own name must be in the command printed
+    process = run_cli(run, new_session=True)
+    deadline = time.monotonic() + 240
+    while all_saved(tmp_path) < 1:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "no simulation finished within 240 s"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C at a terminal: the run and every process it started
+    _, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 130
+    assert "Traceback" not in stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr[-3000:]
+    stopped = STOPPED.fullmatch(lines[0])
+    assert stopped is not None, lines[0]
+    kept, results_path, metrics_file = int(stopped[1]), Path(stopped[2]), Path(stopped[3])
+    finished = Results.load(results_path).simulations
+    assert 1 <= kept == len(finished) < len(TASKS)
+    metrics = json.loads(metrics_file.read_text())
+    assert {m["simulation_id"] for m in metrics["simulations"]} == {s.id for s in finished}
+
+    command = shlex.split(stopped[4])
+    assert command[0] == "tau2-a2a"
+    resumed = run_cli(command[1:])
+    _, stderr = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, stderr[-3000:]
+    simulations = Results.load(results_path).simulations
+    assert sorted(s.task_id for s in simulations) == sorted(TASKS)  # each task exactly once
+    assert {s.id for s in finished} <= {s.id for s in simulations}
+    assert {s.reward_info.reward for s in simulations} == {1.0}
