@@ -46,8 +46,11 @@ class RunInterrupted(Exception):
 
 
 def freeze_writes() -> None:
-    """Wait for a results file write in progress, then let no other start (the process is about to end)."""
-    writes.acquire()
+    """Once Ctrl-C stopped the run (the process is about to end): wait for a results file write in progress,
+    then let no other start. Elsewhere (a KeyboardInterrupt in a caller's own process) nothing is left
+    running to write."""
+    if stopping.is_set():
+        writes.acquire()
 
 
 def exit_now(code: int, line: str) -> None:
@@ -110,11 +113,18 @@ def ignore_sigint() -> None:
 
 
 class _StoppableExecutor(ThreadPoolExecutor):
-    """tau2.run's thread pool: left by Ctrl-C, it cancels what has not started and waits for nothing."""
+    """tau2.run's thread pool: left by a stopped run, it cancels what has not started and waits for nothing.
+
+    A KeyboardInterrupt without the handler above (in a caller's own process, which goes on) still waits
+    for the simulations in flight, as tau2 does, so none writes after the caller got control back.
+    """
 
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool:
-        if stopping.is_set() or (exc_type is not None and issubclass(exc_type, KeyboardInterrupt)):
+        if stopping.is_set():
             self.shutdown(wait=False, cancel_futures=True)
+            return False
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self.shutdown(wait=True, cancel_futures=True)
             return False
         return super().__exit__(exc_type, exc_value, traceback)
 
