@@ -105,7 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
                               epilog="Exit codes: 0 no simulation ended with an A2A error; 3 some did (they score 0); "
                                      "2 the run could not start or the agent refused the token (finished simulations "
                                      "are kept; re-run to resume); 1 a worker process failed (with --ray: a "
-                                     "simulation's Ray worker died three times).")
+                                     "simulation's Ray worker died three times); 130 stopped by Ctrl-C (finished "
+                                     "simulations and their metrics are kept; the last line gives the command "
+                                     "that resumes). A resume continues only a run with the same settings.")
     run.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
     add_run_args(run)
     add_a2a_args(run)
