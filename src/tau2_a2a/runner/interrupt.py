@@ -40,9 +40,12 @@ class RunInterrupted(Exception):
         self.kept = kept
         self.results_path = results_path
         self.metrics_path = metrics_path
-        where = f"kept in {results_path}" if kept else f"nothing saved in {results_path}"
-        metrics = f" (protocol metrics: {metrics_path})" if kept and metrics_path else ""
-        super().__init__(f"Stopped by Ctrl-C: {kept} finished simulation{'' if kept == 1 else 's'} {where}{metrics}")
+        if kept:
+            metrics = f" (protocol metrics: {metrics_path})" if metrics_path else ""
+            said = f"{kept} finished simulation{'' if kept == 1 else 's'} kept in {results_path}{metrics}"
+        else:
+            said = f"no simulation had finished, so nothing is kept for {results_path}"
+        super().__init__(f"Stopped by Ctrl-C: {said}")
 
 
 def freeze_writes() -> None:
