@@ -94,7 +94,9 @@ def test_a_null_json_rpc_result_is_a_malformed_reply_with_its_reason(serve: Serv
 
 # -- any value of the numeric flags: a run, or one clear line ---------------------------------------------------
 
-INTEGER_FLAGS = ["--num-tasks", "--num-trials", "--max-steps", "--max-concurrency", "--seed"]
+BOUNDS = {"--num-tasks": (1, 1_000_000), "--num-trials": (1, 1_000_000), "--max-steps": (1, 1_000_000),
+          "--max-concurrency": (1, 1_000_000), "--seed": (-(2**63), 2**63 - 1), "--a2a-workers": (1, 256),
+          "--a2a-scoring-processes": (0, 256)}
 AGENT = ["airline", "--agent", "a2a_agent", "--a2a-endpoint", "http://127.0.0.1:9"]
 
 numbers = st.one_of(
@@ -107,7 +109,7 @@ numbers = st.one_of(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(flag=st.sampled_from([*INTEGER_FLAGS, "--a2a-timeout"]), value=numbers)
+@given(flag=st.sampled_from([*BOUNDS, "--a2a-timeout"]), value=numbers)
 def test_any_value_of_a_numeric_flag_is_taken_or_refused_in_one_line(flag: str, value: str, capsys) -> None:
     try:
         args = parse_run_args([*AGENT, f"{flag}={value}"])
@@ -122,7 +124,6 @@ def test_any_value_of_a_numeric_flag_is_taken_or_refused_in_one_line(flag: str, 
     taken = getattr(args, flag[2:].replace("-", "_"))
     if flag == "--a2a-timeout":
         assert math.isfinite(taken) and 0 < taken <= 86400
-    elif flag == "--seed":
-        assert -(2**63) <= taken < 2**63
     else:
-        assert 1 <= taken <= 1_000_000
+        low, high = BOUNDS[flag]
+        assert low <= taken <= high

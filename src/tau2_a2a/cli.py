@@ -51,6 +51,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ct
 # Largest values the counting flags take: beyond them no run is meant, and some overflow tau2's arithmetic.
 MAX_COUNT = 1_000_000
 SEED_RANGE = (-(2**63), 2**63 - 1)
+MAX_PROCESSES = 256  # --a2a-workers, --a2a-scoring-processes: each one a process of this machine
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -271,9 +272,10 @@ def check_run_args(args: argparse.Namespace) -> None:
     if not SEED_RANGE[0] <= args.seed <= SEED_RANGE[1]:
         raise ConfigError(f"--seed must be a 64-bit integer, got {args.seed}.")
     check_timeout(args.a2a_timeout, "--a2a-timeout")
-    _check_count("--a2a-workers", args.a2a_workers, optional=True)
-    if args.a2a_scoring_processes is not None and not 0 <= args.a2a_scoring_processes <= MAX_COUNT:
-        raise ConfigError(f"--a2a-scoring-processes must be between 0 and {MAX_COUNT}, "
+    if args.a2a_workers is not None and not 1 <= args.a2a_workers <= MAX_PROCESSES:
+        raise ConfigError(f"--a2a-workers must be between 1 and {MAX_PROCESSES}, got {args.a2a_workers}.")
+    if args.a2a_scoring_processes is not None and not 0 <= args.a2a_scoring_processes <= MAX_PROCESSES:
+        raise ConfigError(f"--a2a-scoring-processes must be between 0 and {MAX_PROCESSES}, "
                           f"got {args.a2a_scoring_processes}.")
 
 
