@@ -725,17 +725,19 @@ class KillableProxy:
 # -- the command line ----------------------------------------------------------------------
 
 
-def run_cli(args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[str]:
+def run_cli(args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
+            new_session: bool = False) -> subprocess.Popen[str]:
     """Start `tau2-a2a ARGS` as a real process, stdout and stderr captured; the caller waits.
 
-    The environment is this one plus `env`, without any ambient TAU2_A2A_AUTH_TOKEN.
+    The environment is this one plus `env`, without any ambient TAU2_A2A_AUTH_TOKEN. With
+    `new_session` it leads its own process group, as a command typed at a terminal does.
     """
     script = Path(sys.executable).with_name("tau2-a2a")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "tau2_a2a.cli"]
     full_env = {k: v for k, v in os.environ.items() if k != "TAU2_A2A_AUTH_TOKEN"}
     full_env.update({"LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})})
     return subprocess.Popen(command + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=full_env, cwd=cwd)
+                            env=full_env, cwd=cwd, start_new_session=new_session)
 
 
 def marker(task: str) -> str:
@@ -763,3 +765,18 @@ def records_of(outcome: Any, task: str) -> list[dict[str, Any]]:
 def outline(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """(turn, attempt, method, http_status, error) of each record: the shape of an exchange."""
     return [(r["turn"], r["attempt"], r["method"], r["http_status"], r["error"]) for r in records]
+
+
+class NullResult(_BodyMiddleware):
+    """Answers every JSON-RPC request of `rpc_method` with a well-formed reply whose result is null."""
+
+    def __init__(self, app: ASGIApp, rpc_method: str = "SendMessage") -> None:
+        super().__init__(app)
+        self.rpc_method = rpc_method
+
+    async def intercept(self, exchange: HttpExchange, send: Send) -> bool:
+        if exchange.rpc_method != self.rpc_method:
+            return False
+        body = json.dumps({"jsonrpc": "2.0", "id": exchange.rpc.get("id"), "result": None}).encode()
+        await _send_response(send, 200, body, "application/json")
+        return True

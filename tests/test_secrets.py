@@ -187,4 +187,6 @@ def test_token_never_reaches_the_results_of_an_in_process_run(serve: Serve, tmp_
     assert TOKEN not in client_log(caplog)
     assert "A2A request POST" in client_log(caplog)  # debug logging was on
     # What tau2 keeps of the agent's settings: ours (no token) and its own retry count.
-    assert outcome.results.info.agent_info.llm_args == {**a2a.to_llm_args(), "num_retries": 3}
+    # and the card's identity, so a resume can tell it is the same agent.
+    card = {"name": "misbehaving test agent", "url": server.url, "version": "0.1.0"}
+    assert outcome.results.info.agent_info.llm_args == {**a2a.to_llm_args(), "a2a_card": card, "num_retries": 3}

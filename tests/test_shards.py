@@ -154,17 +154,53 @@ def test_default_workers_one_per_16_at_once_up_to_the_cores_and_as_the_run_start
     assert default(over_three, max_concurrency=1) == 3
 
 
-def test_a_failed_worker_fails_the_run_with_where_its_simulations_are(oracle_url: str, tmp_path: Path) -> None:
-    """A part that cannot be read (here: cut short by hand) stops its worker; the run says so and keeps the rest."""
+def test_a_failed_worker_fails_the_run_with_where_its_simulations_are(serve: Serve, tmp_path: Path) -> None:
+    """A worker killed mid-run fails the run, which says so and keeps what the workers finished."""
+    slow = serve(lambda url: agent_app(OracleExecutor(delay=0.3), url)).url
+    command = [str(Path(sys.executable).parent / "tau2-a2a"), "run", "airline", "--agent", "a2a_agent",
+               "--a2a-endpoint", slow, "--user", "scripted_user", "--task-ids", "0", "1", "2", "3",
+               "--a2a-workers", "2", "--max-concurrency", "2", "--results-dir", str(tmp_path), "--save-to", "broken"]
+    run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           stdin=subprocess.DEVNULL)
+    parts = shards_dir(tmp_path / "broken.json")
+    deadline = time.monotonic() + 240
+    while not saved_simulations(parts / "part1.json"):
+        assert run.poll() is None and time.monotonic() < deadline, "worker 1 finished no simulation"
+        time.sleep(0.05)
+    [worker0] = [pid for pid in descendants(run.pid) if _is_worker(pid, run.pid, 0)]
+    os.kill(worker0, signal.SIGKILL)
+    _, stderr = run.communicate(timeout=300)
+    assert run.returncode == 1
+    assert stderr.strip().splitlines()[-1] == (
+        f"error: worker(s) 0 (exit -9) failed (see above); their finished simulations are kept in {parts}. "
+        "Re-run the command to resume.")
+    assert {sim["task_id"] for sim in saved_simulations(parts / "part1.json")} == {"1", "3"}  # worker 1 finished
+    assert not (tmp_path / "broken.json").exists()
+
+
+def _is_worker(pid: int, run_pid: int, index: int) -> bool:
+    """Whether `pid` is the run's worker `index`: its child, started in that order (workers take increasing pids)."""
+    children = sorted(child for child in descendants(run_pid) if _parent(child) == run_pid)
+    return len(children) > index and children[index] == pid
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def test_a_part_that_cannot_be_read_is_refused_before_any_worker_starts(oracle_url: str, tmp_path: Path) -> None:
     plan_shards(tmp_path / "broken.json", ["0", "1"], 2)
-    (shards_dir(tmp_path / "broken.json") / "part0.json").write_text('{"simulations": [')
+    part = shards_dir(tmp_path / "broken.json") / "part0.json"
+    part.write_text('{"simulations": [')
     command = [str(Path(sys.executable).parent / "tau2-a2a"), "run", "airline", "--agent", "a2a_agent",
                "--a2a-endpoint", oracle_url, "--user", "scripted_user", "--task-ids", "0", "1",
                "--results-dir", str(tmp_path), "--save-to", "broken"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-    assert done.returncode == 1
-    assert done.stderr.strip().splitlines()[-1] == (
-        f"error: worker(s) 0 (exit 1) failed (see above); their finished simulations are kept in "
-        f"{shards_dir(tmp_path / 'broken.json')}. Re-run the command to resume.")
-    assert [sim["task_id"] for sim in saved_simulations(shards_dir(tmp_path / "broken.json") / "part1.json")] == ["1"]
-    assert not (tmp_path / "broken.json").exists()
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"error: {part} is not a readable tau2 results file (1 validation error for Results); delete it, or use "
+        "another --save-to."]
+    assert not (shards_dir(tmp_path / "broken.json") / "part1.json").exists()  # no worker ran

@@ -45,6 +45,7 @@ _import_sink = _quiet_tau2_import()
 from tau2.registry import registry  # noqa: E402
 
 from tau2_a2a.client.agent import AGENT_NAME, A2AAgent  # noqa: E402
+from tau2_a2a.runner.interrupt import install as _install_interrupt  # noqa: E402
 from tau2_a2a.runner.results_file import install as _install_results_file  # noqa: E402
 from tau2_a2a.client.orchestration import install as _install_orchestrator  # noqa: E402
 from tau2_a2a.config import A2AConfig, RetryPolicy  # noqa: E402
@@ -65,6 +66,7 @@ def register() -> None:
         registry.register_user(ScriptedUser, USER_NAME)
     _install_orchestrator()
     _install_results_file()
+    _install_interrupt()
 
 
 register()

@@ -5,7 +5,8 @@ Exit codes of `tau2-a2a run`: 0 every simulation ran without an A2A error;
 many and why); 2 the run could not start or was stopped (bad flag, agent
 unreachable, card invalid, token refused, before or during the run; finished
 simulations are kept); 1 a worker process failed (with --ray: a simulation's Ray worker
-died three times).
+died three times); 130 stopped by Ctrl-C (finished simulations are kept; the
+last line says how to resume).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +26,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import tau2_a2a  # noqa: E402,F401  (registers our agents and user with tau2)
 from tau2.cli import add_run_args  # noqa: E402
+from tau2.run import get_options  # noqa: E402
 from tau2.data_model.simulation import RunConfig  # noqa: E402
 from tau2.config import DEFAULT_LLM_AGENT  # noqa: E402
 
@@ -31,18 +34,36 @@ from tau2_a2a.client.agent import AGENT_NAME  # noqa: E402
 from tau2_a2a.client.errors import A2AFailure  # noqa: E402
 from tau2_a2a.client.metrics import a2a_error_line, format_summary  # noqa: E402
 from tau2_a2a.runner.processes import processes_phrase  # noqa: E402
-from tau2_a2a.runner.run import agent_model_name, discover, evaluate, results_path_for  # noqa: E402
+from tau2_a2a.runner.resume import planned_task_ids  # noqa: E402
+from tau2_a2a.runner.interrupt import RunInterrupted, exit_now, stop_on_sigint  # noqa: E402
+from tau2_a2a.runner.run import (agent_model_name, check_results_dir, discover, evaluate,  # noqa: E402
+                                 results_path_for)
 from tau2_a2a.runner.scoring import default_scoring_processes  # noqa: E402
 from tau2_a2a.runner.shards import ShardFailed, default_workers, evaluate_in_processes  # noqa: E402
-from tau2_a2a.config import AUTH_TOKEN_ENV, DEFAULT_TIMEOUT_SECONDS, TRANSPORTS, A2AConfig, ConfigError  # noqa: E402
+from tau2_a2a.config import (AUTH_TOKEN_ENV, DEFAULT_TIMEOUT_SECONDS, TRANSPORTS, A2AConfig,  # noqa: E402
+                             ConfigError, check_timeout)
 from tau2_a2a.runner.ray_engine import SimulationLost  # noqa: E402
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 EXIT_A2A_ERRORS = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+
+# Largest values the counting flags take: beyond them no run is meant, and some overflow tau2's arithmetic.
+MAX_COUNT = 1_000_000
+SEED_RANGE = (-(2**63), 2**63 - 1)
+MAX_PROCESSES = 256  # --a2a-workers, --a2a-scoring-processes: each one a process of this machine
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad flag gets one line (what is wrong, where to look) instead of the usage text."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -57,17 +78,38 @@ def main(argv: list[str] | None = None) -> int:
         except (ShardFailed, SimulationLost) as error:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_FAILED
+        except RunInterrupted as interrupted:
+            # Simulations abandoned in their threads would hold up a normal exit until they end.
+            exit_now(EXIT_INTERRUPTED, f"{interrupted}; to resume, run: {resume_command(argv, interrupted)}")
+        except KeyboardInterrupt:
+            exit_now(EXIT_INTERRUPTED, "Stopped by Ctrl-C.")
+    return EXIT_USAGE  # not reached
+
+
+def resume_command(argv: list[str], interrupted: RunInterrupted) -> str:
+    """The command line that resumes a stopped run: the same flags, the run's --save-to, no token."""
+    words = list(argv)
+    for index, word in enumerate(words):
+        if word == "--a2a-auth-token" and index + 1 < len(words):
+            words[index + 1] = "<token>"
+        elif word.startswith("--a2a-auth-token="):
+            words[index] = "--a2a-auth-token=<token>"
+    if not any(word == "--save-to" or word.startswith("--save-to=") for word in words):
+        words += ["--save-to", interrupted.results_path.stem]
+    return shlex.join(["tau2-a2a", *words])
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tau2-a2a", description=__doc__)
+    parser = OneLineParser(prog="tau2-a2a", description=__doc__)
     commands = parser.add_subparsers(dest="command")
 
     run = commands.add_parser("run", help="Run tau2-bench; with --agent a2a_agent, against an A2A agent",
                               epilog="Exit codes: 0 no simulation ended with an A2A error; 3 some did (they score 0); "
                                      "2 the run could not start or the agent refused the token (finished simulations "
                                      "are kept; re-run to resume); 1 a worker process failed (with --ray: a "
-                                     "simulation's Ray worker died three times).")
+                                     "simulation's Ray worker died three times); 130 stopped by Ctrl-C (finished "
+                                     "simulations and their metrics are kept; the last line gives the command "
+                                     "that resumes). A resume continues only a run with the same settings.")
     run.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
     add_run_args(run)
     add_a2a_args(run)
@@ -76,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     card = commands.add_parser("card", help="Fetch, validate and show an agent card")
     card.add_argument("url", help="The agent's base URL")
     card.add_argument("--a2a-auth-token", default=None, help=f"Bearer token (or ${AUTH_TOKEN_ENV})")
-    card.add_argument("--a2a-timeout", type=float, default=30.0)
+    card.add_argument("--a2a-timeout", type=float, default=30.0, help="Seconds to wait for the card")
     add_transport_args(card)
     card.set_defaults(func=card_command)
 
@@ -218,20 +260,66 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
 
 
 def resolve_domain(args: argparse.Namespace) -> None:
-    """The domain may come positionally or as --domain, not as two different ones."""
+    """The domain may come positionally or as --domain, not as two different ones, and tau2 must know it."""
     if args.domain_positional and args.domain and args.domain_positional != args.domain:
         raise ConfigError(f"Two domains given: {args.domain_positional!r} and --domain {args.domain!r}.")
     args.domain = args.domain or args.domain_positional
     if not args.domain:
         raise ConfigError(f"Name a domain: tau2-a2a {args.command} airline (or --domain airline).")
+    domains = get_options().domains
+    if args.domain not in domains:
+        raise ConfigError(f"Unknown domain {args.domain!r}: tau2 knows {', '.join(domains)}.")
+
+
+def check_run_args(args: argparse.Namespace) -> None:
+    """Refuse, with one line each, the values of `tau2-a2a run`'s flags no run can use, before anything starts."""
+    resolve_domain(args)
+    _check_count("--num-tasks", args.num_tasks, optional=True)
+    _check_count("--num-trials", args.num_trials)
+    _check_count("--max-steps", args.max_steps)
+    _check_count("--max-errors", args.max_errors)
+    _check_count("--max-concurrency", args.max_concurrency)
+    if not 0 <= args.max_retries <= MAX_COUNT:
+        raise ConfigError(f"--max-retries must be between 0 and {MAX_COUNT}, got {args.max_retries}.")
+    if not SEED_RANGE[0] <= args.seed <= SEED_RANGE[1]:
+        raise ConfigError(f"--seed must be a 64-bit integer, got {args.seed}.")
+    check_timeout(args.a2a_timeout, "--a2a-timeout")
+    if args.a2a_workers is not None and not 1 <= args.a2a_workers <= MAX_PROCESSES:
+        raise ConfigError(f"--a2a-workers must be between 1 and {MAX_PROCESSES}, got {args.a2a_workers}.")
+    if args.a2a_scoring_processes is not None and not 0 <= args.a2a_scoring_processes <= MAX_PROCESSES:
+        raise ConfigError(f"--a2a-scoring-processes must be between 0 and {MAX_PROCESSES}, "
+                          f"got {args.a2a_scoring_processes}.")
+
+
+def _check_count(flag: str, value: int | None, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if value is None or not 1 <= value <= MAX_COUNT:
+        raise ConfigError(f"{flag} must be between 1 and {MAX_COUNT}, got {value}.")
+
+
+def parse_run_args(argv: list[str]) -> argparse.Namespace:
+    """`tau2-a2a run ARGV` parsed and checked, nothing run: argparse exits 2 on a malformed flag,
+    a value no run can use raises ConfigError."""
+    args = build_parser().parse_args(["run", *argv])
+    check_run_args(args)
+    return args
 
 
 def run_command(args: argparse.Namespace) -> int:
     from tau2_a2a.runner.parent import exit_with_parent
 
     exit_with_parent()
-    resolve_domain(args)
+    check_run_args(args)
     config = run_config_from_args(args)
+    planned_task_ids(config)  # tasks that do not exist: said now, not after the agent's check
+    check_results_dir(config)
+    with stop_on_sigint():
+        return _run(args, config)
+
+
+def _run(args: argparse.Namespace, config: RunConfig) -> int:
+    """The run itself, native or A2A; Ctrl-C meanwhile ends it with what finished kept."""
     if args.agent != AGENT_NAME:
         if args.ray:
             raise ConfigError("--ray runs the simulations of an A2A evaluation: pass --agent a2a_agent.")
@@ -287,10 +375,6 @@ def describe_binding(a2a: A2AConfig) -> str:
 def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
     if not args.a2a_endpoint:
         raise ConfigError("--agent a2a_agent needs --a2a-endpoint URL (the agent's base URL).")
-    if args.a2a_workers is not None and args.a2a_workers < 1:
-        raise ConfigError(f"--a2a-workers must be at least 1, got {args.a2a_workers}.")
-    if args.a2a_scoring_processes is not None and args.a2a_scoring_processes < 0:
-        raise ConfigError(f"--a2a-scoring-processes must be 0 or more, got {args.a2a_scoring_processes}.")
     if args.ray and (args.a2a_workers is not None or args.a2a_scoring_processes is not None):
         raise ConfigError("--ray spreads the simulations over the cluster's actors and scores them there; "
                           "drop --a2a-workers and --a2a-scoring-processes.")

@@ -7,6 +7,7 @@ and leaves only a reference (the endpoint, or a caller-chosen name) behind.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from urllib.parse import urlparse
 
 AUTH_TOKEN_ENV = "TAU2_A2A_AUTH_TOKEN"
 DEFAULT_TIMEOUT_SECONDS = 300.0
+MAX_TIMEOUT_SECONDS = 86400.0  # a day per reply; longer ones overflow the clocks deadlines are kept on
 
 # Keys this package reads from `llm_args_agent`. Nothing secret among them.
 _ENDPOINT = "a2a_endpoint"
@@ -82,6 +84,14 @@ def validate_endpoint(endpoint: str) -> str:
     return endpoint.rstrip("/")
 
 
+def check_timeout(seconds: float, flag: str = "A2A timeout") -> float:
+    """A reply timeout is a finite number of seconds above 0 and at most a day; say so otherwise."""
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_SECONDS):
+        raise ConfigError(f"{flag} must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS:g}, "
+                          f"got {seconds}.")
+    return seconds
+
+
 @dataclass(frozen=True)
 class A2AConfig:
     """Everything the A2A agent type needs to talk to one remote agent, over which binding, blocking or streaming."""
@@ -99,8 +109,7 @@ class A2AConfig:
         object.__setattr__(self, "endpoint", validate_endpoint(self.endpoint))
         if self.transport not in TRANSPORTS:
             raise ConfigError(f"A2A transport {self.transport!r} is not one of {', '.join(TRANSPORTS)}.")
-        if self.timeout <= 0:
-            raise ConfigError(f"A2A timeout must be positive, got {self.timeout}.")
+        check_timeout(self.timeout)
         if self.retry.max_attempts < 1:
             raise ConfigError("A2A max attempts must be at least 1.")
 

@@ -65,6 +65,7 @@ log = logging.getLogger("tau2_a2a.client")
 wire_log = logging.getLogger("tau2_a2a.wire")
 
 POLL_SECONDS = 0.2
+_NOT_SERVED = (404, 405, 501)  # the access check's answers that say nothing serves the interface at its URL
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 _PENDING_STATES = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
 _FAILED_STATES = (
@@ -470,10 +471,11 @@ class A2ASession:
                     f"The agent card at {endpoint} names {rpc_url} for {binding}, but nothing answers there "
                     f"({why}). Fix the url in the agent's card, or start the agent there.",
                 )
-            elif isinstance(failure, AgentHTTPError) and failure.status in (404, 405):
+            elif isinstance(failure, AgentHTTPError) and failure.status in _NOT_SERVED:
                 error = AgentCardError(
                     f"The agent card at {endpoint} names {rpc_url} for {binding}, but that URL answers "
-                    f"HTTP {failure.status}. Fix the url in the agent's card.",
+                    f"HTTP {failure.status}: it does not serve {binding}. Fix the url in the agent's card, or "
+                    "choose another of its interfaces with --a2a-transport.",
                     status=failure.status,
                 )
             else:
@@ -760,7 +762,25 @@ def _classify(error: BaseException, status: int | None, token: str | None, doing
         )
     if any(isinstance(e, (json.JSONDecodeError, ValueError)) and not isinstance(e, A2AError) for e in chain):
         return AgentMalformedReply(f"{doing}: the reply is not valid A2A JSON-RPC ({text[:300]})", status=status)
+    if _failed_reading_reply(chain):
+        why = "null where an A2A object belongs, e.g. a JSON-RPC result of null" if "NoneType" in text else text
+        return AgentMalformedReply(f"{doing}: the reply does not hold a valid A2A result ({why[:300]})",
+                                   status=status)
     return AgentProtocolError(f"{doing} failed: {text[:300]}", status=status)
+
+
+_READERS = ("google/protobuf/json_format.py", "a2a/utils/proto_utils.py")  # where a2a-sdk reads a reply's JSON
+
+
+def _failed_reading_reply(chain: list[BaseException]) -> bool:
+    """Whether an error came from reading the reply's JSON into A2A's types (a shape the types do not allow)."""
+    for error in chain:
+        trace = error.__traceback__
+        while trace is not None:
+            if trace.tb_frame.f_code.co_filename.replace("\\", "/").endswith(_READERS):
+                return True
+            trace = trace.tb_next
+    return False
 
 
 def _rpc_error(chain: list[BaseException]) -> Any:

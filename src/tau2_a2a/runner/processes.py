@@ -98,6 +98,14 @@ def exit_with(parent_pid: int) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
+def helper_started(parent_pid: int) -> None:
+    """A helper's first step: Ctrl-C is its run's to handle, and it ends with the process `parent_pid`."""
+    from tau2_a2a.runner.interrupt import ignore_sigint
+
+    ignore_sigint()
+    exit_with(parent_pid)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -38,6 +38,8 @@ from typing import IO, Any, Iterator
 import orjson
 import tau2.run
 
+from tau2_a2a.runner.interrupt import writes
+
 _ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 _APPENDED = "simulations"  # the list tau2 appends to, the last key of its results document
 _REMEMBERED_FILES = 8  # files written by runs in this process at once; a miss only costs a parse
@@ -47,18 +49,19 @@ FileStamp = tuple[int, int, int, int]  # device, inode, size, modification time 
 
 @contextmanager
 def atomic_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Iterator[Any]:
-    """`open` whose writes land all at once (write, fsync, rename)."""
+    """`open` whose writes land all at once (write, fsync, rename); none starts once a stopped run froze them."""
     if "w" not in mode:
         with builtins.open(file, mode, *args, **kwargs) as handle:
             yield handle
         return
     target = Path(file)
     partial = target.with_name(f".{target.name}.partial")
-    with builtins.open(partial, mode, *args, **kwargs) as handle:
-        yield handle
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, target)
+    with writes:
+        with builtins.open(partial, mode, *args, **kwargs) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, target)
 
 
 @dataclass

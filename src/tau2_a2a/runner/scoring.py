@@ -36,10 +36,11 @@ from tau2.data_model.simulation import RunConfig
 from tau2.evaluator.evaluator import evaluate_simulation
 from tau2.registry import registry
 
+from tau2_a2a.runner.interrupt import stopping
 from tau2_a2a.tau2bench.environments import install as install_environments
 from tau2_a2a.runner.processes import (
-    exit_with,
     forkserver_available,
+    helper_started,
     helper_context,
     helpers_worth_starting,
     usable_cores,
@@ -86,9 +87,9 @@ def has_domain(domain: str) -> bool:
 
 
 def _start_worker(parent_pid: int) -> None:
-    """A scoring process: builds environments from once-read databases, and ends with its run."""
+    """A scoring process: builds environments from once-read databases, leaves Ctrl-C to its run, ends with it."""
     install_environments()
-    exit_with(parent_pid)
+    helper_started(parent_pid)
 
 
 class ScoringPool:
@@ -184,7 +185,7 @@ def scoring_in_processes(processes: int, context: BaseContext | None = None) -> 
     finally:
         with _pool_lock:
             _users -= 1
-            if _users == 0 and _pool is not None:
+            if _users == 0 and _pool is not None and not stopping.is_set():  # a stopped run leaves it to exit_with
                 tau2.run.evaluate_simulation = evaluate_simulation  # type: ignore[attr-defined]
                 _pool.close()
                 _pool = None

@@ -12,7 +12,9 @@ other thread (the CLI), else from the run's fork server (see `processes`).
 So they start in milliseconds, get the settings and the token in memory or
 through a pipe (never the command line or the environment), and exit if the
 run is killed. The task split is saved before they start: re-running with
-the same --save-to resumes each worker's part where it stopped.
+the same --save-to resumes each worker's part where it stopped. On Ctrl-C the
+workers end at once (each part is whole after every write) and the parent
+merges what they finished into the results file, with its metrics.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from tau2.run import get_tasks
 
 from tau2_a2a.runner.results_file import atomic_open
 from tau2_a2a.client.errors import RunStopped
+from tau2_a2a.runner.interrupt import EXIT_INTERRUPTED, RunInterrupted, end_at_once_on_sigint, pass_on_to
+from tau2_a2a.runner.resume import refuse_changed_resume
 from tau2_a2a.runner.merge import save_results
 from tau2_a2a.client.metrics import metrics_path, write_report
 from tau2_a2a.runner.processes import (exit_with, helpers_worth_starting, processes_phrase, usable_cores,
@@ -79,6 +83,8 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
     ids = [task.id for task in tasks]
     parts_dir = shards_dir(path)
     shards = plan_shards(path, ids, workers)
+    for index in range(len(shards)):  # the split checked the tasks; the parts' other settings are checked here
+        refuse_changed_resume(config, parts_dir / f"part{index}.json", compare_tasks=False)
     if scoring_processes is None:
         scoring_processes = default_scoring_processes(config)
     concurrency = math.ceil(config.max_concurrency / len(shards))
@@ -91,9 +97,15 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
     context = worker_context()
     children = [_start(context, config, shard, parts_dir, index, concurrency, scoring, a2a)
                 for index, shard in enumerate(shards)]
-    for child in children:
-        child.join()
+    pass_on_to([child.pid for child in children if child.pid is not None])
+    try:
+        for child in children:
+            child.join()
+    except KeyboardInterrupt:
+        raise _interrupted(children, parts_dir, tasks, path) from None
     exit_codes = [child.exitcode for child in children]
+    if EXIT_INTERRUPTED in exit_codes:  # a worker got the Ctrl-C alone
+        raise _interrupted(children, parts_dir, tasks, path)
     if REFUSED_EXIT in exit_codes:
         raise RunStopped(
             f"The agent at {a2a.endpoint} refused our credentials mid-run, so the run stopped; the finished "
@@ -106,7 +118,7 @@ def evaluate_in_processes(config: RunConfig, a2a: A2AConfig, workers: int,
             f"worker(s) {', '.join(f'{i} (exit {c})' for i, c in failed)} failed (see above); their "
             f"finished simulations are kept in {parts_dir}. Re-run the command to resume."
         )
-    merged = _merge([Results.load(parts_dir / f"part{k}.json") for k in range(len(shards))], ids)
+    merged = _merge([Results.load(parts_dir / f"part{k}.json") for k in range(len(shards))], tasks)
     save_results(merged, path)
     scrub_secrets(path)
     report = write_report(path)
@@ -164,17 +176,33 @@ def _start(context: BaseContext, config: RunConfig, shard: list[str], parts_dir:
     return child
 
 
-def _merge(parts: list[Results], task_order: list[str]) -> Results:
-    """One Results: the first part's info, the tasks in their order, every simulation."""
-    position = {task_id: index for index, task_id in enumerate(task_order)}
-    tasks = sorted((task for part in parts for task in part.tasks), key=lambda task: position[task.id])
+def _merge(parts: list[Results], tasks: list[Any]) -> Results:
+    """One Results: the first part's info, every task of the run in its order, every simulation."""
+    position = {task.id: index for index, task in enumerate(tasks)}
     simulations = sorted((sim for part in parts for sim in part.simulations),
                          key=lambda sim: (sim.trial or 0, position[sim.task_id]))
     return Results(timestamp=parts[0].timestamp, info=parts[0].info, tasks=tasks, simulations=simulations)
 
 
+def _interrupted(children: list[BaseProcess], parts_dir: Path, tasks: list[Any], path: Path) -> RunInterrupted:
+    """Ctrl-C: the workers end at once; what they finished becomes the results file and its metrics."""
+    for child in children:
+        child.join(timeout=5)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    parts = [Results.load(part) for part in sorted(parts_dir.glob("part*.json")) if part.stem[4:].isdigit()]
+    if not any(part.simulations for part in parts):
+        return RunInterrupted(0, path, None)
+    save_results(_merge(parts, tasks), path)
+    scrub_secrets(path)
+    report = write_report(path)
+    return RunInterrupted(len(report["simulations"]), path, metrics_path(path))
+
+
 def _work(run_config: dict[str, Any], a2a: A2AConfig, scoring_processes: int, parent_pid: int) -> None:
     """A shard: an ordinary evaluation of its tasks, with the settings and token the parent gave."""
+    end_at_once_on_sigint()  # the parent keeps and reports what this worker finished
     # Fork the scoring workers first, while this process (just forked, tau2 imported) has one thread.
     with scoring_in_processes(scoring_processes, worker_context()):
         exit_with(parent_pid)

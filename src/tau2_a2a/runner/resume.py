@@ -1,0 +1,165 @@
+"""A run resumes an existing results file only when that file holds a run with the same settings.
+
+tau2 asks on the terminal when it finds a results file made with another
+configuration, and resuming anyway mixes two runs in one file: another
+agent's scores under this agent's name, simulations of another seed beside
+the old ones, or simulations of tasks the file does not list (which breaks
+the file for every later reader). Before any simulation starts, the
+settings that make a run what it is are compared with those the file
+records: the agent (its A2A endpoint and its card's name, url and version),
+the domain, the tasks, the trials, the seed, the step limit, and the user
+with its LLM and arguments. Anything else is refused with one line naming
+each difference. Settings that change how, not what, is run (timeouts,
+concurrency, bindings, retries) may differ.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from tau2.data_model.simulation import Info, Results, RunConfig
+from tau2.run import get_tasks
+
+from tau2_a2a.config import ConfigError
+
+CARD_KEY = "a2a_card"  # where the agent card's identity is kept in the agent's llm_args
+_ENDPOINT_KEY = "a2a_endpoint"
+_SECRET_WORDS = ("key", "token", "password", "secret", "authorization", "credential")
+_TASKS_SHOWN = 5
+
+
+def planned_task_ids(config: RunConfig) -> list[str]:
+    """The ids of the tasks `config` selects, as tau2's run_domain selects them; ConfigError when none can be."""
+    try:
+        tasks = get_tasks(config.task_set_name or config.domain, config.task_split_name,
+                          config.task_ids, config.num_tasks)
+    except (ValueError, KeyError) as error:
+        raise ConfigError(f"No tasks to run in {config.task_set_name or config.domain}: {_first_line(error)}. "
+                          "Check --task-ids and --task-split-name.") from None
+    if "gt" in config.agent or "solo" in config.agent:  # run_domain keeps only the tasks these agents can do
+        from tau2.agent.llm_agent import LLMGTAgent, LLMSoloAgent
+
+        check = LLMGTAgent.check_valid_task if "gt" in config.agent else LLMSoloAgent.check_valid_task
+        tasks = [task for task in tasks if check(task)]
+    if not tasks:
+        raise ConfigError(f"No tasks to run in {config.domain} with these flags; check --task-ids, "
+                          "--task-split-name and --num-tasks.")
+    return [task.id for task in tasks]
+
+
+def load_results(path: Path) -> Results:
+    """The results file at `path`, or one line saying it cannot be read and what to do."""
+    try:
+        results = Results.model_validate_json(path.read_bytes())
+    except (OSError, ValueError, ValidationError) as error:
+        raise ConfigError(f"{path} is not a readable tau2 results file ({_first_line(error)}); delete it, or "
+                          "use another --save-to.") from None
+    listed = {task.id for task in results.tasks}
+    strays = sorted({sim.task_id for sim in results.simulations} - listed)
+    if strays:
+        raise ConfigError(f"{path} holds simulations of tasks it does not list ({_ids(strays)}), so it cannot be "
+                          "resumed; delete it, or use another --save-to.")
+    return results
+
+
+def refuse_changed_resume(config: RunConfig, path: Path, task_ids: list[str] | None = None,
+                          compare_tasks: bool = True) -> None:
+    """Refuse, before any simulation, to resume `path` with other settings than the run it holds."""
+    if not path.exists():
+        return
+    results = load_results(path)
+    now = settings_of_config(config)
+    before = settings_of_info(results.info)
+    if compare_tasks:
+        now["tasks"] = sorted(task_ids if task_ids is not None else planned_task_ids(config))
+        before["tasks"] = sorted(task.id for task in results.tasks)
+    if before.get("agent card") is None:  # a file from before cards were recorded: the endpoint still counts
+        now.pop("agent card", None)
+        before.pop("agent card", None)
+    differ = [_difference(name, before.get(name), now[name]) for name in now if before.get(name) != now[name]]
+    if differ:
+        raise ConfigError(f"{path} holds a run with other settings, so it cannot be resumed: {'; '.join(differ)}. "
+                          f"Use another --save-to, or delete {path} to start over.")
+
+
+def settings_of_config(config: RunConfig) -> dict[str, Any]:
+    """What makes the run `config` describes the run it is (see the module's docstring)."""
+    llm_args = config.llm_args_agent or {}
+    return _settings(config.agent, config.llm_agent, llm_args, config.domain, config.num_trials, config.seed,
+                     config.max_steps, config.user, config.llm_user, config.llm_args_user or {})
+
+
+def settings_of_info(info: Info) -> dict[str, Any]:
+    """The same settings, as a results file records them."""
+    agent, user = info.agent_info, info.user_info
+    return _settings(agent.implementation, agent.llm, agent.llm_args or {}, info.environment_info.domain_name,
+                     info.num_trials, info.seed, info.max_steps, user.implementation, user.llm,
+                     user.llm_args or {})
+
+
+def _settings(agent: str, agent_llm: str | None, agent_args: dict[str, Any], domain: str, trials: int,
+              seed: int | None, max_steps: int, user: str, user_llm: str | None,
+              user_args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "agent": agent,
+        "agent LLM": agent_llm,
+        "agent LLM args": _what_counts(agent_args),
+        "A2A endpoint": agent_args.get(_ENDPOINT_KEY),
+        "agent card": agent_args.get(CARD_KEY),
+        "domain": domain,
+        "trials": trials,
+        "seed": seed,
+        "max steps": max_steps,
+        "user": user,
+        "user LLM": user_llm,
+        "user LLM args": _what_counts(user_args),
+    }
+
+
+def _what_counts(llm_args: dict[str, Any]) -> dict[str, Any]:
+    """LLM arguments that change what is run: not tau2's retry count, no credential, no A2A client setting."""
+    return {key: value for key, value in llm_args.items()
+            if key != "num_retries" and not key.startswith("a2a_") and not _secret(key)}
+
+
+def _secret(key: str) -> bool:
+    return any(word in key.lower() for word in _SECRET_WORDS)
+
+
+def _difference(name: str, before: Any, now: Any) -> str:
+    if name == "tasks":
+        added, dropped = sorted(set(now) - set(before)), sorted(set(before) - set(now))
+        parts = ([f"new: {_ids(added)}"] if added else []) + ([f"left out: {_ids(dropped)}"] if dropped else [])
+        return f"tasks {len(before)} in the file, {len(now)} now ({'; '.join(parts)})"
+    return f"{name} {_shown(before)} in the file, {_shown(now)} now"
+
+
+def _ids(ids: list[str]) -> str:
+    shown = ", ".join(ids[:_TASKS_SHOWN])
+    return shown + (f" and {len(ids) - _TASKS_SHOWN} more" if len(ids) > _TASKS_SHOWN else "")
+
+
+def _shown(value: Any) -> str:
+    """A setting as the refusal shows it: no credential, in a URL or under a secret-looking key."""
+    if value is None:
+        return "(none)"
+    if isinstance(value, str):
+        return re.sub(r"//[^/@\s]*@", "//***@", value)
+    return _shown(json.dumps(_redacted(value), sort_keys=True))
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: "***" if _secret(str(key)) else _redacted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    return value
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return (lines[0] if lines else type(error).__name__)[:300]
