@@ -223,7 +223,10 @@ class EvaluationManager:
                                   "--evaluation-nice or TAU2_EVAL_EVALUATION_NICE within that range.")
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
-        self.root.chmod(PRIVATE_DIR)  # results and the database are the callers' business, nobody else's
+        try:  # results and the database are the service's business, nobody else's
+            self.root.chmod(PRIVATE_DIR)
+        except OSError as error:  # a directory another user owns (a shared mount): its owner decides
+            log.warning("results directory %s keeps its mode (%s)", self.root, error.strerror)
         self.user_llm_api_base = user_llm_api_base
         self.limits = limits
         self.python = python
