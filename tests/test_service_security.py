@@ -291,3 +291,25 @@ async def test_a_refused_target_token_names_the_services_argument(service: Backg
     assert error.startswith(f"Error: the evaluation process exited with code 2: The agent at {target} refused "), text
     assert error.endswith(" with HTTP 401. Pass a valid bearer token with agent_auth_token."), text
     assert "--a2a-auth-token" not in text and "TAU2_A2A_AUTH_TOKEN" not in text and "wrong-token" not in text
+
+
+def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> None:
+    from tau2_a2a.config import ConfigError
+    from tau2_a2a.service.evaluations import EvaluationSpec
+    from tau2_a2a.service.settings import ServiceSettings
+
+    settings = ServiceSettings.from_env({"TAU2_EVAL_ALLOWED_USER_LLMS": " openai/a, b ,",
+                                         "TAU2_EVAL_USER_LLM_API_BASE": "http://10.0.0.5:8000/v1"})
+    policy = settings.user_llm_policy()
+    assert (policy.allowed, policy.default, policy.api_base) == (("openai/a", "b"), "openai/a",
+                                                                 "http://10.0.0.5:8000/v1")
+    assert ServiceSettings.from_env({}).user_llm_policy().allowed == ("gpt-4.1",)
+    with pytest.raises(ConfigError) as refused:
+        ServiceSettings(user_llm_api_base="http://u:pw@10.0.0.5/v1").user_llm_policy()
+    assert "pw" not in str(refused.value) and "must not carry a user name or password" in str(refused.value)
+    spec = EvaluationSpec(domain="airline", agent_endpoint="http://a", total_simulations=1, user_llm="openai/a",
+                          user_llm_args={"temperature": 0.5})
+    command = spec.command(tmp_path, user_llm_api_base=policy.api_base)
+    assert json.loads(command[command.index("--user-llm-args") + 1]) == {"temperature": 0.5,
+                                                                         "api_base": "http://10.0.0.5:8000/v1"}
+    assert spec.user_llm_args == {"temperature": 0.5}  # the stored request holds the caller's choice only
