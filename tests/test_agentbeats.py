@@ -245,7 +245,7 @@ def test_defaults_are_tau2s_own() -> None:
     assessment = parse({"participants": {"purple": "http://127.0.0.1:9100"}, "config": {"domain": "retail"}})
     assert assessment.role == "purple" and assessment.shard == Shard(0, 1) and assessment.ignored == ()
     assert assessment.arguments == {"domain": "retail", "agent_endpoint": "http://127.0.0.1:9100",
-                                    "user": "user_simulator", "user_llm": "gpt-4.1",
+                                    "user": "user_simulator", "user_llm": None,
                                     "user_llm_args": {"temperature": 0.0}, "num_trials": 1, "max_steps": 200}
 
 
@@ -269,7 +269,8 @@ def test_shards_are_disjoint_deterministic_and_cover_the_selection(tasks: list[s
     ({"participants": {"agent": "http://x"}, "config": {"domain": "airline", "task_ids": []}},
      "config.task_ids must be a non-empty list of task ids; got []."),
     ({"participants": {"agent": "http://x"}, "config": {"domain": "airline", "user_llm_args": "hot"}},
-     'config.user_llm_args must be a JSON object of LiteLLM arguments, no secrets; got "hot".'),
+     'config.user_llm_args must be a JSON object of the user LLM\'s sampling parameters (temperature, top_p, ...); '
+     'got "hot".'),
 ])
 def test_malformed_requests_are_refused_with_one_line(body: Any, expected: str) -> None:
     with pytest.raises(AssessmentRejected) as refused:

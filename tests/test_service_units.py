@@ -103,7 +103,9 @@ GOOD = {"domain": "airline", "agent_endpoint": "http://127.0.0.1:9100", "user": 
      ("50 tasks x 3 trials = 150 simulations exceeds this service's limit of 20 per request; ask for fewer "
      "tasks (num_tasks, task_ids) or trials.")),
     ("run_tau2_evaluation", {**GOOD, "num_tasks": 2, "user_llm_args": {"api_key": "x"}},
-     "user_llm_args must not carry secrets (found api_key): the service's environment provides provider keys."),
+     "user_llm_args accepts only sampling parameters; refused: api_key. Accepted: temperature, top_p, max_tokens, "
+     "max_completion_tokens, seed, frequency_penalty, presence_penalty, reasoning_effort, stop (the user LLM's "
+     "endpoint and keys are the service's)."),
     ("run_tau2_evaluation", {**GOOD, "user": "dummy_user"},
      "Unknown user 'dummy_user'. Accepted users: user_simulator, scripted_user."),
     ("run_tau2_evaluation", {**GOOD, "tasks": 3}, ("Unknown argument(s) for run_tau2_evaluation: tasks. Accepted "

@@ -316,7 +316,7 @@ def llm_functions(tools: EvaluationTools, started: dict[str, list[str]]) -> list
         return guarded(tools.list_domains)
 
     def run_tau2_evaluation(domain: str, agent_endpoint: str, user: str = "user_simulator",
-                            user_llm: str = "gpt-4.1", num_trials: int = 1, num_tasks: int | None = None,
+                            user_llm: str | None = None, num_trials: int = 1, num_tasks: int | None = None,
                             task_ids: list[str] | None = None, task_split: str | None = None,
                             max_steps: int = 200, max_concurrency: int | None = None,
                             tool_context: ToolContext = None) -> dict:
@@ -326,7 +326,7 @@ def llm_functions(tools: EvaluationTools, started: dict[str, list[str]]) -> list
           domain: the tau2 domain, e.g. airline or retail.
           agent_endpoint: the agent's base URL.
           user: user_simulator, or scripted_user for the offline self-test.
-          user_llm: the user simulator's model.
+          user_llm: the user simulator's model, one the service allows (default: the service's).
           num_trials: trials per task.
           num_tasks: only the first N tasks.
           task_ids: only these tasks.

@@ -36,7 +36,7 @@ from typing import Any
 
 from tau2_a2a.protocol.cards import CARD_PATHS, HTTP_BINDINGS, agent_card, card_json
 from tau2_a2a.service.evaluations import DEFAULT_LIMITS, SERVICE_TOKEN_ENV, Limits
-from tau2_a2a.service.settings import ServiceSettings
+from tau2_a2a.service.settings import ServiceSettings, names
 
 log = logging.getLogger("tau2_a2a.service")
 
@@ -55,18 +55,20 @@ _NATURAL_EXAMPLES = {
 
 
 def service_card(url: str, limits: Limits = DEFAULT_LIMITS, auth: bool = False, grpc_url: str | None = None,
-                 http_bindings: tuple[str, ...] = HTTP_BINDINGS) -> Any:
+                 http_bindings: tuple[str, ...] = HTTP_BINDINGS, user_llms: Any = None) -> Any:
     """The card: one skill per tool with its JSON Schema and examples; a bearer scheme when auth is on.
 
     It declares `http_bindings` at `url` and gRPC at `grpc_url` (host:port), each for A2A 1.0 and 0.3.
+    `user_llms` (a UserLLMPolicy; default tau2's user LLM only) is the enum of `user_llm`.
     """
     from a2a.types import AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList
 
+    from tau2_a2a.service.credentials import UserLLMPolicy
     from tau2_a2a.service.tools import ALIASES, tool_specs
 
     aliases = {tool: alias for alias, tool in ALIASES.items()}
     skills = []
-    for name, spec in tool_specs(limits).items():
+    for name, spec in tool_specs(limits, user_llms or UserLLMPolicy()).items():
         alias = f" Alias: {aliases[name]}." if name in aliases else ""
         skills.append(AgentSkill(
             id=name,
@@ -271,7 +273,8 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
 
     tools = settings.tools(replica=settings.replica or replica_name_for(url))
     agent = build_agent(settings, tools, poll_seconds=poll_seconds)
-    card = service_card(url, settings.limits, auth=bool(settings.auth_token), grpc_url=grpc_url)
+    card = service_card(url, settings.limits, auth=bool(settings.auth_token), grpc_url=grpc_url,
+                        user_llms=tools.user_llms)
     engine = event_stream = reader = None
     if task_store is None:  # the A2A tasks live in the evaluations' database, shared by replicas
         shared = tools.manager.store.shared
@@ -360,6 +363,12 @@ def add_serve_command(commands: Any) -> None:
                        help="OpenAI-compatible endpoint for --model openai/NAME (TAU2_EVAL_MODEL_API_BASE)")
     serve.add_argument("--auth-token", default=None,
                        help=f"Bearer token callers must send (prefer ${SERVICE_TOKEN_ENV}: a flag shows in ps)")
+    serve.add_argument("--allowed-user-llms", default=None, metavar="MODELS",
+                       help="Comma-separated LiteLLM models callers may choose as user_llm "
+                            "(TAU2_EVAL_ALLOWED_USER_LLMS; default: tau2's default user LLM only)")
+    serve.add_argument("--user-llm-api-base", default=None, metavar="URL",
+                       help="Endpoint the evaluations reach the user LLM at, with the service's keys "
+                            "(TAU2_EVAL_USER_LLM_API_BASE; default: the provider's). Callers cannot choose one")
     serve.add_argument("--allowed-targets", default=None,
                        help="Comma-separated hosts, *.domains, IPs or CIDR networks the service may evaluate "
                             "(TAU2_EVAL_ALLOWED_TARGETS; default: any but link-local/metadata addresses)")
@@ -418,6 +427,8 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         lease_seconds=base.lease_seconds if args.lease_seconds is None else args.lease_seconds,
         max_request_bytes=base.max_request_bytes if args.max_request_bytes is None else args.max_request_bytes,
         evaluation_nice=base.evaluation_nice if args.evaluation_nice is None else args.evaluation_nice,
+        allowed_user_llms=names(args.allowed_user_llms) or base.allowed_user_llms,
+        user_llm_api_base=args.user_llm_api_base or base.user_llm_api_base,
     )
 
 
@@ -431,17 +442,19 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
         TargetPolicy.from_entries(settings.allowed_targets)  # a bad entry stops here, with its reason
+        user_llms = settings.user_llm_policy()
     except EvaluationError as error:
         raise ConfigError(str(error)) from None
     if settings.lease_seconds <= 0 or settings.max_request_bytes < 1:
         raise ConfigError("--lease-seconds and --max-request-bytes must be positive.")
     url = (args.public_url or f"http://{args.host}:{args.port}").rstrip("/")
     if args.write_card:
-        card = service_card(url, settings.limits, http_bindings=ADK_BINDINGS)
+        card = service_card(url, settings.limits, http_bindings=ADK_BINDINGS, user_llms=user_llms)
         Path(args.write_card).write_text(json.dumps(card_json(card), indent=2) + "\n")
         print(f"Wrote the card for {url} to {args.write_card}")
         return 0
     grpc_url = (args.public_grpc_url or f"{args.host}:{args.grpc_port}") if args.grpc_port else None
+    os.umask(0o077)  # everything the service writes (database, results, logs) is its user's only
     app = build_app(settings, url, grpc_url=grpc_url)
     print(f"{SERVICE_NAME} at {url} (card: {url}{CARD_PATHS[0]})")
     print(f"  bindings (A2A 1.0 and 0.3): JSON-RPC and HTTP+JSON at {url}"
@@ -452,6 +465,8 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"  limits: {settings.limits.max_running} running, {settings.limits.max_queued} queued, "
           f"{settings.limits.max_simulations} simulations per request, max_concurrency "
           f"{settings.limits.max_concurrency}   targets: {targets}")
+    print(f"  user LLMs: {', '.join(user_llms.allowed)} (or scripted_user), at "
+          f"{user_llms.api_base or 'the provider endpoint'}")
     where = f"on the Ray cluster at {settings.ray_address}" if settings.ray_address else "in each evaluation's process"
     print(f"  simulations: {where}, {settings.evaluation_nice} nice steps below the service")
     print(f"  database: {redact_url(app.state.tools.manager.store.database)}   replica: {app.state.tools.manager.replica}")

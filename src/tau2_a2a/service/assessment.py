@@ -14,6 +14,7 @@ any `run_tau2_evaluation` request. Defaults are tau2's own.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,8 +38,9 @@ CONFIG_KEYS: dict[str, str] = {  # key -> the values it accepts, as the refusal 
     "num_trials": f"{_WHOLE} >= 1 (default {DEFAULT_NUM_TRIALS})",
     "max_steps": f"{_WHOLE} >= 1 (default {DEFAULT_MAX_STEPS})",
     "max_concurrency": f"{_WHOLE} >= 1",
-    "user_llm": f"a LiteLLM model name (default {DEFAULT_LLM_USER})",
-    "user_llm_args": "a JSON object of LiteLLM arguments, no secrets",
+    "user_llm": "a LiteLLM model name the service allows (default: the service's, usually "
+                f"{DEFAULT_LLM_USER})",
+    "user_llm_args": "a JSON object of the user LLM's sampling parameters (temperature, top_p, ...)",
     "user": f"a tau2 user: {DEFAULT_USER_IMPLEMENTATION} or scripted_user",
     "shard_index": f"{_WHOLE} >= 0, below num_shards",
     "num_shards": f"{_WHOLE} >= 1",
@@ -46,6 +48,7 @@ CONFIG_KEYS: dict[str, str] = {  # key -> the values it accepts, as the refusal 
 }
 _WHOLE_KEYS = {"num_tasks": 1, "num_trials": 1, "max_steps": 1, "max_concurrency": 1, "shard_index": 0,
                "num_shards": 1, "num_instances": 1}
+_WHOLE_MAX = 1_000_000  # beyond any sensible request; the tool's checks set the service's own limits
 _TEXT_KEYS = ("domain", "task_split", "user_llm", "user")
 
 
@@ -117,7 +120,7 @@ def parse(request: Any) -> Assessment:
         "domain": values["domain"],
         "agent_endpoint": endpoint,
         "user": values.get("user", DEFAULT_USER_IMPLEMENTATION),
-        "user_llm": values.get("user_llm", DEFAULT_LLM_USER),
+        "user_llm": values.get("user_llm"),  # None: the service's default user LLM
         "user_llm_args": values.get("user_llm_args", {"temperature": DEFAULT_LLM_TEMPERATURE_USER}),
         "num_trials": values.get("num_trials", DEFAULT_NUM_TRIALS),
         "max_steps": values.get("max_steps", DEFAULT_MAX_STEPS),
@@ -147,10 +150,11 @@ def _checked(key: str, value: Any) -> Any:
     """The config value with its JSON type checked (whole doubles count as whole numbers)."""
     wrong = AssessmentRejected(f"config.{key} must be {CONFIG_KEYS[key]}; got {json.dumps(value)}.")
     if key in _WHOLE_KEYS:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or float(value) != int(value) or int(value) < _WHOLE_KEYS[key]:
             raise wrong
-        if int(value) < _WHOLE_KEYS[key]:
-            raise wrong
+        if int(value) > _WHOLE_MAX:
+            raise AssessmentRejected(f"config.{key} must be at most {_WHOLE_MAX}; got {json.dumps(value)}.")
         return int(value)
     if key in _TEXT_KEYS:
         if not isinstance(value, str) or not value.strip():

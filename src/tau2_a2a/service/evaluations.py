@@ -20,6 +20,8 @@ service and the CLI score alike.
   on the same results file so tau2 redoes no finished simulation. Replicas on
   one PostgreSQL database share the queue; a replica's evaluations are held
   under a lease it renews, and another replica takes them over when it dies.
+- Files: the service's directories are 0700 and its files 0600 (results,
+  metrics, child.log, the SQLite database); each child runs with umask 077.
 - Children die with their service (TAU2_A2A_EXIT_WITH, see runner/parent.py),
   so a resumed evaluation never has two writers.
 - Priority: children run at a lower CPU priority than the service (`nice`,
@@ -72,6 +74,12 @@ ID_PATTERN = re.compile(r"^ev-[0-9a-f]{12}$")
 EXIT_A2A_ERRORS = 3
 CHILD_RAN_EVERY_SIMULATION = (0, EXIT_A2A_ERRORS)
 DEFAULT_NICE = 10  # how much lower the CPU priority of an evaluation's process is than the service's
+PRIVATE_DIR, PRIVATE_FILE, CHILD_UMASK = 0o700, 0o600, 0o077
+# The child is `tau2-a2a run`: its advice names the CLI's flags; the service's caller has arguments instead.
+_SERVICE_WORDING = (
+    (re.compile(r" and re-run the same command to resume\."), " and send the evaluation again."),
+    (re.compile(r"--a2a-auth-token(?: or \$?TAU2_A2A_AUTH_TOKEN)?"), "agent_auth_token"),
+)
 
 
 class Status(str, Enum):
@@ -133,17 +141,20 @@ class EvaluationSpec:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def command(self, results_dir: Path, python: str = sys.executable, ray_address: str | None = None) -> list[str]:
+    def command(self, results_dir: Path, python: str = sys.executable, ray_address: str | None = None,
+                user_llm_api_base: str | None = None) -> list[str]:
         """The child's command line: `tau2-a2a run` as a person would type it, no secret.
 
         Either way the child writes one results file, read for progress and kept on cancel:
         its simulations run in it, or on the Ray cluster at `ray_address` with it as the driver.
+        `user_llm_api_base` is the operator's endpoint for the user LLM (never the caller's).
         """
+        user_llm_args = {**self.user_llm_args, **({"api_base": user_llm_api_base} if user_llm_api_base else {})}
         command = [
             python, "-m", "tau2_a2a.cli", "run", self.domain,
             "--agent", "a2a_agent", "--a2a-endpoint", self.agent_endpoint,
             "--user", self.user, "--user-llm", self.user_llm,
-            "--user-llm-args", json.dumps(self.user_llm_args),
+            "--user-llm-args", json.dumps(user_llm_args),
             "--num-trials", str(self.num_trials), "--max-steps", str(self.max_steps),
             "--max-concurrency", str(self.max_concurrency),
             *(["--ray", ray_address] if ray_address else ["--a2a-workers", "1"]),
@@ -177,6 +188,13 @@ class _Progress:
     progress: dict[str, Any]
 
 
+def _private_append(path: Path) -> Any:
+    """`path` opened for appending, readable by the service's user only (made so if it exists)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
+    os.fchmod(descriptor, PRIVATE_FILE)
+    return os.fdopen(descriptor, "ab")
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -198,12 +216,18 @@ class EvaluationManager:
 
     def __init__(self, root: Path | str, limits: Limits = DEFAULT_LIMITS, python: str = sys.executable,
                  ray_address: str | None = None, database: str | None = None, replica: str | None = None,
-                 lease_seconds: float = 30.0, nice: int = DEFAULT_NICE) -> None:
+                 lease_seconds: float = 30.0, nice: int = DEFAULT_NICE,
+                 user_llm_api_base: str | None = None) -> None:
         if not 0 <= nice <= 19:
             raise EvaluationError(f"Evaluations run 0 to 19 nice steps below the service, got {nice}: set "
                                   "--evaluation-nice or TAU2_EVAL_EVALUATION_NICE within that range.")
         self.root = Path(root).resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+        try:  # results and the database are the service's business, nobody else's
+            self.root.chmod(PRIVATE_DIR)
+        except OSError as error:  # a directory another user owns (a shared mount): its owner decides
+            log.warning("results directory %s keeps its mode (%s)", self.root, error.strerror)
+        self.user_llm_api_base = user_llm_api_base
         self.limits = limits
         self.python = python
         self.ray_address = ray_address  # each evaluation's simulations run on this Ray cluster
@@ -241,7 +265,7 @@ class EvaluationManager:
                     f"{self.limits.max_running} running). Try again when one finishes."
                 )
             evaluation_id = f"ev-{uuid.uuid4().hex[:12]}"
-            (self.root / evaluation_id).mkdir(parents=True)
+            (self.root / evaluation_id).mkdir(mode=PRIVATE_DIR)
             record = {
                 "evaluation_id": evaluation_id,
                 "status": Status.QUEUED.value,
@@ -475,18 +499,19 @@ class EvaluationManager:
         """Run the evaluation's child (caller holds the lock and owns the row)."""
         evaluation_id = job.record["evaluation_id"]
         spec = job.record["request"]
-        command = EvaluationSpec(**spec).command(job.directory, self.python, self.ray_address)
+        command = EvaluationSpec(**spec).command(job.directory, self.python, self.ray_address,
+                                                 user_llm_api_base=self.user_llm_api_base)
         # Nothing of the service's own settings (its token, its database URL) reaches the child.
         env = {k: v for k, v in os.environ.items() if k != AUTH_TOKEN_ENV and not k.startswith(SERVICE_ENV_PREFIX)}
         env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", NO_COLOR="1", TERM="dumb", COLUMNS="120")
         env[EXIT_WITH_ENV] = str(os.getpid())
         if job.token:
             env[AUTH_TOKEN_ENV] = job.token
-        job.directory.mkdir(parents=True, exist_ok=True)
-        with open(job.directory / CHILD_LOG, "ab") as child_log:
+        job.directory.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+        with _private_append(job.directory / CHILD_LOG) as child_log:
             job.process = subprocess.Popen(
                 command, env=env, stdout=child_log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, cwd=job.directory, start_new_session=True,
+                stdin=subprocess.DEVNULL, cwd=job.directory, start_new_session=True, umask=CHILD_UMASK,
             )
         self._lower_priority(job.process.pid)
         job.record.update(status=Status.RUNNING.value, started_at=job.record.get("started_at") or _now(),
@@ -596,7 +621,9 @@ class EvaluationManager:
         try:  # a canceled or failed run: build the metrics file from what finished
             from tau2_a2a.client.metrics import write_report
 
-            return write_report(results_path)
+            report = write_report(results_path)
+            metrics_file.chmod(PRIVATE_FILE)
+            return report
         except Exception as error:  # noqa: BLE001 (a damaged results file must not lose the record)
             log.warning("evaluation %s: no protocol metrics (%s)", results_path.parent.name, error)
             return None
@@ -612,6 +639,8 @@ class EvaluationManager:
         if chosen is None:
             exceptions = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b", line)]
             chosen = exceptions[-1] if exceptions else (lines[-1] if lines else "no output")
+        for pattern, wording in _SERVICE_WORDING:
+            chosen = pattern.sub(wording, chosen)
         return redact(f"the evaluation process exited with code {code}: {chosen}"[:600], job.token)
 
     def _import_files(self) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tau2_a2a.config import ConfigError
+from tau2_a2a.service.credentials import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy, has_userinfo
 from tau2_a2a.service.request_limit import DEFAULT_MAX_REQUEST_BYTES
 from tau2_a2a.service.evaluations import (
     DEFAULT_LIMITS,
@@ -45,6 +46,20 @@ class ServiceSettings:
     lease_seconds: float = 30.0  # how long a silent replica keeps its evaluations
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     evaluation_nice: int = DEFAULT_NICE  # evaluations run this many nice steps below the service
+    # The user LLMs callers may choose, and the endpoint the evaluations reach them at (None: the provider's).
+    allowed_user_llms: tuple[str, ...] = DEFAULT_ALLOWED_USER_LLMS
+    user_llm_api_base: str | None = None
+
+    def user_llm_policy(self) -> UserLLMPolicy:
+        """The user LLM policy, or ConfigError naming the setting that is wrong."""
+        if self.user_llm_api_base is not None and has_userinfo(self.user_llm_api_base):
+            raise ConfigError("--user-llm-api-base (TAU2_EVAL_USER_LLM_API_BASE) must not carry a user name or "
+                              "password: it is written to each evaluation's results. Use the provider's key "
+                              "variable (e.g. OPENAI_API_KEY).")
+        try:
+            return UserLLMPolicy(tuple(name.strip() for name in self.allowed_user_llms), self.user_llm_api_base)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> ServiceSettings:
@@ -94,6 +109,8 @@ class ServiceSettings:
             lease_seconds=decimal("LEASE_SECONDS", cls.lease_seconds),
             max_request_bytes=int(decimal("MAX_REQUEST_BYTES", cls.max_request_bytes)),
             evaluation_nice=number("EVALUATION_NICE", cls.evaluation_nice),
+            allowed_user_llms=names(get("ALLOWED_USER_LLMS")) or DEFAULT_ALLOWED_USER_LLMS,
+            user_llm_api_base=get("USER_LLM_API_BASE"),
         )
 
     def tools(self, replica: str | None = None) -> EvaluationTools:
@@ -102,10 +119,17 @@ class ServiceSettings:
         from tau2_a2a.service.targets import TargetPolicy
         from tau2_a2a.service.tools import EvaluationTools
 
+        user_llms = self.user_llm_policy()
         try:
             manager = EvaluationManager(self.results_dir, self.limits, ray_address=self.ray_address,
                                         database=self.database, replica=replica or self.replica,
-                                        lease_seconds=self.lease_seconds, nice=self.evaluation_nice)
+                                        lease_seconds=self.lease_seconds, nice=self.evaluation_nice,
+                                        user_llm_api_base=user_llms.api_base)
         except (StoreError, EvaluationError) as error:
             raise ConfigError(str(error)) from None
-        return EvaluationTools(manager, TargetPolicy.from_entries(self.allowed_targets))
+        return EvaluationTools(manager, TargetPolicy.from_entries(self.allowed_targets), user_llms=user_llms)
+
+
+def names(value: str | None) -> tuple[str, ...]:
+    """A comma-separated list of names (model names, hosts), blanks dropped."""
+    return tuple(name.strip() for name in (value or "").split(",") if name.strip())

@@ -169,6 +169,10 @@ class EvaluationStore:
     def _lock_sqlite(self, path: Path) -> None:
         """One service per SQLite file: replicas need PostgreSQL."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Readable by the service's user only; SQLite gives its -wal and -shm files the database's mode.
+        for private in (path, Path(f"{path}.lock")):
+            os.close(os.open(private, os.O_WRONLY | os.O_CREAT, 0o600))
+            private.chmod(0o600)
         self._lock_file = open(f"{path}.lock", "w")  # noqa: SIM115 (held for the store's life)
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)

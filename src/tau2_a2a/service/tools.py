@@ -9,14 +9,14 @@ whole doubles are accepted where an integer is expected.
 from __future__ import annotations
 
 import json
-import re
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from tau2.config import (
     DEFAULT_LLM_TEMPERATURE_USER,
-    DEFAULT_LLM_USER,
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_STEPS,
     DEFAULT_NUM_TRIALS,
@@ -26,6 +26,14 @@ from tau2.config import (
 from tau2_a2a.config import ConfigError
 from tau2_a2a.service import catalog, summary
 from tau2_a2a.service.assessment import Assessment, Shard
+from tau2_a2a.service.credentials import (
+    DEFAULT_USER_LLMS,
+    SAMPLING_ARGS,
+    ArgumentRefused,
+    UserLLMPolicy,
+    check_sampling_args,
+    has_userinfo,
+)
 from tau2_a2a.service.evaluations import (
     DEFAULT_LIMITS,
     EvaluationError,
@@ -43,7 +51,8 @@ LIST = "list_evaluations"
 CANCEL = "cancel_evaluation"
 TOOL_NAMES = (LIST_DOMAINS, RUN, GET, LIST, CANCEL)
 ALIASES = {"ListDomains": LIST_DOMAINS, "RunTau2Evaluation": RUN}
-_SECRET_KEY = re.compile(r"(^|_)(api_?key|key|secret|password|authorization|credentials?|token)$", re.IGNORECASE)
+MAX_STEPS = 1000  # steps per simulation at most (tau2's default is 200)
+MAX_NUM_TASKS = 100_000  # more than any domain has: a bigger number is a mistake, not a request
 
 
 class ToolError(ValueError):
@@ -73,27 +82,33 @@ _EVALUATION_ID = {"type": "string", "pattern": "^ev-[0-9a-f]{12}$",
                   "description": "The id run_tau2_evaluation returned."}
 
 
-def tool_specs(limits: Limits = DEFAULT_LIMITS) -> dict[str, ToolSpec]:
+def tool_specs(limits: Limits = DEFAULT_LIMITS, user_llms: UserLLMPolicy = DEFAULT_USER_LLMS
+               ) -> dict[str, ToolSpec]:
     """Each tool's description, argument schema and example, as the card shows them."""
+    sampling = {name: {"description": accepts} for name, (accepts, _) in SAMPLING_ARGS.items()}
     run_schema = {
         "type": "object",
         "properties": {
             "domain": {"type": "string", "enum": catalog.domain_names(), "description": "tau2 domain."},
             "agent_endpoint": {"type": "string", "format": "uri",
                                "description": "Base URL of the A2A agent to evaluate."},
-            "user_llm": {"type": "string", "default": DEFAULT_LLM_USER,
-                         "description": "LiteLLM model of the user simulator."},
+            "user_llm": {"type": "string", "enum": list(user_llms.allowed), "default": user_llms.default,
+                         "description": "LiteLLM model of the user simulator, one this service allows (not "
+                                        "used by scripted_user, which needs no LLM)."},
             "user_llm_args": {"type": "object", "default": {"temperature": DEFAULT_LLM_TEMPERATURE_USER},
-                              "description": "Arguments for the user LLM (no secrets: keys come from "
-                                             "the service's environment)."},
+                              "properties": sampling, "additionalProperties": False,
+                              "description": "Sampling parameters of the user LLM. Its endpoint, headers and "
+                                             "keys are the service's, never the caller's."},
             "user": {"type": "string", "enum": catalog.user_names(), "default": DEFAULT_USER_IMPLEMENTATION,
                      "description": "user_simulator (LLM), or scripted_user for the offline self-test."},
-            "num_trials": {"type": "integer", "minimum": 1, "default": DEFAULT_NUM_TRIALS},
-            "num_tasks": {"type": "integer", "minimum": 1, "description": "The first N tasks of the split."},
+            "num_trials": {"type": "integer", "minimum": 1, "maximum": limits.max_simulations,
+                           "default": DEFAULT_NUM_TRIALS},
+            "num_tasks": {"type": "integer", "minimum": 1, "maximum": MAX_NUM_TASKS,
+                          "description": "The first N tasks of the split."},
             "task_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1},
             "task_split": {"type": "string", "description": "A split of the domain (see list_domains); "
                                                             "default base."},
-            "max_steps": {"type": "integer", "minimum": 1, "default": DEFAULT_MAX_STEPS},
+            "max_steps": {"type": "integer", "minimum": 1, "maximum": MAX_STEPS, "default": DEFAULT_MAX_STEPS},
             "max_concurrency": {"type": "integer", "minimum": 1, "maximum": limits.max_concurrency,
                                 "default": min(DEFAULT_MAX_CONCURRENCY, limits.max_concurrency)},
             TOKEN_ARGUMENT: {"type": "string", "writeOnly": True,
@@ -126,14 +141,25 @@ def tool_specs(limits: Limits = DEFAULT_LIMITS) -> dict[str, ToolSpec]:
     return {spec.name: spec for spec in specs}
 
 
+@cache
+def accepted_arguments(tool: Any) -> frozenset[str]:
+    """The argument names `tool` (or its alias) accepts; none for an unknown tool. For scrubbing requests."""
+    spec = tool_specs().get(ALIASES.get(tool, tool)) if isinstance(tool, str) else None
+    if spec is None:
+        return frozenset()
+    return frozenset(spec.accepted) | ({REFERENCE_ARGUMENT} if spec.name == RUN else set())
+
+
 def _whole(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or float(value) != int(value):
         raise ToolError(f"{name} must be a whole number, got {value!r}.")
     number = int(value)
+    shown = number if abs(number) < 10**15 else f"{float(value):g}"  # 1e+300, not 301 digits
     if number < minimum:
-        raise ToolError(f"{name} must be at least {minimum}, got {number}.")
+        raise ToolError(f"{name} must be at least {minimum}, got {shown}.")
     if maximum is not None and number > maximum:
-        raise ToolError(f"{name} must be at most {maximum} on this service, got {number}.")
+        raise ToolError(f"{name} must be at most {maximum} on this service, got {shown}.")
     return number
 
 
@@ -152,11 +178,12 @@ class EvaluationTools:
     """The five tools over one evaluation manager and target policy."""
 
     def __init__(self, manager: EvaluationManager, targets: TargetPolicy | None = None,
-                 token_vault: TokenVault = vault) -> None:
+                 token_vault: TokenVault = vault, user_llms: UserLLMPolicy | None = None) -> None:
         self.manager = manager
         self.targets = targets or TargetPolicy()
         self.vault = token_vault
-        self.specs = tool_specs(manager.limits)
+        self.user_llms = user_llms or UserLLMPolicy()
+        self.specs = tool_specs(manager.limits, self.user_llms)
 
     # -- structured calls -----------------------------------------------------------
 
@@ -204,7 +231,7 @@ class EvaluationTools:
         self,
         domain: str,
         agent_endpoint: str,
-        user_llm: str = DEFAULT_LLM_USER,
+        user_llm: str | None = None,
         user_llm_args: dict[str, Any] | None = None,
         user: str = DEFAULT_USER_IMPLEMENTATION,
         num_trials: int = DEFAULT_NUM_TRIALS,
@@ -262,6 +289,9 @@ class EvaluationTools:
         domains = catalog.domain_names()
         if domain not in domains:
             raise ToolError(f"Unknown domain {domain!r}. Accepted domains: {', '.join(domains)}.")
+        if has_userinfo(agent_endpoint):
+            raise ToolError("agent_endpoint must not carry a user name or password (user:password@host): the "
+                            "service would keep it with the evaluation. Pass a bearer token as agent_auth_token.")
         try:
             endpoint = self.targets.check(_text("agent_endpoint", agent_endpoint))
         except ConfigError as error:
@@ -269,18 +299,16 @@ class EvaluationTools:
         users = catalog.user_names()
         if user not in users:
             raise ToolError(f"Unknown user {user!r}. Accepted users: {', '.join(users)}.")
-        user_llm = _text("user_llm", user_llm)
-        if user_llm_args is None:
-            user_llm_args = {"temperature": DEFAULT_LLM_TEMPERATURE_USER}
-        if not isinstance(user_llm_args, dict):
-            raise ToolError(f"user_llm_args must be a JSON object, got {user_llm_args!r}.")
-        secret_keys = [k for k in user_llm_args if _SECRET_KEY.search(k)]
-        if secret_keys:
-            raise ToolError(f"user_llm_args must not carry secrets (found {', '.join(secret_keys)}): "
-                            "the service's environment provides provider keys.")
-        num_trials = _whole("num_trials", num_trials, 1)
-        num_tasks = None if num_tasks is None else _whole("num_tasks", num_tasks, 1)
-        max_steps = _whole("max_steps", max_steps, 1)
+        try:
+            user_llm = self.user_llms.check(user, self.user_llms.default if user_llm is None
+                                            else _text("user_llm", user_llm))
+            user_llm_args = check_sampling_args({"temperature": DEFAULT_LLM_TEMPERATURE_USER}
+                                                if user_llm_args is None else user_llm_args)
+        except ArgumentRefused as error:
+            raise ToolError(str(error)) from None
+        num_trials = _whole("num_trials", num_trials, 1, limits.max_simulations)
+        num_tasks = None if num_tasks is None else _whole("num_tasks", num_tasks, 1, MAX_NUM_TASKS)
+        max_steps = _whole("max_steps", max_steps, 1, MAX_STEPS)
         if max_concurrency is None:
             max_concurrency = min(DEFAULT_MAX_CONCURRENCY, limits.max_concurrency)
         max_concurrency = _whole("max_concurrency", max_concurrency, 1, limits.max_concurrency)

@@ -1,4 +1,4 @@
-"""Keep the target's bearer token out of every store that outlives the request.
+"""Keep the target's bearer token, and any secret a refused request carried, out of every store.
 
 A structured request may carry `agent_auth_token`. Before anything stores the
 message (the A2A task store keeps a task's history; ADK keeps the session's
@@ -6,6 +6,9 @@ events, in SQLite under `adk api_server` by default), the token is moved into
 this in-memory vault and the message keeps only a one-time reference,
 `agent_auth_token_ref`. `run_tau2_evaluation` takes the token back out and
 hands it to the evaluation's process environment. Unused references expire.
+The same pass removes the values the service refuses and must not keep (an
+`api_key` argument, unknown `user_llm_args`, a password in an endpoint URL;
+see credentials.py), so a refused request leaves no secret in a store either.
 """
 
 from __future__ import annotations
@@ -50,16 +53,35 @@ vault = TokenVault()
 
 
 def scrub_request(request: Any, store: TokenVault = vault) -> bool:
-    """Replace `arguments.agent_auth_token` in a structured request dict by a reference."""
+    """In place, for a structured request dict (a tool call or an assessment): `arguments.agent_auth_token`
+    becomes a reference, and what the service would refuse and must not keep is removed
+    (credentials.py). Whether anything changed."""
+    from tau2_a2a.service.assessment import CONFIG_KEYS, is_assessment
+    from tau2_a2a.service.credentials import scrub_arguments, scrub_assessment
+    from tau2_a2a.service.tools import accepted_arguments
+
     if not isinstance(request, dict):
         return False
+    if is_assessment(request):
+        return scrub_assessment(request, CONFIG_KEYS)
     arguments = request.get("arguments")
-    if not isinstance(arguments, dict) or TOKEN_ARGUMENT not in arguments:
+    if not isinstance(arguments, dict):
         return False
-    token = arguments.pop(TOKEN_ARGUMENT)
-    if isinstance(token, str) and token:
-        arguments[REFERENCE_ARGUMENT] = store.put(token)
-    return True
+    changed = False
+    if TOKEN_ARGUMENT in arguments:
+        token = arguments.pop(TOKEN_ARGUMENT)
+        if isinstance(token, str) and token:
+            arguments[REFERENCE_ARGUMENT] = store.put(token)
+        changed = True
+    return scrub_arguments(arguments, accepted_arguments(request.get("tool"))) or changed
+
+
+def _scrub_text(text: str, store: TokenVault) -> str | None:
+    """The text of an assessment sent as JSON text, scrubbed; None when it is not one or needs nothing."""
+    from tau2_a2a.service.assessment import from_text
+
+    request = from_text(text)
+    return json.dumps(request) if request is not None and scrub_request(request, store) else None
 
 
 def scrub_a2a_message(message: Any, store: TokenVault = vault) -> None:
@@ -67,6 +89,10 @@ def scrub_a2a_message(message: Any, store: TokenVault = vault) -> None:
     from google.protobuf.json_format import MessageToDict, ParseDict
 
     for part in message.parts:
+        if part.HasField("text"):
+            scrubbed = _scrub_text(part.text, store)
+            if scrubbed is not None:
+                part.text = scrubbed
         if not part.HasField("data"):
             continue
         data = MessageToDict(part.data)
@@ -79,6 +105,10 @@ def scrub_genai_content(content: Any, store: TokenVault = vault) -> bool:
     """In place, for ADK content: data parts arrive as tagged inline blobs."""
     changed = False
     for part in (content.parts if content is not None else None) or []:
+        scrubbed = _scrub_text(part.text, store) if part.text else None
+        if scrubbed is not None:
+            part.text = scrubbed
+            changed = True
         blob = part.inline_data
         data = blob.data if blob is not None else None
         if not data or not data.startswith(DATA_PART_START) or not data.endswith(DATA_PART_END):
