@@ -378,3 +378,35 @@ def test_a_40_mb_reply_over_grpc_ends_as_a_malformed_reply(tmp_path: Path) -> No
                                               "limit (gRPC: ")
     assert str(8 << 20) in failed["error_message"]
     assert failed["response_bytes"] == 0  # gRPC refused the message whole: none of it reached tau2-a2a
+
+
+def test_serve_passes_its_policy_to_each_evaluation_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tau2_a2a.cli import build_parser
+    from tau2_a2a.service.app import settings_from_args
+    from tau2_a2a.service.evaluations import EvaluationSpec
+
+    monkeypatch.delenv("TAU2_EVAL_ALLOWED_TARGETS", raising=False)
+    spec = EvaluationSpec(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
+    for flags, entries in (([], "public"), (["--allowed-targets", "public, Loopback"], "public,loopback")):
+        settings = settings_from_args(build_parser().parse_args(
+            ["serve", "--results-dir", str(tmp_path / entries), *flags]))
+        tools = settings.tools()
+        try:
+            assert tools.targets.entries == tuple(entries.split(","))
+            command = spec.command(tmp_path, allowed_targets=tools.manager.allowed_targets)
+        finally:
+            tools.manager.close()
+        assert command[-1] == f"--a2a-allowed-targets={entries}"
+
+
+@pytest.mark.parametrize("flags, line", [
+    (["--a2a-max-reply-bytes", "0"], "error: --a2a-max-reply-bytes must be a whole number of bytes, at least 1, got 0."),
+    (["--a2a-allowed-targets", " , "], "error: --a2a-allowed-targets needs at least one entry, e.g. "
+                                       "--a2a-allowed-targets public,loopback."),
+    (["--a2a-allowed-targets", "http://x/"], "error: Allowed target 'http://x/' is neither a host name, a *.domain "
+                                             "wildcard, an IP address, a CIDR network (e.g. 10.0.0.0/8) nor one of "
+                                             "public, private, loopback."),
+])
+def test_bad_policy_and_cap_flags_get_one_line(tmp_path: Path, flags: list[str], line: str) -> None:
+    code, lines, _ = run_refused("http://127.0.0.1:9", tmp_path, *flags)
+    assert (code, lines) == (2, [line])

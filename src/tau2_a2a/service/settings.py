@@ -105,11 +105,12 @@ class ServiceSettings:
         from tau2_a2a.client.targets import SERVICE_FLAG, TargetPolicy
         from tau2_a2a.service.tools import EvaluationTools
 
+        targets = TargetPolicy.from_entries(self.allowed_targets, flag=SERVICE_FLAG)
         try:
             manager = EvaluationManager(self.results_dir, self.limits, ray_address=self.ray_address,
                                         database=self.database, replica=replica or self.replica,
                                         lease_seconds=self.lease_seconds, nice=self.evaluation_nice,
-                                        allowed_targets=self.allowed_targets)
+                                        allowed_targets=targets.entries)
         except (StoreError, EvaluationError) as error:
             raise ConfigError(str(error)) from None
-        return EvaluationTools(manager, TargetPolicy.from_entries(self.allowed_targets, flag=SERVICE_FLAG))
+        return EvaluationTools(manager, targets)
