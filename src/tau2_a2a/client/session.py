@@ -458,9 +458,12 @@ class A2ASession:
         """
         import grpc
 
+        what = f"The gRPC target {url} named by the agent card"
         try:
-            host, port = grpc_host_port(url)
-            addresses = self.targets.addresses(host, f"The gRPC target {url} named by the agent card")
+            host, port = grpc_host_port(url, what)
+            addresses = self.targets.addresses(host, what)
+        except TargetUnresolvable as error:
+            raise AgentUnreachable(str(error)) from None
         except TargetRefused as error:
             raise AgentTargetRefused(str(error)) from None
         family = addresses[0].version
@@ -494,6 +497,8 @@ class A2ASession:
         endpoint = self.config.endpoint
         try:
             self.targets.check(endpoint, f"--a2a-endpoint {endpoint}")
+        except TargetUnresolvable:
+            pass  # fetching the card says it, as any connection that fails
         except TargetRefused as refused:
             raise AgentTargetRefused(str(refused)) from None
         last_error: A2AFailure | None = None
@@ -540,10 +545,12 @@ class A2ASession:
             what = f"The agent card at {self.config.endpoint} names {interface.url} for {readable}; that URL"
             try:
                 if binding == GRPC:
-                    host, _ = grpc_host_port(interface.url)
+                    host, _ = grpc_host_port(interface.url, what)
                     self.targets.addresses(host, what)
                 else:
                     self.targets.check(interface.url, what)
+            except TargetUnresolvable:
+                continue  # the access check says nothing answers there
             except TargetRefused as refused:
                 raise AgentTargetRefused(str(refused)) from None
 

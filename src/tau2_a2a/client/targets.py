@@ -285,11 +285,11 @@ def _subject(host: str, address: IPAddress, literal: bool) -> str:
     return str(address) if literal else f"{host} resolves to {address}, which"
 
 
-def grpc_host_port(target: str) -> tuple[str, int]:
+def grpc_host_port(target: str, what: str = "") -> tuple[str, int]:
     """Host and port of a card's gRPC target (`host:port`, `[v6]:port`, with or without a scheme)."""
     rest = target.split("://", 1)[-1].strip().rstrip("/")
     host, _, port = rest.rpartition(":")
     host = host.strip("[]")
     if not host or not port.isdigit() or "/" in rest or not 0 < int(port) < 65536:
-        raise TargetRefused(f"gRPC target {target!r} is not host:port.")
+        raise TargetRefused(f"{what or f'gRPC target {target!r}'} is not host:port, as a gRPC target must be.")
     return host, int(port)
