@@ -410,3 +410,24 @@ def test_serve_passes_its_policy_to_each_evaluation_run(tmp_path: Path, monkeypa
 def test_bad_policy_and_cap_flags_get_one_line(tmp_path: Path, flags: list[str], line: str) -> None:
     code, lines, _ = run_refused("http://127.0.0.1:9", tmp_path, *flags)
     assert (code, lines) == (2, [line])
+
+
+@pytest.mark.parametrize("entry", ["*example.com", "a.*.b", "**.x", "http://x/", "agents.example.com:9000"])
+def test_entries_that_are_no_host_wildcard_address_network_or_keyword_are_refused(entry: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        TargetPolicy.parse(f"public,{entry}")
+    assert str(refused.value) == (
+        f"Allowed target {entry!r} is neither a host name, a *.domain wildcard, an IP address, a CIDR network "
+        "(e.g. 10.0.0.0/8) nor one of public, private, loopback.")
+
+
+def test_host_entries_allow_a_name_and_wildcards_its_subdomains() -> None:
+    def resolver(host: str) -> list[Any]:
+        return [ipaddress.ip_address("10.1.2.3")]
+
+    policy = TargetPolicy.from_entries(["agents.example.com", "*.corp.example"], resolver=resolver)
+    assert policy.check("http://agents.example.com:9", "it") == "http://agents.example.com:9"
+    assert policy.check("http://a.b.corp.example", "it") == "http://a.b.corp.example"
+    with pytest.raises(TargetRefused, match="To allow it: --a2a-allowed-targets agents.example.com,"
+                                            r"\*\.corp\.example,private$"):
+        policy.check("http://corp.example", "it")

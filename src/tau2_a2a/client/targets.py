@@ -175,7 +175,8 @@ class TargetPolicy:
             try:
                 networks.append(ipaddress.ip_network(entry, strict=False))
             except ValueError:
-                if not all(c.isalnum() or c in "-.*" for c in entry) or "*" in entry.lstrip("*"):
+                wildcard_ok = "*" not in entry or (entry.startswith("*.") and "*" not in entry[1:])
+                if not all(c.isalnum() or c in "-.*" for c in entry) or not wildcard_ok:
                     raise ConfigError(
                         f"Allowed target {raw!r} is neither a host name, a *.domain wildcard, an IP address, "
                         f"a CIDR network (e.g. 10.0.0.0/8) nor one of {', '.join(KEYWORDS)}."
