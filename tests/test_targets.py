@@ -29,8 +29,18 @@ from tau2_a2a.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.settings import ServiceSettings
 from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
-from tests.agents import (HttpExchange, OracleLike, ReplyOnTask, _BodyMiddleware, agent_app, card_app, card_json,
-                          marker, records_of, run_cli)
+from tests.agents import (
+    HttpExchange,
+    OracleLike,
+    ReplyOnTask,
+    _BodyMiddleware,
+    agent_app,
+    card_app,
+    card_json,
+    marker,
+    records_of,
+    run_cli,
+)
 from tests.conftest import FAST, run_a2a
 from tests.service_support import ask, wait_for_task
 
@@ -149,9 +159,9 @@ def test_a_card_naming_the_metadata_address_ends_the_run_before_any_simulation(
     server = serve(lambda url: agent_app(OracleLike(), url, card_url="http://169.254.169.254/latest"))
     code, lines, _ = run_refused(server.url, tmp_path)  # no --a2a-allowed-targets: only these are refused
     assert code == 2
-    assert lines == [
+    assert lines == [(
         f"error: The agent card at {server.url} names http://169.254.169.254/latest for JSON-RPC; that URL is "
-        "refused: 169.254.169.254 is in 169.254.0.0/16 (link-local and cloud metadata addresses are never allowed)."]
+        "refused: 169.254.169.254 is in 169.254.0.0/16 (link-local and cloud metadata addresses are never allowed).")]
     assert not (tmp_path / "run.json").exists()
 
 
@@ -162,10 +172,10 @@ def test_a_card_naming_a_host_outside_the_allowed_targets_ends_the_run(
     code, lines, _ = run_refused(server.url, tmp_path, "--a2a-allowed-targets", "127.0.0.1", "--a2a-transport",
                                  "http-json")
     assert code == 2
-    assert lines == [
+    assert lines == [(
         f"error: The agent card at {server.url} names {elsewhere} for HTTP+JSON; that URL is refused: 127.0.0.2 is a "
         "loopback address, and the allowed targets (127.0.0.1) do not include it. To allow it: "
-        "--a2a-allowed-targets 127.0.0.1,loopback"]
+        "--a2a-allowed-targets 127.0.0.1,loopback")]
     assert connections(witness) == 0
     assert not (tmp_path / "run.json").exists()
 
@@ -178,19 +188,19 @@ def test_a_card_naming_a_grpc_target_outside_the_allowed_targets_ends_the_run(
         card_json(url, supportedInterfaces=interfaces))}))
     code, lines, _ = run_refused(server.url, tmp_path, "--a2a-allowed-targets", "127.0.0.1/32")
     assert code == 2
-    assert lines == [
+    assert lines == [(
         f"error: The agent card at {server.url} names {target} for gRPC; that URL is refused: 127.0.0.2 is a "
         "loopback address, and the allowed targets (127.0.0.1/32) do not include it. To allow it: "
-        "--a2a-allowed-targets 127.0.0.1/32,loopback"]
+        "--a2a-allowed-targets 127.0.0.1/32,loopback")]
     assert connections(witness) == 0
 
 
 def test_an_endpoint_outside_the_allowed_targets_ends_the_run(tmp_path: Path) -> None:
     code, lines, _ = run_refused("http://10.0.0.1:9", tmp_path, "--a2a-allowed-targets", "public,loopback")
     assert code == 2
-    assert lines == [
+    assert lines == [(
         "error: --a2a-endpoint http://10.0.0.1:9 is refused: 10.0.0.1 is a private address, and the allowed "
-        "targets (public,loopback) do not include it. To allow it: --a2a-allowed-targets public,loopback,private"]
+        "targets (public,loopback) do not include it. To allow it: --a2a-allowed-targets public,loopback,private")]
 
 
 # -- the address DNS gives when connecting ------------------------------------------------------------------
@@ -401,11 +411,11 @@ def test_serve_passes_its_policy_to_each_evaluation_run(tmp_path: Path, monkeypa
 
 @pytest.mark.parametrize("flags, line", [
     (["--a2a-max-reply-bytes", "0"], "error: --a2a-max-reply-bytes must be a whole number of bytes, at least 1, got 0."),
-    (["--a2a-allowed-targets", " , "], "error: --a2a-allowed-targets needs at least one entry, e.g. "
-                                       "--a2a-allowed-targets public,loopback."),
-    (["--a2a-allowed-targets", "http://x/"], "error: Allowed target 'http://x/' is neither a host name, a *.domain "
-                                             "wildcard, an IP address, a CIDR network (e.g. 10.0.0.0/8) nor one of "
-                                             "public, private, loopback."),
+    (["--a2a-allowed-targets", " , "], ("error: --a2a-allowed-targets needs at least one entry, e.g. "
+                                        "--a2a-allowed-targets public,loopback.")),
+    (["--a2a-allowed-targets", "http://x/"], ("error: Allowed target 'http://x/' is neither a host name, a *.domain "
+                                              "wildcard, an IP address, a CIDR network (e.g. 10.0.0.0/8) nor one of "
+                                              "public, private, loopback.")),
 ])
 def test_bad_policy_and_cap_flags_get_one_line(tmp_path: Path, flags: list[str], line: str) -> None:
     code, lines, _ = run_refused("http://127.0.0.1:9", tmp_path, *flags)
