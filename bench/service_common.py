@@ -21,7 +21,8 @@ def service_process(port: int, results_dir: Path, *extra: str) -> Iterator[tuple
     """`tau2-a2a serve` in its own process, as deployed; yields its URL and process."""
     url = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
-        [str(BIN / "tau2-a2a"), "serve", "--port", str(port), "--results-dir", str(results_dir), *extra],
+        [str(BIN / "tau2-a2a"), "serve", "--port", str(port), "--results-dir", str(results_dir),
+         "--allowed-targets", "public,loopback", *extra],  # the agents under test listen on loopback
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:

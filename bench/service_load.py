@@ -76,7 +76,7 @@ def serve(port: int, results_dir: str, store: str, max_running: int, database: s
     from tau2_a2a.serving import serve_forever
 
     settings = ServiceSettings(results_dir=Path(results_dir), limits=Limits(max_running=max_running),
-                               database=database)
+                               database=database, allowed_targets=("public", "loopback"))
     task_store = InMemoryTaskStore() if store == "memory" else None
     app = build_app(settings, f"http://127.0.0.1:{port}", task_store=task_store)
     serve_forever(app, "127.0.0.1", port, log_level="warning")

@@ -174,7 +174,8 @@ def service_all_bindings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[B
 
     port, grpc_port = free_port(), free_port()
     settings = ServiceSettings(results_dir=tmp_path_factory.mktemp("service_all_bindings"),
-                               limits=Limits(max_running=2), auth_token=SERVICE_TOKEN)
+                               limits=Limits(max_running=2), auth_token=SERVICE_TOKEN,
+                               allowed_targets=("public", "loopback"))
     app = build_app(settings, f"http://127.0.0.1:{port}", poll_seconds=0.2, grpc_url=f"127.0.0.1:{grpc_port}")
     with BackgroundServer(app, port=port, grpc_port=grpc_port) as server:
         yield server

@@ -28,12 +28,16 @@ __all__ = [
     "wait_for_task",
 ]
 
+# The agents under test listen on loopback, which the service's default policy (public) refuses.
+LOOPBACK_TARGETS = ("public", "loopback")
+
 TERMINAL_STATES = (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED,
                    TaskState.TASK_STATE_REJECTED)
 
 
 def start_service(results_dir: Path, *, limits: Limits | None = None, **settings: Any) -> BackgroundServer:
-    """`tau2-a2a serve`'s app on a free loopback port (polling progress every 0.2 s)."""
+    """`tau2-a2a serve`'s app on a free loopback port (polling progress every 0.2 s), loopback agents allowed."""
+    settings.setdefault("allowed_targets", LOOPBACK_TARGETS)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     app = build_app(ServiceSettings(results_dir=results_dir, limits=limits or Limits(max_running=4),

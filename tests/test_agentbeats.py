@@ -129,8 +129,8 @@ def refusal(task: Any) -> str:
     ({"participants": {}}, "participants must name exactly one agent (tau2 assesses one agent; AgentBeats' "
                            "tau2 scenarios use the role 'agent'); got 0: none."),
     ({"participants": {"agent": "http://169.254.169.254/latest"}},
-     "agent_endpoint 'http://169.254.169.254/latest' is refused: 169.254.169.254 resolves to 169.254.169.254, "
-     "in 169.254.0.0/16 (link-local or cloud metadata addresses are never allowed)."),
+     "agent_endpoint 'http://169.254.169.254/latest' is refused: 169.254.169.254 is in 169.254.0.0/16 "
+     "(link-local and cloud metadata addresses are never allowed)."),
 ])
 async def test_requests_it_will_not_run_are_rejected_with_one_line(service: BackgroundServer, oracle_url: str,
                                                                    change: dict, expected: str) -> None:

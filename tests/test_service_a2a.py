@@ -318,7 +318,7 @@ async def test_a_failed_evaluation_fails_the_task_with_its_reason(service: Backg
 
 
 async def test_target_refusal(service: BackgroundServer, tmp_path: Path, oracle_url: str) -> None:
-    for endpoint, reason in (("http://169.254.169.254/latest", "link-local or cloud metadata"),
+    for endpoint, reason in (("http://169.254.169.254/latest", "link-local and cloud metadata"),
                              ("http://metadata.google.internal", "cloud metadata service"),
                              ("http://[fe80::1]:8080", "fe80::/10")):
         task = await ask(service.url, RUN, oracle_run(endpoint))
@@ -329,8 +329,9 @@ async def test_target_refusal(service: BackgroundServer, tmp_path: Path, oracle_
     try:
         task = await ask(restricted.url, RUN, oracle_run(oracle_url))
         assert task.status.message.parts[0].text == (
-            f"agent_endpoint {oracle_url!r} is refused: 127.0.0.1 is not in this service's allowed targets "
-            "(*.agents.example, 10.0.0.0/8). Ask the operator to add it (--allowed-targets).")
+            f"agent_endpoint {oracle_url!r} is refused: 127.0.0.1 is a loopback address, and the allowed targets "
+            "(10.0.0.0/8,*.agents.example) do not include it. To allow it: --allowed-targets "
+            "10.0.0.0/8,*.agents.example,loopback")
     finally:
         restricted.stop()
 

@@ -28,7 +28,8 @@ def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`adk api_server --a2a --port P --session_service_uri memory:// adk_agents`, a real subprocess."""
     results = tmp_path_factory.mktemp("adk_results")
     port = free_port()
-    env = {**os.environ, "TAU2_EVAL_RESULTS_DIR": str(results), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = {**os.environ, "TAU2_EVAL_RESULTS_DIR": str(results), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "TAU2_EVAL_ALLOWED_TARGETS": "public,loopback"}
     adk = Path(sys.executable).parent / "adk"
     with open(results / "adk_server.log", "wb") as log:
         process = subprocess.Popen(

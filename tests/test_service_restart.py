@@ -52,7 +52,7 @@ class Service:
         log = open(self.results_dir.parent / f"serve-{self.port}.log", "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
             [CLI, "serve", "--port", str(self.port), "--results-dir", str(self.results_dir),
-             "--max-running", "2", *self.extra],
+             "--max-running", "2", "--allowed-targets", "public,loopback", *self.extra],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={**os.environ, "TAU2_EVAL_LOG_LEVEL": "warning"})
         deadline = time.monotonic() + 60

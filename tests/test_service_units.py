@@ -16,7 +16,7 @@ from tau2_a2a.service import summary
 from tau2_a2a.service.app import ADK_BINDINGS, card_json, service_card
 from tau2_a2a.service.evaluations import EvaluationError, EvaluationManager, Limits
 from tau2_a2a.service.store import EvaluationStore, StoreError
-from tau2_a2a.service.targets import TargetPolicy, TargetRefused
+from tau2_a2a.client.targets import TargetPolicy, TargetRefused
 from tau2_a2a.service.tools import EvaluationTools, ToolError
 from tau2_a2a.service.vault import TokenVault, scrub_a2a_message, scrub_genai_content
 from tau2_a2a.serving import free_port
@@ -59,9 +59,12 @@ def test_allow_list_of_hosts_wildcards_and_networks() -> None:
     assert policy.check("http://localhost:9000/") == "http://localhost:9000"
     assert policy.check("https://agents.example.com") == "https://agents.example.com"
     assert policy.check("http://inside.corp:1") == "http://inside.corp:1"
-    with pytest.raises(TargetRefused, match=r"not in this service's allowed targets \(\*\.example\.com, "
-                                            r"localhost, 10\.0\.0\.0/8\)"):
+    with pytest.raises(TargetRefused) as refused:
         policy.check("http://192.0.2.1:9000")
+    assert str(refused.value) == (
+        "agent_endpoint 'http://192.0.2.1:9000' is refused: 192.0.2.1 is a reserved address, and the allowed "
+        "targets (localhost,*.example.com,10.0.0.0/8) do not include it. To allow it: --a2a-allowed-targets "
+        "localhost,*.example.com,10.0.0.0/8,192.0.2.1")
     assert TargetPolicy(resolver=RESOLVER).check("http://192.0.2.1:9000") == "http://192.0.2.1:9000"
 
 

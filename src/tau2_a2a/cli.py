@@ -40,8 +40,9 @@ from tau2_a2a.runner.run import (agent_model_name, check_results_dir, discover, 
                                  results_path_for)
 from tau2_a2a.runner.scoring import default_scoring_processes  # noqa: E402
 from tau2_a2a.runner.shards import ShardFailed, default_workers, evaluate_in_processes  # noqa: E402
-from tau2_a2a.config import (AUTH_TOKEN_ENV, DEFAULT_TIMEOUT_SECONDS, TRANSPORTS, A2AConfig,  # noqa: E402
-                             ConfigError, check_timeout)
+from tau2_a2a.client.targets import TargetPolicy  # noqa: E402
+from tau2_a2a.config import (AUTH_TOKEN_ENV, DEFAULT_MAX_REPLY_BYTES, DEFAULT_TIMEOUT_SECONDS, TRANSPORTS,  # noqa: E402
+                             A2AConfig, ConfigError, check_timeout)
 from tau2_a2a.runner.ray_engine import SimulationLost  # noqa: E402
 
 EXIT_USAGE = 2
@@ -199,6 +200,16 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--a2a-timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
                        help="Seconds to wait for one reply (default: %(default)s)")
     group.add_argument("--a2a-debug", action="store_true", help="Log every A2A request and reply in full")
+    group.add_argument("--a2a-allowed-targets", default=None, metavar="LIST",
+                       help="Comma-separated hosts, *.domains, IPs, CIDR networks and the keywords public, private, "
+                            "loopback the run may connect to: the endpoint, the card's interfaces, and what DNS "
+                            "answers when connecting (default: any but link-local and cloud metadata addresses, "
+                            "which are always refused)")
+    group.add_argument("--a2a-max-reply-bytes", type=int, default=DEFAULT_MAX_REPLY_BYTES, metavar="BYTES",
+                       help="Largest reply read from the agent (a whole event stream counts as one reply); a "
+                            "larger one ends its simulation as a malformed reply. A tau2 turn is kilobytes, and "
+                            "each reply is held several times over in memory, so one hostile agent's reply must "
+                            "not be unbounded (default: %(default)s, 8 MiB)")
     add_transport_args(group)
     group.add_argument("--a2a-workers", type=int, default=None, metavar="N",
                        help="Processes to spread the simulations over, each with its share of "
@@ -388,6 +399,8 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
         debug=args.a2a_debug,
         transport=args.a2a_transport,
         streaming=args.a2a_streaming,
+        max_reply_bytes=args.a2a_max_reply_bytes,
+        targets=None if args.a2a_allowed_targets is None else TargetPolicy.parse(args.a2a_allowed_targets),
     )
 
 

@@ -11,12 +11,18 @@ import math
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from tau2_a2a.client.targets import TargetPolicy
 
 AUTH_TOKEN_ENV = "TAU2_A2A_AUTH_TOKEN"
 DEFAULT_TIMEOUT_SECONDS = 300.0
 MAX_TIMEOUT_SECONDS = 86400.0  # a day per reply; longer ones overflow the clocks deadlines are kept on
+# A tau2 turn is kilobytes; a reply is held several times over (bytes, JSON, protobuf, tau2's message)
+# in each of up to --max-concurrency simulations, so one hostile agent's reply must not be unbounded.
+DEFAULT_MAX_REPLY_BYTES = 8 << 20
 
 # Keys this package reads from `llm_args_agent`. Nothing secret among them.
 _ENDPOINT = "a2a_endpoint"
@@ -28,6 +34,8 @@ _BACKOFF = "a2a_backoff_seconds"
 _MAX_BACKOFF = "a2a_max_backoff_seconds"
 _TRANSPORT = "a2a_transport"
 _STREAMING = "a2a_streaming"
+_MAX_REPLY = "a2a_max_reply_bytes"
+_TARGETS = "a2a_allowed_targets"
 
 # --a2a-transport choices: `auto` takes the card's first interface we speak.
 TRANSPORTS = ("auto", "jsonrpc", "http-json", "grpc")
@@ -104,6 +112,8 @@ class A2AConfig:
     credential_ref: str | None = None
     transport: str = "auto"
     streaming: bool = False
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    targets: TargetPolicy | None = None  # None: any host but link-local and metadata addresses
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "endpoint", validate_endpoint(self.endpoint))
@@ -112,6 +122,9 @@ class A2AConfig:
         check_timeout(self.timeout)
         if self.retry.max_attempts < 1:
             raise ConfigError("A2A max attempts must be at least 1.")
+        if not isinstance(self.max_reply_bytes, int) or self.max_reply_bytes < 1:
+            raise ConfigError(f"--a2a-max-reply-bytes must be a whole number of bytes, at least 1, "
+                              f"got {self.max_reply_bytes!r}.")
 
     @property
     def reference(self) -> str:
@@ -136,6 +149,10 @@ class A2AConfig:
         }
         if self.credential_ref:
             args[_CREDENTIAL] = self.credential_ref
+        if self.max_reply_bytes != DEFAULT_MAX_REPLY_BYTES:  # the defaults leave earlier runs' settings as they were
+            args[_MAX_REPLY] = self.max_reply_bytes
+        if self.targets is not None and self.targets.entries:
+            args[_TARGETS] = list(self.targets.entries)
         return args
 
     @classmethod
@@ -149,6 +166,11 @@ class A2AConfig:
             )
         reference = llm_args.get(_CREDENTIAL) or validate_endpoint(llm_args[_ENDPOINT])
         token = credentials.get(reference) or os.environ.get(AUTH_TOKEN_ENV) or None
+        targets = None
+        if llm_args.get(_TARGETS):
+            from tau2_a2a.client.targets import TargetPolicy  # the policy module builds on this one
+
+            targets = TargetPolicy.from_entries(llm_args[_TARGETS])
         return cls(
             endpoint=llm_args[_ENDPOINT],
             auth_token=token,
@@ -162,6 +184,8 @@ class A2AConfig:
             credential_ref=llm_args.get(_CREDENTIAL),
             transport=str(llm_args.get(_TRANSPORT, "auto")),
             streaming=bool(llm_args.get(_STREAMING, False)),
+            max_reply_bytes=int(llm_args.get(_MAX_REPLY, DEFAULT_MAX_REPLY_BYTES)),
+            targets=targets,
         )
 
 

@@ -49,11 +49,6 @@ def protocol_version(interface: AgentInterface) -> str:
     return interface.protocol_version or "1.0"
 
 
-def grpc_target(url: str) -> str:
-    """`host:port` for grpc from a card's gRPC url, which may carry a scheme (grpc://, http://)."""
-    return url.split("://", 1)[-1].rstrip("/")
-
-
 def _major_minor(version: str) -> str:
     return ".".join(version.split(".")[:2]) if version else ""
 

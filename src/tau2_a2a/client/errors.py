@@ -74,6 +74,17 @@ class AgentMalformedReply(A2AFailure):
     category = ErrorCategory.MALFORMED_REPLY
 
 
+class AgentReplyTooLarge(AgentMalformedReply):
+    """A reply over --a2a-max-reply-bytes: reading stopped there, so one hostile agent cannot fill the memory."""
+
+
+class AgentTargetRefused(A2AFailure):
+    """A connection the target policy refuses (--a2a-allowed-targets): the endpoint, a URL the card names,
+    or an address DNS gave when connecting. Never retried."""
+
+    category = ErrorCategory.CONNECTION
+
+
 class AgentCardError(A2AFailure):
     """The agent card is missing or invalid: the run cannot start."""
 

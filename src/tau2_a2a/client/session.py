@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpcore
 import httpx
 from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientTimeoutError, AgentCardResolutionError
@@ -43,8 +44,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import A2AError, TaskNotFoundError
 
-from tau2_a2a.client.bindings import GRPC, READABLE, choose_interface, grpc_target, protocol_version
-
+from tau2_a2a.client.bindings import GRPC, READABLE, choose_interface, protocol_version
 from tau2_a2a.client.errors import (
     A2AFailure,
     AgentAuthError,
@@ -52,11 +52,14 @@ from tau2_a2a.client.errors import (
     AgentHTTPError,
     AgentMalformedReply,
     AgentProtocolError,
+    AgentReplyTooLarge,
+    AgentTargetRefused,
     AgentTimeout,
     AgentUnreachable,
 )
 from tau2_a2a.client.metrics import RequestRecord, TokenCounter, note_discovery
-from tau2_a2a.config import A2AConfig, redact
+from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
+from tau2_a2a.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig, redact
 from tau2_a2a.protocol.messages import reply_content, answer_parts
 from tau2_a2a.protocol.stream import StreamedReply
 from tau2_a2a.protocol.toolcalls import MalformedReply
@@ -110,19 +113,26 @@ class _CountedStream(httpx.AsyncByteStream):
     timed out, silent or still flowing.
     """
 
-    def __init__(self, inner: Any, wire: _Wire | None, log_chunk: Any, network_stream: Any) -> None:
+    def __init__(self, inner: Any, wire: _Wire | None, log_chunk: Any, network_stream: Any,
+                 max_bytes: int, request: httpx.Request) -> None:
         self._inner = inner
         self._wire = wire
         self._log_chunk = log_chunk
         self._network_stream = network_stream
+        self._max_bytes = max_bytes
+        self._request = request
 
     async def __aiter__(self) -> Any:
         deadline = self._wire.deadline if self._wire is not None else None
         timer = _shut_at(deadline, self._network_stream) if deadline is not None else None
+        received = 0
         try:
             for chunk in self._inner:
+                received += len(chunk)
                 if self._wire is not None:
                     self._wire.response_bytes += len(chunk)
+                if received > self._max_bytes:
+                    raise AgentReplyTooLarge(_too_large(self._request, received, self._max_bytes))
                 self._log_chunk(chunk)
                 yield chunk
         except httpx.TransportError:
@@ -155,6 +165,56 @@ def _shut_at(deadline: float, network_stream: Any) -> threading.Timer | None:
     return timer
 
 
+def _too_large(request: httpx.Request, received: int, max_bytes: int) -> str:
+    return (f"the reply to {request.method} {request.url} is over {max_bytes} bytes "
+            f"(--a2a-max-reply-bytes); tau2-a2a stopped reading it at {received} bytes. Raise "
+            "--a2a-max-reply-bytes if the agent's replies are really this large.")
+
+
+class _PolicyBackend(httpcore.SyncBackend):
+    """Opens each TCP connection only to addresses the target policy allows, resolved right then.
+
+    The host is resolved here, when the connection opens, every address is
+    checked, and the socket connects to those very addresses: what is
+    checked is what is connected to, so a DNS answer that changed since an
+    earlier check is caught. TLS still verifies the certificate against
+    the URL's host name (httpcore passes it as the server name).
+    """
+
+    def __init__(self, policy: TargetPolicy) -> None:
+        self._policy = policy
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        try:
+            addresses = self._policy.addresses(host, f"A connection to {host}:{port}")
+        except TargetUnresolvable as error:
+            raise httpcore.ConnectError(str(error)) from None
+        except TargetRefused as error:
+            raise AgentTargetRefused(str(error)) from None
+        failure: Exception | None = None
+        for address in addresses:
+            try:
+                return super().connect_tcp(str(address), port, timeout, local_address, socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
+                failure = error
+        raise failure or httpcore.ConnectError(f"{host} has no address")
+
+
+class _PinnedTransport(httpx.HTTPTransport):
+    """httpx's synchronous pool, its connections opened through `_PolicyBackend`."""
+
+    def __init__(self, policy: TargetPolicy, limits: httpx.Limits) -> None:
+        super().__init__(limits=limits)
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_PolicyBackend(policy),
+        )
+
+
 class _MeteringTransport(httpx.AsyncBaseTransport):
     """Counts bytes and keeps the HTTP status of each request; logs bodies in debug mode.
 
@@ -168,14 +228,18 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
     opened; the status counts as soon as the status line arrives, even if the
     body is then cut off. An event stream (SSE) passes through chunk by chunk,
     so its events arrive as sent; any other body is read whole (an error body's
-    words go into the error message). Debug logs never show the bearer token,
-    not even when the agent echoes it back.
+    words go into the error message). Reading stops once a reply is over
+    `max_bytes`, whole body or event stream, and the request fails as a
+    malformed reply. Debug logs never show the bearer token, not even when
+    the agent echoes it back.
     """
 
-    def __init__(self, inner: httpx.BaseTransport, debug: bool, token: str | None) -> None:
+    def __init__(self, inner: httpx.BaseTransport, debug: bool, token: str | None,
+                 max_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
         self._inner = inner
         self._debug = debug
         self._token = token
+        self._max_bytes = max_bytes
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         wire = _current_wire.get()
@@ -189,7 +253,7 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
                           redact(body.decode(errors="replace"), self._token))
         try:
             response = self._inner.handle_request(request)
-        except (httpx.ConnectError, httpx.ConnectTimeout):
+        except (httpx.ConnectError, httpx.ConnectTimeout, AgentTargetRefused):
             raise  # nothing was sent
         except BaseException:
             if wire is not None:
@@ -203,7 +267,7 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
                 response.status_code,
                 headers=response.headers,
                 stream=_CountedStream(response.stream, wire, self._log_reply_chunk,
-                                      response.extensions.get("network_stream")),
+                                      response.extensions.get("network_stream"), self._max_bytes, request),
                 extensions=response.extensions,
                 request=request,
             )
@@ -213,6 +277,9 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             for chunk in response.stream:  # type: ignore[union-attr]
                 chunks.append(chunk)
                 received += len(chunk)
+                if received > self._max_bytes:
+                    raise AgentReplyTooLarge(_too_large(request, received, self._max_bytes),
+                                             status=response.status_code)
         finally:
             response.close()
             if wire is not None:
@@ -309,6 +376,7 @@ class A2ASession:
         self._call_context: ClientCallContext | None = None
         self._grpc_channel: Any = None
         self._discover_lock = threading.Lock()
+        self.targets = config.targets or TargetPolicy()
         self._http = self._make_http()
 
     def _make_http(self) -> httpx.AsyncClient:
@@ -316,10 +384,11 @@ class A2ASession:
         if self.config.auth_token:
             headers["Authorization"] = f"Bearer {self.config.auth_token}"
         transport = _MeteringTransport(
-            httpx.HTTPTransport(
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=30.0)),
+            _PinnedTransport(self.targets,
+                             httpx.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=30.0)),
             self.config.debug,
             self.config.auth_token,
+            self.config.max_reply_bytes,
         )
         timeout = httpx.Timeout(self.config.timeout, connect=min(self.config.timeout, 10.0))
         return httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport)
@@ -382,13 +451,35 @@ class A2ASession:
         return ClientFactory(config).create(card)
 
     def _open_grpc_channel(self, url: str) -> Any:
+        """A channel to the addresses of the card's gRPC target that the policy allows, resolved now.
+
+        gRPC would resolve the name itself, and again on every reconnect; the
+        channel is pinned to the checked addresses instead, the name kept as
+        its authority (and, over TLS, as the name the certificate must carry).
+        """
         import grpc
 
-        limits = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
+        what = f"The gRPC target {url} named by the agent card"
+        try:
+            host, port = grpc_host_port(url, what)
+            addresses = self.targets.addresses(host, what)
+        except TargetUnresolvable as error:
+            raise AgentUnreachable(str(error)) from None
+        except TargetRefused as error:
+            raise AgentTargetRefused(str(error)) from None
+        family = addresses[0].version
+        pinned = ",".join(f"{a}:{port}" if family == 4 else f"[{a}]:{port}"
+                          for a in addresses if a.version == family)
+        authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        options = [("grpc.max_send_message_length", 64 << 20),
+                   ("grpc.max_receive_message_length", self.config.max_reply_bytes),
+                   ("grpc.default_authority", authority)]
+        target = f"ipv{family}:{pinned}"
         if url.startswith(("https://", "grpcs://")):
-            self._grpc_channel = grpc.aio.secure_channel(grpc_target(url), grpc.ssl_channel_credentials(), limits)
+            options.append(("grpc.ssl_target_name_override", host))
+            self._grpc_channel = grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options)
         else:
-            self._grpc_channel = grpc.aio.insecure_channel(grpc_target(url), limits)
+            self._grpc_channel = grpc.aio.insecure_channel(target, options)
         return self._grpc_channel
 
     @property
@@ -405,6 +496,12 @@ class A2ASession:
 
     async def _discover(self) -> tuple[AgentCard, AgentInterface]:
         endpoint = self.config.endpoint
+        try:
+            self.targets.check(endpoint, f"--a2a-endpoint {endpoint}")
+        except TargetUnresolvable:
+            pass  # fetching the card says it, as any connection that fails
+        except TargetRefused as refused:
+            raise AgentTargetRefused(str(refused)) from None
         last_error: A2AFailure | None = None
         for path in CARD_PATHS:
             resolver = A2ACardResolver(self._http, endpoint, path)
@@ -427,7 +524,8 @@ class A2ASession:
             try:
                 validate_card(card, endpoint)
                 interface = choose_interface(card, self.config.transport, endpoint)
-            except AgentCardError as invalid:
+                self._check_interfaces(card, interface.protocol_binding)
+            except (AgentCardError, AgentTargetRefused) as invalid:
                 record.error = invalid.category.value
                 record.error_message = str(invalid)
                 raise
@@ -438,6 +536,24 @@ class A2ASession:
             "Check that --a2a-endpoint is the agent's base URL and that the agent serves its card.",
             status=404,
         )
+
+    def _check_interfaces(self, card: AgentCard, binding: str) -> None:
+        """Every URL the card names for `binding` (a2a-sdk may take any of them) must pass the target policy."""
+        readable = READABLE.get(binding, binding)
+        for interface in card.supported_interfaces:
+            if interface.protocol_binding != binding:
+                continue
+            what = f"The agent card at {self.config.endpoint} names {interface.url} for {readable}; that URL"
+            try:
+                if binding == GRPC:
+                    host, _ = grpc_host_port(interface.url, what)
+                    self.targets.addresses(host, what)
+                else:
+                    self.targets.check(interface.url, what)
+            except TargetUnresolvable:
+                continue  # the access check says nothing answers there
+            except TargetRefused as refused:
+                raise AgentTargetRefused(str(refused)) from None
 
     async def _check_access(self, interface: AgentInterface) -> None:
         """Ask for a task that does not exist, before any simulation starts.
@@ -458,9 +574,11 @@ class A2ASession:
             if isinstance(failed.cause, TaskNotFoundError):
                 record.error = record.error_message = None  # the expected answer: access works
                 return
-            if isinstance(failure, AgentAuthError):
+            if isinstance(failure, (AgentTargetRefused, AgentReplyTooLarge)):
+                error: A2AFailure = failure
+            elif isinstance(failure, AgentAuthError):
                 how = f"HTTP {failure.status}" if failure.status else "UNAUTHENTICATED"
-                error: A2AFailure = AgentAuthError(
+                error = AgentAuthError(
                     f"The agent at {endpoint} refused a {binding} request to {rpc_url} with {how}. "
                     "Pass a valid bearer token with --a2a-auth-token or TAU2_A2A_AUTH_TOKEN.",
                     status=failure.status,
@@ -561,6 +679,12 @@ class A2ASession:
         async for event in self._client.send_message(request, context=self._call_context):
             if wire is not None:
                 wire.saw_event(event.ByteSize() if self._grpc else 0)
+                if self._grpc and wire.response_bytes > self.config.max_reply_bytes:
+                    raise AgentReplyTooLarge(
+                        f"the gRPC event stream of SendStreamingMessage to {self.config.endpoint} is over "
+                        f"{self.config.max_reply_bytes} bytes (--a2a-max-reply-bytes); tau2-a2a stopped reading it "
+                        f"at {wire.response_bytes} bytes. Raise --a2a-max-reply-bytes if the agent's replies are "
+                        "really this large.")
             streamed.add(event)
         try:
             return streamed.reply()
@@ -712,7 +836,7 @@ def _card_failure(error: AgentCardResolutionError, endpoint: str, path: str, tok
     if status is not None:
         return AgentCardError(f"Fetching the agent card {where} failed with HTTP {status}.", status=status)
     transport_failure = _classify(error, None, token, f"Fetching the agent card {where}")
-    if isinstance(transport_failure, (AgentUnreachable, AgentTimeout)):
+    if isinstance(transport_failure, (AgentUnreachable, AgentTimeout, AgentTargetRefused, AgentReplyTooLarge)):
         return transport_failure
     return AgentCardError(
         f"The agent card at {where} is not a valid A2A agent card: {redact(str(error), token)}"
@@ -727,9 +851,10 @@ def _classify(error: BaseException, status: int | None, token: str | None, doing
     message (without the token, should the agent echo it), since it usually
     says what went wrong.
     """
-    if isinstance(error, A2AFailure):
-        return error
     chain = _chain(error)
+    ours = next((e for e in chain if isinstance(e, A2AFailure)), None)  # raised in our transport, under a2a-sdk's
+    if ours is not None:
+        return ours
     text = redact(str(error), token)
     if status in (401, 403):
         return AgentAuthError(
@@ -812,6 +937,9 @@ def _classify_grpc(chain: list[BaseException], token: str | None, doing: str,
         return None
     code = rpc.code().name
     said = redact(rpc.details() or "", token)[:200]
+    if code == "RESOURCE_EXHAUSTED" and "larger than max" in said:
+        return AgentReplyTooLarge(f"{doing}: the reply is over the --a2a-max-reply-bytes limit (gRPC: {said}); "
+                                  "raise --a2a-max-reply-bytes if the agent's replies are really this large.")
     if code in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
         return AgentAuthError(f"{doing} was refused with gRPC {code}: the agent needs a valid bearer token "
                               "(--a2a-auth-token or TAU2_A2A_AUTH_TOKEN).")

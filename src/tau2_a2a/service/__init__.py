@@ -9,8 +9,7 @@
     evaluations.py  evaluation jobs: child processes, queue, limits, cancel, records on disk
     summary.py      metrics and text from tau2's results file
     catalog.py      domains, splits, tasks, tools (cached)
-    targets.py      which endpoints may be evaluated
     vault.py        keeps a target's token out of every store
-    settings.py     flags and TAU2_EVAL_* environment variables
+    settings.py     flags and TAU2_EVAL_* environment variables (the target policy: client/targets.py)
     client.py       calling the service with the a2a-sdk client
 """

@@ -370,8 +370,10 @@ def add_serve_command(commands: Any) -> None:
                        help="Endpoint the evaluations reach the user LLM at, with the service's keys "
                             "(TAU2_EVAL_USER_LLM_API_BASE; default: the provider's). Callers cannot choose one")
     serve.add_argument("--allowed-targets", default=None,
-                       help="Comma-separated hosts, *.domains, IPs or CIDR networks the service may evaluate "
-                            "(TAU2_EVAL_ALLOWED_TARGETS; default: any but link-local/metadata addresses)")
+                       help="Comma-separated hosts, *.domains, IPs, CIDR networks and the keywords public, "
+                            "private, loopback the service may evaluate; a list replaces the default, e.g. "
+                            "public,loopback (TAU2_EVAL_ALLOWED_TARGETS; default: public, globally routable "
+                            "addresses only; link-local and metadata addresses are always refused)")
     serve.add_argument("--max-running", type=int, default=None, help="Evaluations at once; more are queued")
     serve.add_argument("--max-queued", type=int, default=None, help="Evaluations waiting at most")
     serve.add_argument("--max-simulations", type=int, default=None, help="Tasks x trials per request at most")
@@ -436,7 +438,7 @@ def serve_command(args: argparse.Namespace) -> int:
     from tau2_a2a.config import ConfigError
     from tau2_a2a.service.evaluations import EvaluationError
     from tau2_a2a.service.store import redact_url
-    from tau2_a2a.service.targets import TargetPolicy
+    from tau2_a2a.client.targets import TargetPolicy
     from tau2_a2a.serving import serve_forever
 
     try:

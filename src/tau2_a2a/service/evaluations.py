@@ -56,6 +56,7 @@ from typing import Any, Callable
 from sqlalchemy.exc import SQLAlchemyError
 
 from tau2_a2a.client.metrics import METRICS_SUFFIX
+from tau2_a2a.client.targets import CLI_FLAG, SERVICE_FLAG
 from tau2_a2a.config import AUTH_TOKEN_ENV, redact
 from tau2_a2a.runner.parent import EXIT_WITH_ENV
 from tau2_a2a.service import summary
@@ -79,6 +80,7 @@ PRIVATE_DIR, PRIVATE_FILE, CHILD_UMASK = 0o700, 0o600, 0o077
 _SERVICE_WORDING = (
     (re.compile(r" and re-run the same command to resume\."), " and send the evaluation again."),
     (re.compile(r"--a2a-auth-token(?: or \$?TAU2_A2A_AUTH_TOKEN)?"), "agent_auth_token"),
+    (re.compile(re.escape(CLI_FLAG) + r"(?= )"), SERVICE_FLAG),  # the child names its flag; the operator sets ours
 )
 
 
@@ -142,8 +144,11 @@ class EvaluationSpec:
         return asdict(self)
 
     def command(self, results_dir: Path, python: str = sys.executable, ray_address: str | None = None,
-                user_llm_api_base: str | None = None) -> list[str]:
+                user_llm_api_base: str | None = None, allowed_targets: tuple[str, ...] = ()) -> list[str]:
         """The child's command line: `tau2-a2a run` as a person would type it, no secret.
+
+        The service's target policy goes along (`--a2a-allowed-targets`): the child checks every
+        connection it makes, to the card's interfaces too, when it makes it.
 
         Either way the child writes one results file, read for progress and kept on cancel:
         its simulations run in it, or on the Ray cluster at `ray_address` with it as the driver.
@@ -166,6 +171,8 @@ class EvaluationSpec:
             command += ["--task-ids", *self.task_ids]
         if self.task_split:
             command += ["--task-split-name", self.task_split]
+        if allowed_targets:
+            command += [f"{CLI_FLAG}={','.join(allowed_targets)}"]
         return command
 
 
@@ -217,7 +224,7 @@ class EvaluationManager:
     def __init__(self, root: Path | str, limits: Limits = DEFAULT_LIMITS, python: str = sys.executable,
                  ray_address: str | None = None, database: str | None = None, replica: str | None = None,
                  lease_seconds: float = 30.0, nice: int = DEFAULT_NICE,
-                 user_llm_api_base: str | None = None) -> None:
+                 user_llm_api_base: str | None = None, allowed_targets: tuple[str, ...] = ()) -> None:
         if not 0 <= nice <= 19:
             raise EvaluationError(f"Evaluations run 0 to 19 nice steps below the service, got {nice}: set "
                                   "--evaluation-nice or TAU2_EVAL_EVALUATION_NICE within that range.")
@@ -231,6 +238,7 @@ class EvaluationManager:
         self.limits = limits
         self.python = python
         self.ray_address = ray_address  # each evaluation's simulations run on this Ray cluster
+        self.allowed_targets = tuple(allowed_targets)  # the service's target policy, enforced in each child too
         self.store = EvaluationStore(database or default_database(self.root))
         self.replica = replica or replica_name()
         self.lease_seconds = lease_seconds
@@ -500,7 +508,8 @@ class EvaluationManager:
         evaluation_id = job.record["evaluation_id"]
         spec = job.record["request"]
         command = EvaluationSpec(**spec).command(job.directory, self.python, self.ray_address,
-                                                 user_llm_api_base=self.user_llm_api_base)
+                                                 user_llm_api_base=self.user_llm_api_base,
+                                                 allowed_targets=self.allowed_targets)
         # Nothing of the service's own settings (its token, its database URL) reaches the child.
         env = {k: v for k, v in os.environ.items() if k != AUTH_TOKEN_ENV and not k.startswith(SERVICE_ENV_PREFIX)}
         env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", NO_COLOR="1", TERM="dumb", COLUMNS="120")

@@ -29,13 +29,15 @@ if TYPE_CHECKING:
 
 ENV_PREFIX = "TAU2_EVAL_"
 DEFAULT_RESULTS_DIR = "tau2_eval_results"
+# Globally routable addresses only: callers must not reach, or map by its answers, the operator's own network.
+DEFAULT_ALLOWED_TARGETS = ("public",)
 
 
 @dataclass(frozen=True)
 class ServiceSettings:
     results_dir: Path = Path(DEFAULT_RESULTS_DIR)
     limits: Limits = DEFAULT_LIMITS
-    allowed_targets: tuple[str, ...] = ()
+    allowed_targets: tuple[str, ...] = DEFAULT_ALLOWED_TARGETS
     model: str | None = None  # any LiteLLM model string; None: structured requests only
     model_api_base: str | None = None  # an OpenAI-compatible endpoint, with model "openai/<name>"
     auth_token: str | None = field(default=None, repr=False)  # bearer token callers must send
@@ -99,7 +101,7 @@ class ServiceSettings:
         return cls(
             results_dir=Path(get("RESULTS_DIR") or DEFAULT_RESULTS_DIR),
             limits=limits,
-            allowed_targets=tuple(t for t in (get("ALLOWED_TARGETS") or "").split(",") if t.strip()),
+            allowed_targets=names(get("ALLOWED_TARGETS")) or DEFAULT_ALLOWED_TARGETS,
             model=get("MODEL"),
             model_api_base=get("MODEL_API_BASE"),
             auth_token=env.get(SERVICE_TOKEN_ENV) or None,
@@ -116,18 +118,19 @@ class ServiceSettings:
     def tools(self, replica: str | None = None) -> EvaluationTools:
         """The tools over a fresh evaluation manager for these settings."""
         from tau2_a2a.service.store import StoreError
-        from tau2_a2a.service.targets import TargetPolicy
+        from tau2_a2a.client.targets import SERVICE_FLAG, TargetPolicy
         from tau2_a2a.service.tools import EvaluationTools
 
         user_llms = self.user_llm_policy()
+        targets = TargetPolicy.from_entries(self.allowed_targets, flag=SERVICE_FLAG)
         try:
             manager = EvaluationManager(self.results_dir, self.limits, ray_address=self.ray_address,
                                         database=self.database, replica=replica or self.replica,
                                         lease_seconds=self.lease_seconds, nice=self.evaluation_nice,
-                                        user_llm_api_base=user_llms.api_base)
+                                        user_llm_api_base=user_llms.api_base, allowed_targets=targets.entries)
         except (StoreError, EvaluationError) as error:
             raise ConfigError(str(error)) from None
-        return EvaluationTools(manager, TargetPolicy.from_entries(self.allowed_targets), user_llms=user_llms)
+        return EvaluationTools(manager, targets, user_llms=user_llms)
 
 
 def names(value: str | None) -> tuple[str, ...]:

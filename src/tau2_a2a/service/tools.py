@@ -41,7 +41,7 @@ from tau2_a2a.service.evaluations import (
     EvaluationSpec,
     Limits,
 )
-from tau2_a2a.service.targets import TargetPolicy
+from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.service.vault import REFERENCE_ARGUMENT, TOKEN_ARGUMENT, TokenVault, vault
 
 LIST_DOMAINS = "list_domains"
