@@ -158,12 +158,20 @@ def _request_handler_class() -> type:
     from a2a.server.context import ServerCallContext
     from a2a.server.request_handlers import DefaultRequestHandler, validate_request_params
     from a2a.types import Role, SendMessageRequest
-    from a2a.utils.errors import TaskNotFoundError
+    from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
     from a2a.utils.task import apply_history_length, validate_history_length
 
     from tau2_a2a.service.executor import RESUME_STATE
     from tau2_a2a.service.reads import read_only_reply
     from tau2_a2a.service.vault import scrub_a2a_message
+
+    def scrubbed(message: Any) -> None:
+        """The message's secrets moved out before anything stores it; one it cannot read is the caller's error."""
+        try:
+            scrub_a2a_message(message)
+        except ValueError as error:  # a data part holding Infinity or NaN has no JSON form
+            raise InvalidParamsError(message=f"A data part of the message cannot be read as JSON ({error}): "
+                                             "send finite numbers only.") from None
 
     class ServiceRequestHandler(DefaultRequestHandler):
         """a2a-sdk's handler, plus: a target's token leaves the message before the task store keeps it,
@@ -187,7 +195,7 @@ def _request_handler_class() -> type:
 
         @validate_request_params
         async def on_message_send(self, params: Any, context: Any) -> Any:
-            scrub_a2a_message(params.message)
+            scrubbed(params.message)
             reply = await read_only_reply(self.tools, params.message)
             if reply is not None:
                 return reply
@@ -195,7 +203,7 @@ def _request_handler_class() -> type:
 
         @validate_request_params
         async def on_message_send_stream(self, params: Any, context: Any) -> AsyncIterator[Any]:
-            scrub_a2a_message(params.message)
+            scrubbed(params.message)
             reply = await read_only_reply(self.tools, params.message)
             if reply is not None:
                 yield reply
