@@ -101,6 +101,9 @@ def test_the_json_follows_its_published_schema(built: tuple[dict[str, Any], Path
     assert on_disk["$schema"] == schema()["$id"]
     provenance = figures(on_disk, "flaky")["provenance"]
     assert provenance["agent"]["implementation"] == "a2a_agent"
+    oracle = figures(on_disk, "oracle")["provenance"]["agent"]
+    assert (oracle["name"], oracle["card_version"]) == ("tau2 oracle", "0.1.0")  # the card the run met
+    assert "a2a_card" not in oracle["settings"]
     assert provenance["user"]["implementation"] == "scripted_user" and provenance["num_trials"] == 3
     assert len(provenance["trial_seeds"]) == 3 and len(provenance["task_set_hash"]) == 64
     assert provenance["task_set_hash"] == figures(on_disk, "oracle")["provenance"]["task_set_hash"]

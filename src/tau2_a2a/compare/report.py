@@ -14,7 +14,6 @@ from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-
 from tau2_a2a.client.metrics import METRICS_SUFFIX
 from tau2_a2a.compare import stats
 from tau2_a2a.compare.runs import (
@@ -28,6 +27,8 @@ from tau2_a2a.compare.runs import (
     task_set_hash,
     task_trials,
 )
+from tau2_a2a.runner.resume import CARD_KEY
+
 SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
 FEW_TASKS = 20  # below this many tasks a percentile bootstrap interval is known to be too narrow
 
@@ -181,7 +182,7 @@ def provenance(run: DomainRun, trials: dict[str, Any]) -> dict[str, Any]:
     starts = [s.get("start_time") for s in run.results["simulations"] if s.get("start_time")]
     ends = [s.get("end_time") for s in run.results["simulations"] if s.get("end_time")]
     agent_args = public_args(agent.get("llm_args"))
-    card = (run.metrics or {}).get("card") or {}
+    card = agent_args.get(CARD_KEY) or (run.metrics or {}).get("card") or {}
     return {
         "results_timestamp": run.results.get("timestamp"),
         "first_simulation_start": min(starts) if starts else None,
@@ -199,7 +200,7 @@ def provenance(run: DomainRun, trials: dict[str, Any]) -> dict[str, Any]:
             "name": card.get("name") or agent.get("llm"),
             "card_version": card.get("version"),
             "endpoint": public_url(agent_args.get("a2a_endpoint")),
-            "settings": {k: v for k, v in agent_args.items() if k != "a2a_endpoint"},
+            "settings": {k: v for k, v in agent_args.items() if k not in ("a2a_endpoint", CARD_KEY)},
         },
         "user": {"implementation": user.get("implementation"), "llm": user.get("llm"),
                  "settings": public_args(user.get("llm_args"))},
