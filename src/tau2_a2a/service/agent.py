@@ -223,7 +223,7 @@ class EvaluationServiceAgent(BaseAgent):
         if assessment is not None:
             final = await self._result(ctx, record, assessment, state)
         else:
-            final = self._reply(ctx, summary.text(record), record, state=state)
+            final = self._reply(ctx, summary.text(record), self.tools.with_report_url(record), state=state)
             if record["status"] == "failed":  # the A2A task fails too, with the reason as its message
                 final.error_code, final.error_message = "EVALUATION_FAILED", summary.text(record)
         yield final
@@ -237,7 +237,8 @@ class EvaluationServiceAgent(BaseAgent):
             return self._error(ctx, text, code="EVALUATION_" + record["status"].upper())
         path = self.tools.manager.results_path(record["evaluation_id"])
         results = await asyncio.to_thread(summary.read_results, path)
-        final = self._reply(ctx, text, build_result(record, results, assessment), state=state)
+        report = self.tools.with_report_url(record).get("report_url")
+        final = self._reply(ctx, text, build_result(record, results, assessment, report), state=state)
         final.custom_metadata = {ARTIFACT_KEY: ARTIFACT_NAME}
         return final
 

@@ -13,7 +13,7 @@ its artifact.
 
 What this module adds: a card with one skill per tool (argument schema and
 example), the bearer-token check on every binding (JSON-RPC, HTTP+JSON, gRPC;
-the card stays public), and moving a target's token out of the request before
+the card stays public) and on each evaluation's HTML report (report.py), and moving a target's token out of the request before
 the task store keeps it.
 
 Heavy imports (ADK, a2a-sdk server) happen inside functions, so the CLI and
@@ -275,6 +275,7 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
     from tau2_a2a.service import catalog
     from tau2_a2a.service.agent import build_agent
     from tau2_a2a.service.executor import executor_config
+    from tau2_a2a.service.report import report_route
     from tau2_a2a.service.request_limit import RequestSizeLimit
     from tau2_a2a.service.store import sqlalchemy_url, tune_sqlite
     from tau2_a2a.serving import a2a_routes, conformance_middleware
@@ -338,7 +339,10 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
     if settings.auth_token:
         middleware.append(Middleware(BearerAuth, token=settings.auth_token))
     middleware += conformance_middleware()  # innermost: it answers what a2a-sdk's routes would answer wrongly
-    app = Starlette(routes=a2a_routes(handler, card), middleware=middleware, lifespan=lifespan)
+    tools.public_url = url
+    # The report's route first: the HTTP+JSON routes end with a catch-all.
+    app = Starlette(routes=[report_route(tools.manager), *a2a_routes(handler, card)], middleware=middleware,
+                    lifespan=lifespan)
     app.state.a2a_handler = handler
     app.state.grpc_interceptors = [grpc_bearer_auth(settings.auth_token)] if settings.auth_token else []
     app.state.grpc_options = [("grpc.max_receive_message_length", settings.max_request_bytes)]

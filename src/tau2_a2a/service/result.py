@@ -4,7 +4,8 @@ Flat names and plain numbers, so a leaderboard's SQL reads it directly
 (`results.avg_reward`, `results.pass_hat_1`). A2A data parts carry every
 number as a double: a reader sees `"max_steps": 200.0`. Whole numbers stay
 exact (doubles hold every integer up to 2**53); rewards and averages are
-rounded to 6 decimals. `result_schema.json` beside this module is its JSON
+rounded to 6 decimals, and so are the bounds of their 95% bootstrap intervals
+(`avg_reward_ci95_low`, `pass_hat_1_ci95_high`, ...). `result_schema.json` beside this module is its JSON
 Schema.
 """
 
@@ -46,8 +47,20 @@ def _seconds_between(start: str | None, end: str | None) -> float | None:
     return round((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 3)
 
 
-def build_result(record: dict[str, Any], results: dict[str, Any] | None, assessment: Assessment) -> dict[str, Any]:
-    """The result of the assessment that ran as evaluation `record` (tau2's results file: `results`)."""
+def interval_fields(intervals: dict[str, Any] | None) -> dict[str, float | None]:
+    """The 95% intervals as flat columns: avg_reward_ci95_low/high, pass_hat_{k}_ci95_low/high."""
+    reward = (intervals or {}).get("avg_reward") or {}
+    fields: dict[str, float | None] = {"avg_reward_ci95_low": reward.get("low"),
+                                       "avg_reward_ci95_high": reward.get("high")}
+    for k, bounds in ((intervals or {}).get("pass_hat_k") or {}).items():
+        fields[f"pass_hat_{k}_ci95_low"], fields[f"pass_hat_{k}_ci95_high"] = bounds["low"], bounds["high"]
+    return fields
+
+
+def build_result(record: dict[str, Any], results: dict[str, Any] | None, assessment: Assessment,
+                 report_url: str | None = None) -> dict[str, Any]:
+    """The result of the assessment that ran as evaluation `record` (tau2's results file: `results`);
+    `report_url` is where the service serves its HTML report."""
     spec = record["request"]
     outcome = record.get("result") or summary.outcome(None, None)
     simulations = (results or {}).get("simulations") or []
@@ -81,6 +94,8 @@ def build_result(record: dict[str, Any], results: dict[str, Any] | None, assessm
         "finished_simulations": finished,
         "avg_reward": metrics["avg_reward"],
         **{f"pass_hat_{k}": value for k, value in metrics["pass_hat_k"].items()},
+        **interval_fields(outcome.get("ci95")),
+        "report_url": report_url,
         "avg_agent_cost": _average([s.get("agent_cost") for s in simulations]),
         "avg_user_cost": _average([s.get("user_cost") for s in simulations]),
         "total_agent_cost": _total([s.get("agent_cost") for s in simulations]),

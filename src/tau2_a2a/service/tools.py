@@ -127,7 +127,8 @@ def tool_specs(limits: Limits = DEFAULT_LIMITS, user_llms: UserLLMPolicy = DEFAU
                  run_schema,
                  {"domain": "airline", "agent_endpoint": "http://127.0.0.1:9100", "user": "scripted_user",
                   "num_tasks": 5}),
-        ToolSpec(GET, "An evaluation's status, progress (or queue position) and results, by id.",
+        ToolSpec(GET, "An evaluation's status, progress (or queue position) and results with 95% intervals, "
+                      "by id, and the URL of its HTML report.",
                  {"type": "object", "properties": {"evaluation_id": _EVALUATION_ID},
                   "required": ["evaluation_id"], "additionalProperties": False},
                  {"evaluation_id": "ev-0123456789ab"}),
@@ -184,6 +185,15 @@ class EvaluationTools:
         self.vault = token_vault
         self.user_llms = user_llms or UserLLMPolicy()
         self.specs = tool_specs(manager.limits, self.user_llms)
+        self.public_url: str | None = None  # the service's URL, for each evaluation's report_url
+
+    def with_report_url(self, record: dict[str, Any]) -> dict[str, Any]:
+        """`record` with the absolute URL of its HTML report, when the service's URL is known."""
+        if self.public_url is None:
+            return record
+        from tau2_a2a.service.report import report_url
+
+        return {**record, "report_url": report_url(self.public_url, record["evaluation_id"])}
 
     # -- structured calls -----------------------------------------------------------
 
@@ -264,7 +274,7 @@ class EvaluationTools:
     def get_evaluation(self, evaluation_id: str) -> dict[str, Any]:
         """Status, progress (or queue position) and results of one evaluation."""
         try:
-            return self.manager.get(evaluation_id)
+            return self.with_report_url(self.manager.get(evaluation_id))
         except EvaluationError as error:
             raise ToolError(str(error)) from None
 
