@@ -90,7 +90,10 @@ def test_a_text_request_streams_progress_and_completes_with_a_result_artifact(te
         "user": "scripted_user", "user_llm": "gpt-4.1", "num_tasks": 2, "total_simulations": 4,
         "finished_simulations": 4, "avg_reward": 1.0, "pass_hat_1": 1.0, "pass_hat_2": 1.0,
         "a2a_error_simulations": 0, "a2a_failed_requests": 0, "ignored_config": ["num_instances"]}
-    assert not any(key.startswith("pass_hat_") and key not in ("pass_hat_1", "pass_hat_2") for key in data)
+    assert sorted(key for key in data if key.startswith("pass_hat_")) == [
+        f"pass_hat_{k}{bound}" for k in (1, 2) for bound in ("", "_ci95_high", "_ci95_low")]
+    assert {key: data[key] for key in data if "_ci95_" in key} == {  # every task passed: no spread
+        f"{name}_ci95_{bound}": 1.0 for name in ("avg_reward", "pass_hat_1", "pass_hat_2") for bound in ("low", "high")}
     assert type(data["max_steps"]) is float  # a data part carries every number as a double
     assert data["tasks"] == [{"task_id": t, "rewards": [1.0, 1.0], "successes": [True, True],
                               "termination_reasons": ["user_stop", "user_stop"], "avg_reward": 1.0}
