@@ -25,7 +25,7 @@ TOKEN = "report-token-5e1f"
 
 @pytest.fixture(scope="module")
 def agent_url() -> Iterator[str]:
-    """The oracle, except that every conversation of task 1 ends FAILED: rewards 1, 1 / 0, 0 / 1, 1."""
+    """The oracle, except that every conversation of task 1 ends FAILED: rewards 1, 1 / 0, 0 / 1, 1 / 1, 1."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with BackgroundServer(agent_app(FailsTask("1", "not today"), url), port=port):
@@ -34,11 +34,11 @@ def agent_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def evaluated(agent_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """A service with a bearer token, and get_evaluation's answer for one finished evaluation (3 tasks x 2 trials)."""
+    """A service with a bearer token, and get_evaluation's answer for one finished evaluation (4 tasks x 2 trials)."""
     service = start_service(tmp_path_factory.mktemp("report"), auth_token=TOKEN)
     try:
         arguments = {"domain": "airline", "agent_endpoint": agent_url, "user": "scripted_user",
-                     "num_tasks": 3, "num_trials": 2}
+                     "num_tasks": 4, "num_trials": 2}
         ran = asyncio.run(call_tool(service.url, "run_tau2_evaluation", arguments, token=TOKEN))
         assert ran["status"] == "completed", ran
         record = asyncio.run(call_tool(service.url, "get_evaluation", {"evaluation_id": ran["evaluation_id"]},
@@ -57,7 +57,7 @@ def report_figures(service: Any, evaluation_id: str) -> dict[str, Any]:
 def test_intervals_are_those_of_the_report_on_the_same_results_file(evaluated: tuple[Any, dict[str, Any]]) -> None:
     service, record = evaluated
     result = record["result"]
-    assert [t["rewards"] for t in result["tasks"]] == [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]
+    assert [t["rewards"] for t in result["tasks"]] == [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
     figures = report_figures(service, record["evaluation_id"])
     expected = {"avg_reward": {"low": round(figures["avg_reward"]["ci"][0], 6),
                                "high": round(figures["avg_reward"]["ci"][1], 6)},
@@ -66,13 +66,19 @@ def test_intervals_are_those_of_the_report_on_the_same_results_file(evaluated: t
                 "method": "percentile bootstrap over tasks", "resamples": 10_000, "seed": 0}
     assert result["ci95"] == expected
     assert set(expected["pass_hat_k"]) == {"1", "2"}
+    ci = {name: f"{b['low']:.3f}-{b['high']:.3f}" for name, b in
+          [("reward", expected["avg_reward"])] + [(k, b) for k, b in expected["pass_hat_k"].items()]}
+    assert (f"95% intervals (bootstrap over tasks): average reward {ci['reward']}, pass^1 {ci['1']}, "
+            f"pass^2 {ci['2']}.\nTerminations:") in summary.text(record)
+    assert summary.text(record).endswith(f"\nReport: {record['report_url']}")
     metrics = result["metrics"]
-    assert metrics["avg_reward"] == round(figures["avg_reward"]["value"], 6) == 0.666667
+    assert metrics["avg_reward"] == round(figures["avg_reward"]["value"], 6) == 0.75
     bounds = [(result["ci95"]["avg_reward"], metrics["avg_reward"])] + [
         (result["ci95"]["pass_hat_k"][k], metrics["pass_hat_k"][k]) for k in ("1", "2")]
     for interval, value in bounds:
         assert interval["low"] <= value <= interval["high"]
-        assert interval["low"] < interval["high"]  # three tasks that differ: the interval has a width
+    # Resampling 4 tasks of which one fails: at most one passing task in 5.1% of resamples, none in 0.4%.
+    assert (result["ci95"]["avg_reward"]["low"], result["ci95"]["avg_reward"]["high"]) == (0.25, 1.0)
 
 
 def test_the_result_artifact_carries_the_intervals_as_flat_fields(evaluated: tuple[Any, dict[str, Any]]) -> None:

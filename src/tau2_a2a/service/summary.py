@@ -184,6 +184,12 @@ def text(record: dict[str, Any]) -> str:
                 f"{m['num_simulations']} of {record['total_simulations']} simulations: "
                 f"average reward {m['avg_reward']:.3f}; {pass_text}; average agent cost {cost}."
             )
+            ci = result.get("ci95")
+            if ci:
+                passes = "".join(f", pass^{k} {b['low']:.3f}-{b['high']:.3f}" for k, b in
+                                 sorted(ci["pass_hat_k"].items(), key=lambda item: int(item[0])))
+                lines.append(f"95% intervals (bootstrap over tasks): average reward "
+                             f"{ci['avg_reward']['low']:.3f}-{ci['avg_reward']['high']:.3f}{passes}.")
             reasons = ", ".join(f"{k} {v}" for k, v in result["termination_reasons"].items())
             lines.append(f"Terminations: {reasons}.")
             tasks = "; ".join(f"{t['task_id']}: {', '.join(f'{r:g}' for r in t['rewards'])}" for t in result["tasks"])
@@ -200,6 +206,8 @@ def text(record: dict[str, Any]) -> str:
                 f"A2A: {protocol['requests']} requests, {protocol['failed_requests']} failed, "
                 f"latency p50 {latency['p50']} ms, p95 {latency['p95']} ms."
             )
+    if record.get("report_url") and (record.get("progress") or {}).get("simulations_done"):
+        lines.append(f"Report: {record['report_url']}")
     return "\n".join(lines)
 
 
