@@ -17,8 +17,8 @@ from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import parse
 from tau2_a2a.service.result import build_result, schema
 from tau2_a2a.serving import BackgroundServer, free_port
-from tests.agents import FailsTask, agent_app
-from tests.service_support import call_tool, start_service
+from tests.agents import FailsTask, SlowOnTask, agent_app
+from tests.service_support import call_tool, start_service, until
 
 TOKEN = "report-token-5e1f"
 
@@ -127,3 +127,38 @@ def test_an_unknown_evaluation_has_no_report(evaluated: tuple[Any, dict[str, Any
                                        "Use list_evaluations to see the known ones."}
     malformed = httpx.get(f"{service.url}/evaluations/..service.sqlite/report", headers=headers, timeout=30)
     assert malformed.status_code == 404 and "ids look like ev-0123456789ab" in malformed.json()["error"]
+
+
+def test_a_running_evaluation_has_a_report_once_a_simulation_finished(
+        evaluated: tuple[Any, dict[str, Any]]) -> None:
+    service, _ = evaluated
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    slow = SlowOnTask("1", hang=120)
+    port = free_port()
+    agent = f"http://127.0.0.1:{port}"
+    tools = service.app.state.tools
+    record: dict[str, Any] = {}
+    with BackgroundServer(agent_app(slow, agent), port=port):
+        try:
+            record = tools.call("run_tau2_evaluation", {
+                "domain": "airline", "agent_endpoint": agent, "user": "scripted_user", "task_ids": ["0", "1"],
+                "max_concurrency": 1})
+            url = f"{service.url}/evaluations/{record['evaluation_id']}/report"
+            first = httpx.get(url, headers=headers, timeout=30)
+            assert first.status_code == 404
+            assert first.json()["error"] in {f"Evaluation {record['evaluation_id']} has no finished simulation yet "
+                                             f"({status}); its report exists once one has finished."
+                                             for status in ("queued", "running")}
+
+            async def done() -> int:
+                return tools.get_evaluation(record["evaluation_id"])["progress"]["simulations_done"]
+
+            asyncio.run(until(done, lambda n: n == 1, "the first simulation"))
+            page = httpx.get(url, headers=headers, timeout=120)
+            assert page.status_code == 200 and 'class="grid"' in page.text
+            # Built from what finished so far, and not kept: the evaluation goes on.
+            assert not tools.manager.results_path(record["evaluation_id"]).with_name("report.html").exists()
+        finally:
+            slow.release()
+            if record:
+                tools.manager.wait(record["evaluation_id"], timeout=120)
