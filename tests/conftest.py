@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# A Ray head on a busy machine can take over Ray's default 30 s to start its GCS (the tests start several).
+os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
 
 import pytest  # noqa: E402
 from hypothesis import settings as hypothesis_settings  # noqa: E402

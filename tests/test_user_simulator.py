@@ -92,7 +92,7 @@ def test_cli_run_with_the_llm_user_simulator(user_llm: StandinLLM, oracle_url: s
 
 def test_service_evaluation_with_the_llm_user_simulator(user_llm: StandinLLM, oracle_url: str,
                                                         tmp_path: Path) -> None:
-    service = start_service(tmp_path / "service")
+    service = start_service(tmp_path / "service", allowed_user_llms=(MODEL,))  # the operator allows the stand-in
     try:
         reply = asyncio.run(ask(service.url, "run_tau2_evaluation", {
             "domain": "airline", "agent_endpoint": oracle_url, "user": "user_simulator", "user_llm": MODEL,

@@ -56,6 +56,9 @@ CONNECT_SECONDS = 5.0
 # Ray Client's head starts a server process per driver, and that start can fail on a busy head (a gRPC
 # fork race in Ray's proxier, "Starting Ray client server failed"); a new connection gets a new server.
 CLIENT_SERVER_ATTEMPTS = 3
+# How long `--ray local` waits for its head's GCS to start (Ray's own default, 30 s, is short on a busy machine).
+GCS_WAIT_ENV = "RAY_gcs_server_port_wait_time_s"
+GCS_WAIT_SECONDS = "120"
 CLIENT_SERVER_FAILED = "Starting Ray client server failed"
 LOCAL_OBJECT_STORE_BYTES = 256 * 2**20  # simulations are small: a few hundred kB each
 
@@ -104,6 +107,7 @@ def connected(address: str) -> Iterator[None]:
     check_address(address)
     try:
         if address == "local":
+            os.environ.setdefault(GCS_WAIT_ENV, GCS_WAIT_SECONDS)  # a busy machine can take over Ray's 30 s
             with _environment_without(AUTH_TOKEN_ENV):  # the cluster's processes inherit this environment
                 ray.init(address="local", num_cpus=usable_cores(), include_dashboard=False,
                          object_store_memory=LOCAL_OBJECT_STORE_BYTES, logging_level=logging.WARNING)
