@@ -219,24 +219,23 @@ def latency_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
         for method, summary in figures["protocol"]["latency_ms_by_method"].items():
             groups.append((f"{label} · {method}" if len(per_run) > 1 else method, summary["values"],
                            PALETTE[index % len(PALETTE)]))
-    figure = _figure(height=max(1.6, 0.45 * len(groups) + 1.0))
-    axes = figure.add_subplot()
-    _boxes(axes, groups)
-    axes.set_xlabel("latency (ms)")
-    _style(axes, "Latency per request kind")
-    axes.grid(axis="x", color="#dddddd", linewidth=0.6)
-    return _svg(figure)
+    return _box_chart(groups, "latency (ms)", "Latency per request kind")
 
 
 def first_event_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
     """Time from the request to the first A2A event (equal to the latency when the reply is not streamed)."""
     groups = [(label, figures["protocol"]["first_event_ms"]["values"], PALETTE[i % len(PALETTE)])
               for i, (label, figures) in enumerate(per_run)]
+    return _box_chart(groups, "time to first event (ms)", "Time to first event")
+
+
+def _box_chart(groups: list[tuple[str, list[float], str]], xlabel: str, title: str) -> str:
+    """One horizontal box per group, one row each."""
     figure = _figure(height=max(1.6, 0.45 * len(groups) + 1.0))
     axes = figure.add_subplot()
     _boxes(axes, groups)
-    axes.set_xlabel("time to first event (ms)")
-    _style(axes, "Time to first event")
+    axes.set_xlabel(xlabel)
+    _style(axes, title)
     axes.grid(axis="x", color="#dddddd", linewidth=0.6)
     return _svg(figure)
 
