@@ -249,3 +249,18 @@ def test_ctrl_c_keeps_what_finished_writes_its_metrics_and_says_how_to_resume(wo
     assert sorted(s.task_id for s in simulations) == sorted(TASKS)  # each task exactly once
     assert {s.id for s in finished} <= {s.id for s in simulations}
     assert {s.reward_info.reward for s in simulations} == {1.0}
+
+
+def test_the_printed_resume_command_holds_no_secret(tmp_path: Path) -> None:
+    from tau2_a2a.cli import resume_command
+    from tau2_a2a.runner.interrupt import RunInterrupted
+
+    stopped = RunInterrupted(1, tmp_path / "run.json", None)
+    argv = ["run", "airline", "--a2a-auth-token", "tok-1", "--a2a-auth-token=tok-2",
+            "--user-llm-args", '{"temperature": 0.5, "api_key": "sk-3", "extra_headers": {"Authorization": "b-4"}}',
+            '--agent-llm-args={"token": "tok-5", "seed": 7}', "--user-llm-args", "not json"]
+    words = shlex.split(resume_command(argv, stopped))
+    assert words == ["tau2-a2a", "run", "airline", "--a2a-auth-token", "<token>", "--a2a-auth-token=<token>",
+                     "--user-llm-args", '{"temperature": 0.5, "api_key": "<secret>", "extra_headers": "<secret>"}',
+                     '--agent-llm-args={"token": "<secret>", "seed": 7}', "--user-llm-args", "not json",
+                     "--save-to", "run"]

@@ -15,6 +15,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shlex
 import sys
 from contextlib import contextmanager
@@ -88,16 +89,41 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def resume_command(argv: list[str], interrupted: RunInterrupted) -> str:
-    """The command line that resumes a stopped run: the same flags, the run's --save-to, no token."""
+    """The command line that resumes a stopped run: the same flags, the run's --save-to, no secret.
+
+    The token becomes `<token>`, and in `--agent-llm-args` / `--user-llm-args` every value whose
+    key names a credential (api_key, extra_headers, ...) becomes `<secret>`.
+    """
     words = list(argv)
     for index, word in enumerate(words):
-        if word == "--a2a-auth-token" and index + 1 < len(words):
-            words[index + 1] = "<token>"
-        elif word.startswith("--a2a-auth-token="):
-            words[index] = "--a2a-auth-token=<token>"
+        flag, equals, value = word.partition("=")
+        if flag == "--a2a-auth-token":
+            if equals:
+                words[index] = "--a2a-auth-token=<token>"
+            elif index + 1 < len(words):
+                words[index + 1] = "<token>"
+        elif flag.endswith("-llm-args"):
+            if equals:
+                words[index] = f"{flag}={_without_secrets(value)}"
+            elif index + 1 < len(words):
+                words[index + 1] = _without_secrets(words[index + 1])
     if not any(word == "--save-to" or word.startswith("--save-to=") for word in words):
         words += ["--save-to", interrupted.results_path.stem]
     return shlex.join(["tau2-a2a", *words])
+
+
+_CREDENTIAL_KEY = re.compile(r"(key|token|secret|password|authorization|credential|headers)", re.IGNORECASE)
+
+
+def _without_secrets(llm_args: str) -> str:
+    """LLM args given as JSON, each credential's value replaced by `<secret>` (other text as it is)."""
+    try:
+        parsed = json.loads(llm_args)
+    except ValueError:
+        return llm_args
+    if not isinstance(parsed, dict):
+        return llm_args
+    return json.dumps({key: "<secret>" if _CREDENTIAL_KEY.search(key) else value for key, value in parsed.items()})
 
 
 def build_parser() -> argparse.ArgumentParser:
