@@ -122,8 +122,9 @@ def test_a_killed_replica_s_evaluation_is_finished_by_the_other(
 def test_cancel_through_one_replica_stops_the_evaluation_the_other_runs(
         replicas: Callable[..., Service], slow_oracle: str) -> None:
     first = replicas("replica-a", "--max-running", "2")
-    by_tool = submit(first, slow_oracle, [str(task) for task in range(10)])
-    by_a2a = submit(first, slow_oracle, [str(task) for task in range(10, 20)])
+    # 25 tasks each (about a second apiece): both are still running when the test cancels them
+    by_tool = submit(first, slow_oracle, [str(task) for task in range(25)])
+    by_a2a = submit(first, slow_oracle, [str(task) for task in range(25, 50)])
     for _, evaluation_id in (by_tool, by_a2a):
         wait_until(lambda: done_so_far(first.url, evaluation_id) >= 1, "a simulation")
     second = replicas("replica-b")
