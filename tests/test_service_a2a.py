@@ -242,7 +242,8 @@ async def test_cancel_stops_the_evaluation_and_keeps_finished_simulations(
     server = start_service(tmp_path, limits=Limits(max_running=1))
     try:
         url = server.url
-        first = await ask(url, RUN, oracle_run(slow_oracle, num_tasks=5, max_concurrency=1), return_immediately=True)
+        first = await ask(url, RUN, oracle_run(slow_oracle, num_tasks=20, max_concurrency=1),  # still running when canceled
+                          return_immediately=True)
         second = await ask(url, RUN, oracle_run(slow_oracle, num_tasks=2), return_immediately=True)
         async def by_status() -> dict[str, Any]:
             return {e["status"]: e for e in (await call_tool(url, "list_evaluations"))["evaluations"]}
@@ -263,7 +264,7 @@ async def test_cancel_stops_the_evaluation_and_keeps_finished_simulations(
                              lambda record: record["status"] != "running", "the canceled evaluation to stop")
         assert record["status"] == "canceled"
         done = record["result"]["metrics"]["num_simulations"]
-        assert 1 <= done < 5 and record["result"]["metrics"]["avg_reward"] == 1.0
+        assert 1 <= done < 20 and record["result"]["metrics"]["avg_reward"] == 1.0
         assert record["result"]["protocol_metrics"]["simulations"] == done
         on_disk = json.loads((tmp_path / running["evaluation_id"] / "results.json").read_text())
         assert len(on_disk["simulations"]) == done
