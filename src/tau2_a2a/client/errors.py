@@ -62,10 +62,6 @@ class AgentHTTPError(A2AFailure):
         return self.status is not None and (self.status == 429 or self.status >= 500)
 
 
-class RunStopped(AgentAuthError):
-    """A run stopped because the agent refused our credentials mid-way; its finished simulations are kept."""
-
-
 class AgentProtocolError(A2AFailure):
     category = ErrorCategory.PROTOCOL
 

@@ -57,9 +57,9 @@ from tau2_a2a.client.errors import (
     AgentTimeout,
     AgentUnreachable,
 )
-from tau2_a2a.client.metrics import RequestRecord, TokenCounter, note_discovery
+from tau2_a2a.client.records import RequestRecord, TokenCounter
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
-from tau2_a2a.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig, redact
+from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig, redact
 from tau2_a2a.protocol.messages import reply_content, answer_parts
 from tau2_a2a.protocol.stream import StreamedReply
 from tau2_a2a.protocol.toolcalls import MalformedReply
@@ -358,7 +358,11 @@ class Exchange:
 
 
 class A2ASession:
-    """Everything shared by the simulations of one endpoint in this process."""
+    """The A2A side of one run in one process: its card, its connections, and its discovery records.
+
+    A run makes one session from its A2AConfig and closes it at the end; the
+    token lives only in the config the session holds.
+    """
 
     def __init__(self, config: A2AConfig) -> None:
         self.config = config
@@ -372,6 +376,7 @@ class A2ASession:
         self.binding = ""  # the card's protocol_binding we talk over, once discovered
         self.streaming = False  # whether messages go out as SendStreamingMessage
         self.refusal: AgentAuthError | None = None  # set when the agent refuses us mid-run: nothing more is sent
+        self.discovery: list[RequestRecord] = []  # requests made before any simulation: the card, the access check
         self._client: Any = None
         self._call_context: ClientCallContext | None = None
         self._grpc_channel: Any = None
@@ -781,7 +786,7 @@ class A2ASession:
             error_message=str(failure) if failure else None,
         )
         if discovery:
-            note_discovery(self.config.endpoint, record)
+            self.discovery.append(record)
         if failure is not None:
             raise _Failed(failure, record, cause)
         return result, record

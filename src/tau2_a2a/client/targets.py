@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from tau2_a2a.config import ConfigError
+from tau2_a2a.errors import ConfigError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

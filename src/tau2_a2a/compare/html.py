@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from tau2_a2a.client.metrics import RAW_DATA_KEY
+from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.compare import stats
 from tau2_a2a.compare.runs import Run, a2a_records, failed_components, failure_kind, reward_of
 

@@ -14,7 +14,7 @@ from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tau2_a2a.client.metrics import METRICS_SUFFIX
+from tau2_a2a.runner.protocol_metrics import METRICS_SUFFIX
 from tau2_a2a.compare import stats
 from tau2_a2a.compare.runs import (
     SCHEMA_ID,
@@ -27,7 +27,7 @@ from tau2_a2a.compare.runs import (
     task_set_hash,
     task_trials,
 )
-from tau2_a2a.runner.resume import CARD_KEY
+from tau2_a2a.tau2bench.resume import CARD_KEY
 
 SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
 FEW_TASKS = 20  # below this many tasks a percentile bootstrap interval is known to be too narrow

@@ -15,7 +15,8 @@ from typing import Any
 
 import orjson
 
-from tau2_a2a.client.metrics import METRICS_SUFFIX, RAW_DATA_KEY
+from tau2_a2a.client.records import RAW_DATA_KEY
+from tau2_a2a.runner.protocol_metrics import METRICS_SUFFIX
 from tau2_a2a.compare import stats
 
 SCHEMA_ID = "https://tau2-a2a.dev/schemas/report-1.json"

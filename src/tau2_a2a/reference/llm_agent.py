@@ -30,7 +30,7 @@ from a2a.utils.errors import InternalError, InvalidParamsError
 
 from tau2_a2a.protocol.messages import USAGE_METADATA_KEY, IncomingTurn, read_turn, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
-from tau2_a2a.serving import agent_card
+from tau2_a2a.protocol.hosting import agent_card
 
 log = logging.getLogger("tau2_a2a.llm_agent")
 

@@ -18,13 +18,9 @@ from a2a.types import AgentCard, AgentSkill, Part
 
 from tau2_a2a.protocol.messages import read_turn, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
-from tau2_a2a.reference.oracle_script import OracleStep, find_marker, oracle_steps
-from tau2_a2a.serving import agent_card
+from tau2_a2a.tau2bench.oracle_script import NO_MARKER, OracleStep, find_marker, oracle_steps
+from tau2_a2a.protocol.hosting import agent_card
 
-NO_MARKER = (
-    "I am the tau2 oracle: I only serve conversations whose first user message "
-    "names a task with a line like [tau2-task domain=airline id=0] (use --user scripted_user)."
-)
 
 
 class OracleExecutor(AgentExecutor):

@@ -1,4 +1,4 @@
-"""`tau2-a2a merge`: tau2 results files of shards (or of runs with the same settings) as one.
+"""Merging: tau2 results files of shards (or of runs with the same settings) as one.
 
 AgentBeats runs an assessment as several shards, each its own results file.
 Merged, they are one tau2 results file, scored by tau2 as if one run had made
@@ -12,19 +12,13 @@ again per task (0, 1, ...), in the order of the files, so pass^k counts each.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
-from tau2.data_model.simulation import Results
-from tau2.metrics.agent_metrics import compute_metrics
-from tau2.run import save_results_summary, save_termination_summary
-from tau2.utils.display import ConsoleDisplay
-from tau2.utils.utils import DATA_DIR
-
-from tau2_a2a.runner.results_file import atomic_open
-from tau2_a2a.client.metrics import format_summary, metrics_path, write_report
-from tau2_a2a.config import ConfigError
+from tau2_a2a.errors import ConfigError
+from tau2_a2a.runner.protocol_metrics import format_summary, write_report
+from tau2_a2a.tau2bench.distribution import DATA_DIR, Results
+from tau2_a2a.tau2bench.runs import read_results, save_results
 
 # What must be equal for simulations to be scored together (the seed and git commit may differ).
 SETTINGS = {
@@ -94,7 +88,7 @@ def merge_files(paths: list[Path], save_to: str, results_dir: Path | None = None
     parts = []
     for path in paths:
         try:
-            parts.append((path, Results.load(path)))
+            parts.append((path, read_results(path)))
         except (ValueError, OSError) as error:
             raise ConfigError(f"{path} is not a tau2 results file ({str(error).splitlines()[0]}).") from None
     merged = merge_results(parts)
@@ -102,35 +96,3 @@ def merge_files(paths: list[Path], save_to: str, results_dir: Path | None = None
     save_results(merged, target)
     print(format_summary(write_report(target)))
     return target
-
-
-def save_results(results: Results, path: Path) -> None:
-    """A tau2 results file written whole, with tau2's metrics shown and its two summary files beside it."""
-    with atomic_open(path, "w") as results_file:
-        results_file.write(results.model_dump_json(indent=2))
-    metrics = compute_metrics(results)
-    ConsoleDisplay.display_agent_metrics(metrics)
-    save_results_summary(results, metrics, path.parent / f"{path.stem}_results.json")
-    save_termination_summary(results, path.parent / f"{path.stem}_termination_summary.json")
-
-
-def merge_command(args: argparse.Namespace) -> int:
-    target = merge_files([Path(p) for p in args.results_files], args.save_to,
-                         Path(args.results_dir) if args.results_dir else None)
-    print(f"Results: {target}\nProtocol metrics: {metrics_path(target)}")
-    return 0
-
-
-def add_merge_command(commands: Any) -> None:
-    """`tau2-a2a merge RESULTS_FILE... --save-to NAME [--results-dir DIR]`."""
-    merge = commands.add_parser(
-        "merge", help="Merge tau2 results files of shards or runs with the same settings into one",
-        description="Merge the tau2 results files of several shards (or runs of the same domain, agent, user "
-                    "and settings) into one results file, scored over all of them (pass^k), with one A2A "
-                    "metrics file beside it.",
-    )
-    merge.add_argument("results_files", nargs="+", metavar="RESULTS_FILE")
-    merge.add_argument("--save-to", required=True, metavar="NAME", help="Name of the merged results file")
-    merge.add_argument("--results-dir", default=None, metavar="DIR",
-                       help="Where to write it (default: tau2's data/simulations, as tau2 run)")
-    merge.set_defaults(func=merge_command)

@@ -3,7 +3,7 @@
 The driver runs tau2's own `run_domain`, as a run in one process does: it
 plans the simulations (tasks x trials, tau2's seeds), resumes from the results
 file, prints tau2's progress and saves each simulation as it arrives (whole
-files only, see `runner.results_file`). Only tau2's call to `run_task`, one
+files only, see `tau2bench.results_file`). Only tau2's call to `run_task`, one
 simulation, goes to a Ray actor, which runs the conversation and scores it
 there and sends the finished SimulationRun back. So the results file is the
 one tau2 writes in one process, and the latencies are measured in the actor.
@@ -19,8 +19,9 @@ at most RETRIES times; an exception
 inside a simulation (the agent's doing) is not retried. Only what an actor
 returns is saved, so no simulation is counted twice.
 
-The bearer token reaches each actor as an argument of its constructor, in
-memory: never Ray's runtime environment, job metadata or a log line.
+The A2A config, bearer token included, reaches each actor as an argument of
+its constructor, in memory: never Ray's runtime environment, job metadata or
+a log line. Each actor makes its own A2A session from it.
 """
 
 from __future__ import annotations
@@ -38,15 +39,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import tau2.run
-from tau2.data_model.simulation import RunConfig, SimulationRun
-from tau2.run import get_tasks
-
+from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
 from tau2_a2a.client.errors import AgentAuthError
-from tau2_a2a.client.metrics import current_node, set_node
-from tau2_a2a.runner.processes import usable_cores
-from tau2_a2a.runner.run import RunOutcome, evaluate, prepare_a2a_run
-from tau2_a2a.config import AUTH_TOKEN_ENV, A2AConfig, ConfigError
+from tau2_a2a.client.records import current_node, set_node
+from tau2_a2a.client.session import A2ASession
+from tau2_a2a.errors import ConfigError
+from tau2_a2a.runner.outcome import SimulationLost
+from tau2_a2a.tau2bench.distribution import SimulationRun, tau2_run
+from tau2_a2a.tau2bench.environments import install as install_environments
+from tau2_a2a.tau2bench.orchestration import on_session, run_task
 
 RETRIES = 2  # runs of a simulation again after the actor running it died
 # One actor per CPU, each reserving half of one: when a node leaves, its actors restart on the nodes left
@@ -63,20 +64,21 @@ CLIENT_SERVER_FAILED = "Starting Ray client server failed"
 LOCAL_OBJECT_STORE_BYTES = 256 * 2**20  # simulations are small: a few hundred kB each
 
 
-class SimulationLost(RuntimeError):
-    """A simulation's actor died more than RETRIES times; the finished simulations are kept."""
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def evaluate_on_ray(config: RunConfig, a2a: A2AConfig, address: str) -> RunOutcome:
-    """Evaluate the A2A agent with the simulations on the Ray cluster at `address`; same files as in one process."""
-    path = prepare_a2a_run(config, a2a)  # the card check, before any Ray starts
-    tasks = get_tasks(config.task_set_name or config.domain, config.task_split_name,
-                      config.task_ids, config.num_tasks)
+@contextmanager
+def simulations_on_ray(address: str, a2a: A2AConfig, concurrency: int, simulations: int,
+                       results_path: Path) -> Iterator[None]:
+    """While inside, tau2's run_domain in this process (the driver) sends each simulation to an actor on the
+    Ray cluster at `address`."""
     with connected(address):
-        pool = ActorPool.start(a2a, config.max_concurrency, len(tasks) * config.num_trials, path)
+        pool = ActorPool.start(a2a, concurrency, simulations, results_path)
         print(pool.describe(address), flush=True)
         with pool.running_tau2_simulations():
-            return evaluate(config, a2a, scoring_processes=0)
+            yield
 
 
 def check_address(address: str) -> None:
@@ -152,12 +154,8 @@ class SimulationActor:
     def __init__(self, a2a: A2AConfig) -> None:
         import ray
 
-        import tau2_a2a  # noqa: F401  (registers a2a_agent, scripted_user and the A2A orchestrator)
-        from tau2_a2a.tau2bench.environments import install
-
-        install()  # environments from databases read once in this actor
-
-        a2a.to_llm_args()  # keeps the token in this process's credential store, where the agent finds it
+        install_environments()  # environments from databases read once in this actor
+        self.session = A2ASession(a2a)
         set_node(ray.get_runtime_context().get_node_id())
 
     def where(self) -> tuple[str, int]:
@@ -165,7 +163,8 @@ class SimulationActor:
         return current_node(), os.getpid()
 
     def run(self, arguments: dict[str, Any]) -> SimulationRun:
-        return tau2.run.run_task(**arguments)
+        with on_session(self.session):
+            return run_task(**arguments)
 
 
 @dataclass
@@ -217,12 +216,12 @@ class ActorPool:
     @contextmanager
     def running_tau2_simulations(self) -> Iterator[None]:
         """tau2's run_tasks, in this process, sends each simulation to an actor while inside."""
-        original = tau2.run.run_task
-        tau2.run.run_task = self.run_task  # type: ignore[assignment]
+        original = tau2_run.run_task
+        tau2_run.run_task = self.run_task  # type: ignore[assignment]
         try:
             yield
         finally:
-            tau2.run.run_task = original
+            tau2_run.run_task = original
 
     def run_task(self, **arguments: Any) -> SimulationRun:
         """tau2's run_task on the next free slot; raises what the simulation raised there."""

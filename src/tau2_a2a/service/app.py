@@ -264,7 +264,7 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
     (the benchmark compares a2a-sdk's in-memory store).
 
     With `grpc_url` (host:port) the card declares gRPC too; serve it with
-    tau2_a2a.serving (BackgroundServer or serve_forever with a gRPC port).
+    tau2_a2a.protocol.hosting (BackgroundServer or serve_forever with a gRPC port).
     """
     from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
     from google.adk.a2a.executor.a2a_agent_executor import A2aAgentExecutor
@@ -278,7 +278,7 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
     from tau2_a2a.service.report import report_route
     from tau2_a2a.service.request_limit import RequestSizeLimit
     from tau2_a2a.service.store import sqlalchemy_url, tune_sqlite
-    from tau2_a2a.serving import a2a_routes, conformance_middleware
+    from tau2_a2a.protocol.hosting import a2a_routes, conformance_middleware
 
     tools = settings.tools(replica=settings.replica or replica_name_for(url))
     agent = build_agent(settings, tools, poll_seconds=poll_seconds)
@@ -447,11 +447,11 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from tau2_a2a.config import ConfigError
+    from tau2_a2a.client.config import ConfigError
     from tau2_a2a.service.evaluations import EvaluationError
     from tau2_a2a.service.store import redact_url
     from tau2_a2a.client.targets import TargetPolicy
-    from tau2_a2a.serving import serve_forever
+    from tau2_a2a.protocol.hosting import serve_forever
 
     try:
         settings = settings_from_args(args)

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from tau2.config import (
+from tau2_a2a.tau2bench.distribution import (
     DEFAULT_LLM_TEMPERATURE_USER,
     DEFAULT_LLM_USER,
     DEFAULT_MAX_STEPS,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from tau2.registry import registry
-from tau2.run import load_task_splits, load_tasks
+from tau2_a2a.tau2bench.distribution import registry
+from tau2_a2a.tau2bench.distribution import load_task_splits, load_tasks
 
 import tau2_a2a  # noqa: F401  (registers our agent and users with tau2)
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from tau2.config import DEFAULT_LLM_USER
+from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_USER
 
 REMOVED = "<removed>"  # what a scrubbed value becomes in every stored copy of the request
 NO_LLM_USERS = frozenset({"scripted_user"})  # users that call no LLM: user_llm is not used

@@ -55,9 +55,9 @@ from typing import Any, Callable
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from tau2_a2a.client.metrics import METRICS_SUFFIX
+from tau2_a2a.runner.protocol_metrics import METRICS_SUFFIX
 from tau2_a2a.client.targets import CLI_FLAG, SERVICE_FLAG
-from tau2_a2a.config import AUTH_TOKEN_ENV, redact
+from tau2_a2a.client.config import AUTH_TOKEN_ENV, redact
 from tau2_a2a.runner.parent import EXIT_WITH_ENV
 from tau2_a2a.service import summary
 from tau2_a2a.service.store import EvaluationStore, Row, default_database, replica_name
@@ -628,7 +628,7 @@ class EvaluationManager:
             if report is not None:
                 return report
         try:  # a canceled or failed run: build the metrics file from what finished
-            from tau2_a2a.client.metrics import write_report
+            from tau2_a2a.runner.protocol_metrics import write_report
 
             report = write_report(results_path)
             metrics_file.chmod(PRIVATE_FILE)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tau2_a2a.config import ConfigError
+from tau2_a2a.client.config import ConfigError
 from tau2_a2a.service.credentials import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy, has_userinfo
 from tau2_a2a.service.request_limit import DEFAULT_MAX_REQUEST_BYTES
 from tau2_a2a.service.evaluations import (

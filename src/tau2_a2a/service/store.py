@@ -56,7 +56,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from tau2_a2a.config import redact
+from tau2_a2a.client.config import redact
 
 SCHEMA_VERSION = 1
 DATABASE_NAME = "service.sqlite"

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from tau2.metrics.agent_metrics import is_successful, pass_hat_k
+from tau2_a2a.tau2bench.distribution import is_successful, pass_hat_k
 
 
 def read_results(path: Path) -> dict[str, Any] | None:

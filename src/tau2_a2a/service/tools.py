@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from tau2.config import (
+from tau2_a2a.tau2bench.distribution import (
     DEFAULT_LLM_TEMPERATURE_USER,
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_STEPS,
@@ -23,7 +23,7 @@ from tau2.config import (
     DEFAULT_USER_IMPLEMENTATION,
 )
 
-from tau2_a2a.config import ConfigError
+from tau2_a2a.client.config import ConfigError
 from tau2_a2a.service import catalog, summary
 from tau2_a2a.service.assessment import Assessment, Shard
 from tau2_a2a.service.credentials import (

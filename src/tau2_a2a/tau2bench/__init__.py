@@ -1,7 +1,21 @@
-"""The seam between tau2-a2a and tau2-bench.
+"""The seam between tau2-a2a and tau2-bench: every use of tau2's internals is in this package.
 
-Every part of tau2-a2a that needs tau2's internals goes through this package,
-so that a change in tau2 (a new release, the other distribution) is met in one
-place. For now it holds `environments`: tau2's domain environments, built from
-databases read once per process.
+Only `distribution` imports tau2; the other modules build on its names: the
+agent types and the user tau2-a2a registers (`a2a_agent`, `oracle_agent`,
+`scripted_user`), the orchestrator that turns an A2A failure into an
+`agent_error` ending, atomic results files, Ctrl-C handling inside tau2's
+thread pool, environments built from databases read once per process, and
+tau2's run itself (`runs`).
+
+Importing this package registers the agents and the user with tau2's
+registry, once per process: a Ray worker that unpickles anything of ours gets
+them too.
 """
+
+from __future__ import annotations
+
+from tau2_a2a.tau2bench.registration import register
+
+register()
+
+__all__ = ["register"]

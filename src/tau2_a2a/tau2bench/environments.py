@@ -42,25 +42,28 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
-from tau2.domains.airline import environment as airline
-from tau2.domains.airline.data_model import FlightDB
-from tau2.domains.airline.utils import AIRLINE_DB_PATH
-from tau2.domains.mock import environment as mock
-from tau2.domains.mock.data_model import MockDB
-from tau2.domains.mock.utils import MOCK_DB_PATH
-from tau2.domains.retail import environment as retail
-from tau2.domains.retail.data_model import RetailDB
-from tau2.domains.retail.utils import RETAIL_DB_PATH
-from tau2.domains.telecom import environment as telecom
-from tau2.domains.telecom.data_model import TelecomDB
-from tau2.domains.telecom.user_data_model import TelecomUserDB
-from tau2.domains.telecom.utils import TELECOM_DB_PATH, TELECOM_USER_DB_PATH
-from tau2.environment.environment import Environment
-from tau2.environment.tool import Tool, as_tool
-from tau2.environment.toolkit import ToolKitBase
-from tau2.registry import registry
-from tau2.utils import get_dict_hash
-
+from tau2_a2a.tau2bench.distribution import (
+    AIRLINE_DB_PATH,
+    MOCK_DB_PATH,
+    RETAIL_DB_PATH,
+    TELECOM_DB_PATH,
+    TELECOM_USER_DB_PATH,
+    Environment,
+    FlightDB,
+    MockDB,
+    RetailDB,
+    TelecomDB,
+    TelecomUserDB,
+    Tool,
+    ToolKitBase,
+    as_tool,
+    get_dict_hash,
+    registry,
+)
+from tau2_a2a.tau2bench.distribution import airline_environment as airline
+from tau2_a2a.tau2bench.distribution import mock_environment as mock
+from tau2_a2a.tau2bench.distribution import retail_environment as retail
+from tau2_a2a.tau2bench.distribution import telecom_environment as telecom
 from tau2_a2a.tau2bench.copy_on_access import CopyOnAccess
 
 VERIFY_ENV = "TAU2_A2A_VERIFY_DB_HASH"

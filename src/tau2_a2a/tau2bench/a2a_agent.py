@@ -4,6 +4,8 @@ The remote agent receives the policy, the tools and the conversation, and
 answers with text or tool calls; tau2's orchestrator runs every tool call
 locally. One A2A context per simulation: a fresh agent (and state) per task
 and trial, the `context_id` the agent returns sent back with every message.
+Every simulation of a run talks over the run's one A2A session (see
+`orchestration.on_session`).
 """
 
 from __future__ import annotations
@@ -13,24 +15,24 @@ from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from tau2.agent.base import ValidAgentInputMessage
-from tau2.agent.llm_agent import LLMAgent
-from tau2.data_model.message import (
+from tau2_a2a.tau2bench.distribution import (
     AssistantMessage,
+    LLMAgent,
     Message,
     MultiToolMessage,
+    Tool,
     ToolCall,
     ToolMessage,
     UserMessage,
+    ValidAgentInputMessage,
 )
-from tau2.environment.tool import Tool
 from a2a.types import Message as A2AMessage
 from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.client.errors import AgentMalformedReply
-from tau2_a2a.client.metrics import RAW_DATA_KEY
-from tau2_a2a.client.session import A2ASession, sessions
-from tau2_a2a.config import A2AConfig, redact
+from tau2_a2a.client.records import RAW_DATA_KEY
+from tau2_a2a.client.config import redact
+from tau2_a2a.client.session import A2ASession
 from tau2_a2a.protocol.messages import (
     USAGE_METADATA_KEY,
     ToolResult,
@@ -40,8 +42,10 @@ from tau2_a2a.protocol.messages import (
     user_turn,
 )
 from tau2_a2a.protocol.toolcalls import CallForm, MalformedReply, parse_reply, restore_arguments
+from tau2_a2a.tau2bench.orchestration import AGENT_NAME, current_session
 
-AGENT_NAME = "a2a_agent"
+__all__ = ["AGENT_NAME", "A2AAgent"]
+
 log = logging.getLogger("tau2_a2a.client")
 
 
@@ -61,7 +65,8 @@ class A2AAgent(LLMAgent):
     """tau2 agent backed by a remote A2A agent.
 
     It subclasses LLMAgent only because tau2's `run_task` constructs LLMAgent
-    subclasses with `(tools, domain_policy, llm, llm_args)`; no LLM runs here.
+    subclasses with `(tools, domain_policy, llm, llm_args)`; no LLM runs here,
+    and `llm_args` are only what the results file records of the A2A config.
     """
 
     def __init__(
@@ -72,8 +77,8 @@ class A2AAgent(LLMAgent):
         llm_args: Optional[dict] = None,
     ) -> None:
         super().__init__(tools=tools, domain_policy=domain_policy, llm=llm, llm_args=llm_args)
-        self.config = A2AConfig.from_llm_args(llm_args)
-        self.session: A2ASession = sessions.get(self.config)
+        self.session: A2ASession = current_session()
+        self.config = self.session.config
         self.seed: int | None = None
         self.tool_schemas = [tool_schema(tool) for tool in tools]
         self._parameters = {

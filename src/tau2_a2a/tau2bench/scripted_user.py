@@ -12,11 +12,21 @@ from __future__ import annotations
 from typing import Optional
 
 from pydantic import Field
-from tau2.data_model.message import Message, ToolCall, ToolMessage, UserMessage
-from tau2.data_model.tasks import Action, Task
-from tau2.user.base import STOP, BaseUser, UserState, ValidUserInputMessage
 
-from tau2_a2a.reference.oracle_script import handover_text, task_marker, user_done_text, user_runs
+from tau2_a2a.tau2bench.distribution import (
+    STOP,
+    Action,
+    BaseUser,
+    Message,
+    Task,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    UserState,
+    ValidUserInputMessage,
+)
+
+from tau2_a2a.tau2bench.oracle_script import handover_text, task_marker, user_done_text, user_runs
 
 USER_NAME = "scripted_user"
 

@@ -19,17 +19,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tau2.data_model.message import AssistantMessage
-from tau2.data_model.simulation import Results, RunConfig
-from tau2.metrics.agent_metrics import compute_metrics, is_successful
-from tau2.run import run_domain
-
-from tau2_a2a.runner.run import evaluate, resume_without_prompt, results_path_for, scrub_secrets
-from tau2_a2a.config import A2AConfig, ConfigError
-from tau2_a2a.reference.fidelity import trajectory_signature
+from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.errors import ConfigError
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.llm_agent import LLMExecutor, Usage, llm_agent_card
-from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
-from tau2_a2a.tau2bench.environments import install as install_environments
+from tau2_a2a.runner.run import evaluate
+from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
+from tau2_a2a.tau2bench.distribution import AssistantMessage, Results, compute_metrics, is_successful
+from tau2_a2a.tau2bench.fidelity import trajectory_signature
 
 NATIVE_AGENT = "llm_agent"
 ARM_TITLES = {"native": "native llm_agent", "a2a": "baseline agent over A2A"}
@@ -56,17 +53,14 @@ class ABOutcome:
     json_path: Path
 
 
-def run_ab(config: RunConfig) -> ABOutcome:
-    """Run both arms of `config` (its llm_agent is the model under test), then compare and save."""
-    if not config.llm_agent:
+def run_ab(settings: RunSettings) -> ABOutcome:
+    """Run both arms of `settings` (its agent_llm is the model under test), then compare and save."""
+    if not settings.agent_llm:
         raise ConfigError("Name the model: tau2-a2a ab DOMAIN --model MODEL.")
-    base = config.save_to or default_run_name(config)
-    if config.llm_args_judge is None:
-        config.llm_args_judge = {}
-    install_environments()  # both arms build tau2's environments the same way
-    native = _run_native(config.model_copy(deep=True, update={"agent": NATIVE_AGENT, "save_to": f"{base}_native"}))
-    a2a = _run_a2a(config.model_copy(deep=True, update={"save_to": f"{base}_a2a"}))
-    comparison = compare(native, a2a, config)
+    base = settings.save_to or default_run_name(settings)
+    native = _run_native(settings.with_changes(agent=NATIVE_AGENT, save_to=f"{base}_native"))
+    a2a = _run_a2a(settings.with_changes(save_to=f"{base}_a2a"))
+    comparison = compare(native, a2a, settings)
     table = format_table(comparison)
     directory = native.results_path.parent
     table_path, json_path = directory / f"{base}_ab.txt", directory / f"{base}_ab.json"
@@ -75,39 +69,37 @@ def run_ab(config: RunConfig) -> ABOutcome:
     return ABOutcome(native, a2a, comparison, table, table_path, json_path)
 
 
-def default_run_name(config: RunConfig) -> str:
-    model = re.sub(r"[^A-Za-z0-9._-]+", "-", config.llm_agent).strip("-")
-    return f"ab_{config.domain}_{model}_{datetime.now().strftime('%Y%m%dT%H%M%S')}"
+def default_run_name(settings: RunSettings) -> str:
+    model = re.sub(r"[^A-Za-z0-9._-]+", "-", settings.agent_llm or "").strip("-")
+    return f"ab_{settings.domain}_{model}_{datetime.now().strftime('%Y%m%dT%H%M%S')}"
 
 
-def agent_llm_args(config: RunConfig) -> dict[str, Any]:
+def agent_llm_args(settings: RunSettings) -> dict[str, Any]:
     """The LiteLLM arguments tau2's run_domain gives its agent, for the A2A arm's agent too."""
-    args = dict(config.llm_args_agent or {})
-    args["num_retries"] = config.max_retries
-    if config.agent_api_key:
-        args["api_key"] = os.getenv(config.agent_api_key) or "dummy_key"
+    args = dict(settings.agent_llm_args or {})
+    args["num_retries"] = settings.max_retries
+    if settings.agent_api_key:
+        args["api_key"] = os.getenv(settings.agent_api_key) or "dummy_key"
     if "base_url" in args:
         args["base_url"] = args["base_url"].removesuffix("/chat/completions")
     return args
 
 
-def _run_native(config: RunConfig) -> Arm:
-    path = results_path_for(config)
+def _run_native(settings: RunSettings) -> Arm:
     started = time.perf_counter()
-    with resume_without_prompt(path.exists()):
-        results = run_domain(config)
+    outcome = evaluate(settings)
     wall = time.perf_counter() - started
-    scrub_secrets(path)
-    return Arm(results, path, wall, _trajectory_usage(results))
+    return Arm(outcome.results, outcome.results_path, wall, _trajectory_usage(outcome.results))
 
 
-def _run_a2a(config: RunConfig) -> Arm:
-    executor = LLMExecutor(config.llm_agent, agent_llm_args(config))
+def _run_a2a(settings: RunSettings) -> Arm:
+    model = settings.agent_llm or ""
+    executor = LLMExecutor(model, agent_llm_args(settings))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with BackgroundServer(a2a_app(executor, llm_agent_card(url, config.llm_agent)), port=port):
+    with BackgroundServer(a2a_app(executor, llm_agent_card(url, model)), port=port):
         started = time.perf_counter()
-        outcome = evaluate(config, A2AConfig(endpoint=url))
+        outcome = evaluate(settings.with_changes(agent=A2A_AGENT, a2a=A2AConfig(endpoint=url)))
         wall = time.perf_counter() - started
     report = outcome.report["run"] if outcome.report else None
     return Arm(outcome.results, outcome.results_path, wall, _trajectory_usage(outcome.results), report)
@@ -185,7 +177,7 @@ def _arm_summary(arm: Arm) -> dict[str, Any]:
     return summary
 
 
-def compare(native: Arm, a2a: Arm, config: RunConfig) -> dict[str, Any]:
+def compare(native: Arm, a2a: Arm, settings: RunSettings) -> dict[str, Any]:
     """Both arms side by side, and how far they agree task by task."""
     left = {(s.task_id, s.trial): s for s in native.results.simulations}
     right = {(s.task_id, s.trial): s for s in a2a.results.simulations}
@@ -204,12 +196,12 @@ def compare(native: Arm, a2a: Arm, config: RunConfig) -> dict[str, Any]:
                               "native_reward": _reward(left[key]), "a2a_reward": _reward(right[key])})
         same_trajectory += trajectory_signature(left[key]) == trajectory_signature(right[key])
     return {
-        "domain": config.domain,
-        "model": config.llm_agent,
-        "user": config.user,
-        "user_llm": config.llm_user,
-        "num_trials": config.num_trials,
-        "seed": config.seed,
+        "domain": settings.domain,
+        "model": settings.agent_llm,
+        "user": settings.user,
+        "user_llm": settings.user_llm,
+        "num_trials": settings.num_trials,
+        "seed": settings.seed,
         "arms": {"native": _arm_summary(native), "a2a": _arm_summary(a2a)},
         "agreement": {**agreement, "pairs": len(shared), "only_in_one_arm": len(set(left) ^ set(right)),
                       "identical_trajectories": same_trajectory, "differing": differing},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
+from tau2_a2a.tau2bench.distribution import AssistantMessage, ToolMessage, UserMessage
 
 
 def trajectory_signature(simulation: Any) -> list[tuple[Any, ...]]:

@@ -9,24 +9,31 @@ One failure stops the run instead: the agent refusing our credentials. Every
 other simulation would meet the same refusal, so the simulation that met it
 is not saved (a resume redoes it), simulations not yet begun are not started,
 and the run ends with the refusal, keeping what finished before it.
+
+A simulation of the A2A agent runs on its run's A2A session, which the run
+names with `on_session` around tau2's run: the session travels in the run's
+context (contextvars, carried into tau2's threads by `stopping.RunExecutor`),
+never in tau2's `llm_args` nor in any store of this process.
 """
 
 from __future__ import annotations
 
 import logging
-
-from typing import Any
-
-import tau2.run
-from tau2.data_model.message import AssistantMessage
-from tau2.data_model.simulation import SimulationRun, TerminationReason
-from tau2.orchestrator.orchestrator import Orchestrator
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
 
 from tau2_a2a.client.errors import A2AFailure, AgentAuthError
-from tau2_a2a.client.agent import AGENT_NAME
-from tau2_a2a.client.metrics import RAW_DATA_KEY
-from tau2_a2a.client.session import sessions
-from tau2_a2a.config import A2AConfig
+from tau2_a2a.client.records import RAW_DATA_KEY
+from tau2_a2a.errors import ConfigError
+from tau2_a2a.tau2bench.distribution import AssistantMessage, Orchestrator, SimulationRun, TerminationReason, tau2_run
+
+if TYPE_CHECKING:
+    from tau2_a2a.client.session import A2ASession
+
+AGENT_NAME = "a2a_agent"
+_session: ContextVar[A2ASession | None] = ContextVar("a2a_session", default=None)
 
 log = logging.getLogger("tau2_a2a.client")
 
@@ -67,17 +74,42 @@ class A2AOrchestrator(Orchestrator):
             self.termination_reason = TerminationReason.AGENT_ERROR
 
 
-_tau2_run_task = tau2.run.run_task
+@contextmanager
+def on_session(session: A2ASession) -> Iterator[None]:
+    """The simulations of the A2A agent started inside (in this context) talk over `session`."""
+    token = _session.set(session)
+    try:
+        yield
+    finally:
+        _session.reset(token)
+
+
+def current_session() -> A2ASession:
+    """The A2A session of the run this simulation belongs to."""
+    session = _session.get()
+    if session is None:
+        raise ConfigError("The a2a_agent runs inside tau2-a2a's runner: use `tau2-a2a run --agent a2a_agent "
+                          "--a2a-endpoint URL`, or tau2_a2a.api.evaluate, not tau2's run_domain alone.")
+    return session
+
+
+_tau2_run_task = tau2_run.run_task
 
 
 def run_task_unless_refused(**arguments: Any) -> SimulationRun:
     """tau2's run_task, not begun once the A2A agent of this run has refused our credentials."""
     if arguments.get("agent") == AGENT_NAME:
-        sessions.get(A2AConfig.from_llm_args(arguments.get("llm_args_agent"))).raise_if_refused()
+        current_session().raise_if_refused()
     return _tau2_run_task(**arguments)
+
+
+def run_task(**arguments: Any) -> SimulationRun:
+    """One simulation, as tau2's run_domain would run it here (a Ray actor runs them so)."""
+    return tau2_run.run_task(**arguments)
 
 
 def install() -> None:
     """Make tau2's run_task build our orchestrator (a subclass) and stop after a refusal; nothing else changes."""
-    tau2.run.Orchestrator = A2AOrchestrator
-    tau2.run.run_task = run_task_unless_refused
+    tau2_run.Orchestrator = A2AOrchestrator
+    if tau2_run.run_task is _tau2_run_task:
+        tau2_run.run_task = run_task_unless_refused

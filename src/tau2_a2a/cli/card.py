@@ -1,13 +1,40 @@
-"""What tau2 will use of an agent card, in words a person can check."""
+"""`tau2-a2a card URL`: fetch, validate and show an agent card, as a run would see it."""
 
 from __future__ import annotations
 
+import argparse
+from typing import Any
+
 from a2a.types import AgentCard
 
+from tau2_a2a.cli.common import add_transport_args, auth_token
 from tau2_a2a.client.bindings import READABLE, choose_interface, protocol_version
+from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
+from tau2_a2a.client.session import A2ASession
+
+
+def add_card_command(commands: Any) -> None:
+    card = commands.add_parser("card", help="Fetch, validate and show an agent card")
+    card.add_argument("url", help="The agent's base URL")
+    card.add_argument("--a2a-auth-token", default=None, help=f"Bearer token (or ${AUTH_TOKEN_ENV})")
+    card.add_argument("--a2a-timeout", type=float, default=30.0, help="Seconds to wait for the card")
+    add_transport_args(card)
+    card.set_defaults(func=card_command)
+
+
+def card_command(args: argparse.Namespace) -> int:
+    a2a = A2AConfig(endpoint=args.url, timeout=args.a2a_timeout, transport=args.a2a_transport,
+                    streaming=args.a2a_streaming, auth_token=auth_token(args.a2a_auth_token))
+    session = A2ASession(a2a)
+    try:
+        print(describe_card(session.card, a2a.endpoint, a2a.transport, a2a.streaming))
+    finally:
+        session.close()
+    return 0
 
 
 def describe_card(card: AgentCard, endpoint: str, transport: str = "auto", streaming: bool = False) -> str:
+    """What tau2 will use of an agent card, in words a person can check."""
     interfaces = [
         f"{i.protocol_binding} {i.url} (A2A {i.protocol_version or 'unspecified'})"
         for i in card.supported_interfaces

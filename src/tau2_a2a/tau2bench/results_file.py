@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 import orjson
-import tau2.run
+from tau2_a2a.tau2bench.distribution import tau2_run
 
-from tau2_a2a.runner.interrupt import writes
+from tau2_a2a.tau2bench.stopping import writes
 
 _ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 _APPENDED = "simulations"  # the list tau2 appends to, the last key of its results document
@@ -231,6 +231,6 @@ def _contains_non_finite(value: Any) -> bool:
 
 def install() -> None:
     """Shadow `open` and `json` in tau2.run's module globals only; nothing else changes."""
-    tau2.run.open = atomic_open  # type: ignore[attr-defined]
-    if not isinstance(getattr(tau2.run, "json", None), FastJson):
-        tau2.run.json = FastJson()  # type: ignore[attr-defined]
+    tau2_run.open = atomic_open  # type: ignore[attr-defined]
+    if not isinstance(getattr(tau2_run, "json", None), FastJson):
+        tau2_run.json = FastJson()  # type: ignore[attr-defined]

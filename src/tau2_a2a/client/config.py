@@ -1,21 +1,22 @@
-"""A2AConfig: how tau2 reaches one A2A agent, carried through tau2's `llm_args`.
+"""A2AConfig: how tau2-a2a reaches one A2A agent, decided once where a run is asked for.
 
-tau2 writes `llm_args` into every results file, so the bearer token never
-travels there: `to_llm_args()` parks it in a process-local credential store
-and leaves only a reference (the endpoint, or a caller-chosen name) behind.
+The config goes, as one object, from the command line (or the service, or a
+Python caller) to the run's A2A session. Its bearer token is held in memory
+only: `as_record()`, what a results file and the settings' JSON keep of the
+config, leaves it out, and `from_record()` takes it back beside the record.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
-if TYPE_CHECKING:
-    from tau2_a2a.client.targets import TargetPolicy
+from tau2_a2a.client.targets import TargetPolicy
+from tau2_a2a.errors import ConfigError
+
+__all__ = ["A2AConfig", "ConfigError", "RetryPolicy", "redact", "validate_endpoint", "check_timeout"]
 
 AUTH_TOKEN_ENV = "TAU2_A2A_AUTH_TOKEN"
 DEFAULT_TIMEOUT_SECONDS = 300.0
@@ -24,11 +25,10 @@ MAX_TIMEOUT_SECONDS = 86400.0  # a day per reply; longer ones overflow the clock
 # in each of up to --max-concurrency simulations, so one hostile agent's reply must not be unbounded.
 DEFAULT_MAX_REPLY_BYTES = 8 << 20
 
-# Keys this package reads from `llm_args_agent`. Nothing secret among them.
+# The keys of `as_record()`. Nothing secret among them.
 _ENDPOINT = "a2a_endpoint"
 _TIMEOUT = "a2a_timeout"
 _DEBUG = "a2a_debug"
-_CREDENTIAL = "a2a_credential"
 _MAX_ATTEMPTS = "a2a_max_attempts"
 _BACKOFF = "a2a_backoff_seconds"
 _MAX_BACKOFF = "a2a_max_backoff_seconds"
@@ -39,10 +39,6 @@ _TARGETS = "a2a_allowed_targets"
 
 # --a2a-transport choices: `auto` takes the card's first interface we speak.
 TRANSPORTS = ("auto", "jsonrpc", "http-json", "grpc")
-
-
-class ConfigError(ValueError):
-    """A setting the user gave cannot work; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -56,29 +52,6 @@ class RetryPolicy:
     def delay(self, attempt: int) -> float:
         """Exponential backoff before retry number `attempt` (1-based)."""
         return min(self.backoff_seconds * (2 ** (attempt - 1)), self.max_backoff_seconds)
-
-
-class _CredentialStore:
-    """Tokens by reference, kept in memory only, never serialised."""
-
-    def __init__(self) -> None:
-        self._tokens: dict[str, str] = {}
-        self._lock = threading.Lock()
-
-    def put(self, reference: str, token: str) -> None:
-        with self._lock:
-            self._tokens[reference] = token
-
-    def get(self, reference: str) -> str | None:
-        with self._lock:
-            return self._tokens.get(reference)
-
-    def discard(self, reference: str) -> None:
-        with self._lock:
-            self._tokens.pop(reference, None)
-
-
-credentials = _CredentialStore()
 
 
 def validate_endpoint(endpoint: str) -> str:
@@ -109,7 +82,6 @@ class A2AConfig:
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     retry: RetryPolicy = RetryPolicy()
     debug: bool = False
-    credential_ref: str | None = None
     transport: str = "auto"
     streaming: bool = False
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
@@ -126,18 +98,9 @@ class A2AConfig:
             raise ConfigError(f"--a2a-max-reply-bytes must be a whole number of bytes, at least 1, "
                               f"got {self.max_reply_bytes!r}.")
 
-    @property
-    def reference(self) -> str:
-        """The name the token is stored under: deterministic, so resumed runs match."""
-        return self.credential_ref or self.endpoint
-
-    def to_llm_args(self) -> dict[str, Any]:
-        """Settings for `RunConfig.llm_args_agent`; the token stays in memory."""
-        if self.auth_token:
-            credentials.put(self.reference, self.auth_token)
-        else:  # a run without a token does not inherit one an earlier run in this process stored
-            credentials.discard(self.reference)
-        args: dict[str, Any] = {
+    def as_record(self) -> dict[str, Any]:
+        """The config as a results file keeps it (the agent's `llm_args`) and as run settings travel: no token."""
+        record: dict[str, Any] = {
             _ENDPOINT: self.endpoint,
             _TIMEOUT: self.timeout,
             _MAX_ATTEMPTS: self.retry.max_attempts,
@@ -147,45 +110,31 @@ class A2AConfig:
             _TRANSPORT: self.transport,
             _STREAMING: self.streaming,
         }
-        if self.credential_ref:
-            args[_CREDENTIAL] = self.credential_ref
-        if self.max_reply_bytes != DEFAULT_MAX_REPLY_BYTES:  # the defaults leave earlier runs' settings as they were
-            args[_MAX_REPLY] = self.max_reply_bytes
+        if self.max_reply_bytes != DEFAULT_MAX_REPLY_BYTES:  # the defaults leave earlier runs' records as they were
+            record[_MAX_REPLY] = self.max_reply_bytes
         if self.targets is not None and self.targets.entries:
-            args[_TARGETS] = list(self.targets.entries)
-        return args
+            record[_TARGETS] = list(self.targets.entries)
+        return record
 
     @classmethod
-    def from_llm_args(cls, llm_args: dict[str, Any] | None) -> "A2AConfig":
-        """Rebuild the config inside the agent; the token comes from the store or the env."""
-        llm_args = llm_args or {}
-        if _ENDPOINT not in llm_args:
-            raise ConfigError(
-                "The a2a_agent needs an endpoint: pass --a2a-endpoint URL, or put "
-                "A2AConfig(endpoint=...).to_llm_args() in RunConfig.llm_args_agent."
-            )
-        reference = llm_args.get(_CREDENTIAL) or validate_endpoint(llm_args[_ENDPOINT])
-        token = credentials.get(reference) or os.environ.get(AUTH_TOKEN_ENV) or None
-        targets = None
-        if llm_args.get(_TARGETS):
-            from tau2_a2a.client.targets import TargetPolicy  # the policy module builds on this one
-
-            targets = TargetPolicy.from_entries(llm_args[_TARGETS])
+    def from_record(cls, record: dict[str, Any], auth_token: str | None = None) -> A2AConfig:
+        """The config `as_record()` gave, with the token that travelled beside it."""
+        if not record.get(_ENDPOINT):
+            raise ConfigError("An A2A agent needs an endpoint: pass --a2a-endpoint URL.")
         return cls(
-            endpoint=llm_args[_ENDPOINT],
-            auth_token=token,
-            timeout=float(llm_args.get(_TIMEOUT, DEFAULT_TIMEOUT_SECONDS)),
+            endpoint=record[_ENDPOINT],
+            auth_token=auth_token or None,
+            timeout=float(record.get(_TIMEOUT, DEFAULT_TIMEOUT_SECONDS)),
             retry=RetryPolicy(
-                max_attempts=int(llm_args.get(_MAX_ATTEMPTS, RetryPolicy.max_attempts)),
-                backoff_seconds=float(llm_args.get(_BACKOFF, RetryPolicy.backoff_seconds)),
-                max_backoff_seconds=float(llm_args.get(_MAX_BACKOFF, RetryPolicy.max_backoff_seconds)),
+                max_attempts=int(record.get(_MAX_ATTEMPTS, RetryPolicy.max_attempts)),
+                backoff_seconds=float(record.get(_BACKOFF, RetryPolicy.backoff_seconds)),
+                max_backoff_seconds=float(record.get(_MAX_BACKOFF, RetryPolicy.max_backoff_seconds)),
             ),
-            debug=bool(llm_args.get(_DEBUG, False)),
-            credential_ref=llm_args.get(_CREDENTIAL),
-            transport=str(llm_args.get(_TRANSPORT, "auto")),
-            streaming=bool(llm_args.get(_STREAMING, False)),
-            max_reply_bytes=int(llm_args.get(_MAX_REPLY, DEFAULT_MAX_REPLY_BYTES)),
-            targets=targets,
+            debug=bool(record.get(_DEBUG, False)),
+            transport=str(record.get(_TRANSPORT, "auto")),
+            streaming=bool(record.get(_STREAMING, False)),
+            max_reply_bytes=int(record.get(_MAX_REPLY, DEFAULT_MAX_REPLY_BYTES)),
+            targets=TargetPolicy.from_entries(record[_TARGETS]) if record.get(_TARGETS) else None,
         )
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tau2.agent.base import ValidAgentInputMessage
-from tau2.agent.llm_agent import LLMAgent
-from tau2.data_model.message import AssistantMessage, Message, ToolCall, UserMessage
-
-from tau2_a2a.reference.oracle_agent import NO_MARKER
-from tau2_a2a.reference.oracle_script import OracleStep, find_marker, oracle_steps
+from tau2_a2a.tau2bench.distribution import (
+    AssistantMessage,
+    LLMAgent,
+    Message,
+    ToolCall,
+    UserMessage,
+    ValidAgentInputMessage,
+)
+from tau2_a2a.tau2bench.oracle_script import NO_MARKER, OracleStep, find_marker, oracle_steps
 
 NATIVE_ORACLE_NAME = "oracle_agent"
 

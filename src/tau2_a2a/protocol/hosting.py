@@ -7,7 +7,7 @@ over another. The app records that handler in `app.state.a2a_handler`, and
 the gRPC interceptors and options it needs (the service's bearer check, its
 request size limit) in `app.state.grpc_interceptors` and `grpc_options`.
 
-Where a2a-sdk's handlers fall short of A2A 1.0, tau2_a2a.conformance corrects
+Where a2a-sdk's handlers fall short of A2A 1.0, tau2_a2a.protocol.conformance corrects
 them: its middleware wraps the HTTP routes (a2a_app adds it; the service adds
 `conformance_middleware()` innermost), and `grpc_server` gives both gRPC
 servicers its version-checking context builder.
@@ -35,7 +35,7 @@ from a2a.types import AgentCard
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
-from tau2_a2a.conformance import CARD_CACHE_CONTROL, conformance_middleware, grpc_context_builder
+from tau2_a2a.protocol.conformance import CARD_CACHE_CONTROL, conformance_middleware, grpc_context_builder
 from tau2_a2a.protocol.cards import CARD_PATHS, agent_card
 
 __all__ = [
@@ -87,7 +87,7 @@ def grpc_server(app: Starlette, address: str) -> Any:
     state = getattr(app, "state", None)
     handler = getattr(state, "a2a_handler", None)
     if handler is None:
-        raise ValueError("gRPC needs an app made by tau2_a2a.serving.a2a_app or the service's build_app.")
+        raise ValueError("gRPC needs an app made by tau2_a2a.protocol.hosting.a2a_app or the service's build_app.")
     server = grpc.aio.server(interceptors=list(getattr(state, "grpc_interceptors", ())),
                              options=list(getattr(state, "grpc_options", ())))
     a2a_pb2_grpc.add_A2AServiceServicer_to_server(

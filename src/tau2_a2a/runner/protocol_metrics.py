@@ -1,137 +1,24 @@
-"""Per-request protocol metrics, their aggregates, and the file beside tau2's results.
+"""The protocol metrics of a run: aggregates of its request records, in a file beside tau2's results.
 
-Records travel inside the trajectory (`AssistantMessage.raw_data["a2a"]`), so
-tau2 saves them with each simulation as it finishes: a killed run keeps them.
 The metrics file is derived from the results file and can be rebuilt anytime.
 Requests made before any simulation (the card fetch and the access check) are
-kept apart, in its "discovery" section, and survive a rebuild.
+the run's session's discovery records, kept apart in the file's "discovery"
+section, and survive a rebuild.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import threading
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tau2_a2a.protocol.messages import part_size_text
+from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
+from tau2_a2a.tau2bench.runs import read_results
 
-RAW_DATA_KEY = "a2a"
 METRICS_SUFFIX = "_a2a_metrics.json"
-
-_node = socket.gethostname()
-
-
-def set_node(name: str) -> None:
-    """Name the node this process's records come from (a Ray worker names its Ray node)."""
-    global _node
-    _node = name
-
-
-def current_node() -> str:
-    """The node records made now name: the host name, or the Ray node id inside a Ray actor."""
-    return _node
-
-
-@dataclass
-class RequestRecord:
-    """One A2A request: what it cost and how it ended. Failed requests too.
-
-    `turn` counts the messages of a simulation from 0; it is None for the
-    requests made before any simulation (discovery). `context_id` is the A2A
-    context of the simulation, also for an attempt refused before the agent
-    had opened it; None only when no reply ever named one. `node` and
-    `process` say where the request was made: with --ray, which Ray node
-    and which worker process.
-    """
-
-    turn: int | None
-    attempt: int
-    method: str
-    endpoint: str
-    protocol_version: str
-    context_id: str | None
-    http_status: int | None
-    latency_ms: float
-    request_bytes: int
-    response_bytes: int
-    input_tokens: int
-    output_tokens: int
-    error: str | None = None
-    error_message: str | None = None
-    unknown_tool_calls: int = 0
-    transport: str | None = None  # the card's binding: JSONRPC, HTTP+JSON or GRPC (None: the card fetch)
-    grpc_status: str | None = None  # over gRPC: OK or the status code that ended the request
-    events: int = 0  # A2A events received: 1 for a blocking reply, one per event of a stream
-    first_event_ms: float | None = None  # time to the first event (equal to the latency when blocking)
-    node: str = field(default_factory=current_node)
-    process: int = field(default_factory=os.getpid)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class TokenCounter:
-    """cl100k_base from the tokenizer files litellm ships: works offline.
-
-    A message counts as the sum of its parts: each text, and each data part as
-    sorted JSON. The parts that open every simulation (the policy, the tool
-    schemas) are the same each time, so a part's count is kept by its content
-    and tokenized once per process, not once per request.
-    """
-
-    MAX_KEPT = 4096
-
-    def __init__(self) -> None:
-        from litellm.litellm_core_utils.default_encoding import encoding
-
-        self._encoding = encoding
-        self._by_content: dict[Any, int] = {}
-
-    def count(self, text: str) -> int:
-        return len(self._encoding.encode(text, disallowed_special=())) if text else 0
-
-    def count_parts(self, parts: Iterable[Any]) -> int:
-        """Tokens of A2A parts, each counted by its content (metadata, such as the trial's seed, aside)."""
-        total = 0
-        for part in parts:
-            if part.HasField("text"):
-                key: Any = part.text
-            elif part.HasField("data"):
-                key = part.data.SerializeToString(deterministic=True)
-            else:
-                continue
-            tokens = self._by_content.get(key)
-            if tokens is None:
-                tokens = self.count(part_size_text(part))
-                if len(self._by_content) >= self.MAX_KEPT:
-                    self._by_content.clear()
-                self._by_content[key] = tokens
-            total += tokens
-        return total
-
-
-_discovery: dict[str, list[RequestRecord]] = {}
-_discovery_lock = threading.Lock()
-
-
-def note_discovery(endpoint: str, record: RequestRecord) -> None:
-    """Keep a request made before any simulation until the run's metrics file is written."""
-    with _discovery_lock:
-        _discovery.setdefault(endpoint, []).append(record)
-
-
-def take_discovery(endpoint: str) -> list[dict[str, Any]]:
-    """The discovery records of `endpoint` not yet written to a metrics file (and forget them)."""
-    with _discovery_lock:
-        records = _discovery.pop(endpoint, [])
-    return [record.as_dict() for record in records]
 
 
 def metrics_path(results_path: Path) -> Path:
@@ -243,7 +130,7 @@ def build_report(results: Any, simulations: Iterable[Any] | None = None,
 
 
 def ending_error(simulation: Any) -> str | None:
-    """The A2A error category that ended a simulation (see client/orchestration.py), or None."""
+    """The A2A error category that ended a simulation (see tau2bench/orchestration.py), or None."""
     for message in reversed(simulation.messages):
         raw = getattr(message, "raw_data", None) or {}
         error = raw.get(RAW_DATA_KEY, {}).get("error")
@@ -267,15 +154,13 @@ def _value(reason: Any) -> str:
     return getattr(reason, "value", str(reason))
 
 
-def write_report(results_path: Path) -> dict[str, Any]:
+def write_report(results_path: Path, discovery_records: Iterable[RequestRecord] = ()) -> dict[str, Any]:
     """Rebuild the metrics file beside a tau2 results file; returns the report.
 
-    Discovery records already in the file are kept; those of this process's
-    session with the run's endpoint, not yet written anywhere, are added.
+    Discovery records already in the file are kept, and `discovery_records` (the run's session's, not yet
+    written) are added.
     """
-    from tau2.data_model.simulation import Results
-
-    results = Results.load(results_path)
+    results = read_results(results_path)
     path = metrics_path(results_path)
     discovery: list[dict[str, Any]] = []
     if path.exists():
@@ -283,10 +168,7 @@ def write_report(results_path: Path) -> dict[str, Any]:
             discovery = json.loads(path.read_text()).get("discovery", {}).get("requests", [])
         except (ValueError, AttributeError):
             discovery = []
-    llm_args = getattr(getattr(results.info, "agent_info", None), "llm_args", None) or {}
-    endpoint = llm_args.get("a2a_endpoint")
-    if endpoint:
-        discovery += take_discovery(str(endpoint).rstrip("/"))
+    discovery += [record.as_dict() for record in discovery_records]
     report = build_report(results, discovery=discovery)
     path.write_text(json.dumps(report, indent=2))
     return report

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from tau2.data_model.simulation import Info, Results, RunConfig
-from tau2.run import get_tasks
 
-from tau2_a2a.config import ConfigError
+from tau2_a2a.errors import ConfigError
+from tau2_a2a.tau2bench.distribution import Info, LLMGTAgent, LLMSoloAgent, Results, RunConfig, get_tasks
 
 CARD_KEY = "a2a_card"  # where the agent card's identity is kept in the agent's llm_args
 _ENDPOINT_KEY = "a2a_endpoint"
@@ -41,8 +40,6 @@ def planned_task_ids(config: RunConfig) -> list[str]:
         raise ConfigError(f"No tasks to run in {config.task_set_name or config.domain}: {_first_line(error)}. "
                           "Check --task-ids and --task-split-name.") from None
     if "gt" in config.agent or "solo" in config.agent:  # run_domain keeps only the tasks these agents can do
-        from tau2.agent.llm_agent import LLMGTAgent, LLMSoloAgent
-
         check = LLMGTAgent.check_valid_task if "gt" in config.agent else LLMSoloAgent.check_valid_task
         tasks = [task for task in tasks if check(task)]
     if not tasks:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from tau2.data_model.tasks import Action, Task
+from tau2_a2a.tau2bench.distribution import Action, Task, load_tasks
 
 MARKER_FORMAT = "[tau2-task domain={domain} id={task_id}]"
 # Telecom ids hold brackets ("[mms_issue]...[PERSONA:Easy]"): the id runs to the last "]" of the line.
@@ -37,6 +37,12 @@ def find_marker(text: str | None) -> tuple[str, str] | None:
     return (match["domain"], match["task_id"]) if match else None
 
 
+NO_MARKER = (
+    "I am the tau2 oracle: I only serve conversations whose first user message "
+    "names a task with a line like [tau2-task domain=airline id=0] (use --user scripted_user)."
+)
+
+
 @dataclass(frozen=True)
 class OracleStep:
     """One reply of the oracle: a tool call, or a text (a hand-over to the user, or its closing text)."""
@@ -48,8 +54,6 @@ class OracleStep:
 
 @lru_cache(maxsize=8)
 def _tasks(domain: str) -> dict[str, Task]:
-    from tau2.run import load_tasks
-
     return {task.id: task for task in load_tasks(domain)}
 
 

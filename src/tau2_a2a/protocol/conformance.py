@@ -5,7 +5,7 @@ specification"; what a2a-sdk should fix so that a part can go:
 docs/a2a-sdk-conformance.md.
 
 Both `tau2-a2a serve` and the reference agents serve a2a-sdk's own handlers
-through tau2_a2a.serving, which puts this layer around them:
+through tau2_a2a.protocol.hosting, which puts this layer around them:
 
 - gRPC: the SDK checks `A2A-Version` on JSON-RPC and HTTP+JSON but not on
   gRPC. `grpc_context_builder` (the SDK's own context-builder hook) refuses

@@ -1,0 +1,53 @@
+"""tau2-a2a: run | card | agent | demo | ab | report | serve | merge, one module per command.
+
+Exit codes of `tau2-a2a run` are in runner/outcome.py; every command exits 2
+with one line on a setting that cannot work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from tau2_a2a.cli.ab import add_ab_command  # noqa: E402
+from tau2_a2a.cli.agents import add_agent_command  # noqa: E402
+from tau2_a2a.cli.card import add_card_command  # noqa: E402
+from tau2_a2a.cli.common import OneLineParser  # noqa: E402
+from tau2_a2a.cli.demo import add_demo_command  # noqa: E402
+from tau2_a2a.cli.merge import add_merge_command  # noqa: E402
+from tau2_a2a.cli.report import add_report_command  # noqa: E402
+from tau2_a2a.cli.run import add_run_command, check_run_args, resume_command  # noqa: E402
+from tau2_a2a.runner.command import run_command  # noqa: E402
+from tau2_a2a.runner.outcome import EXIT_USAGE  # noqa: E402
+from tau2_a2a.service.app import add_serve_command  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    return run_command(lambda: args.func(args), debug=getattr(args, "a2a_debug", False),
+                       resume_hint=lambda interrupted: resume_command(argv, interrupted))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="tau2-a2a", description=__doc__)
+    commands = parser.add_subparsers(dest="command")
+    for add_command in (add_run_command, add_card_command, add_agent_command, add_demo_command, add_ab_command,
+                        add_report_command, add_serve_command, add_merge_command):
+        add_command(commands)
+    return parser
+
+
+def parse_run_args(argv: list[str]) -> argparse.Namespace:
+    """`tau2-a2a run ARGV` parsed and checked, nothing run: argparse exits 2 on a malformed flag,
+    a value no run can use raises ConfigError."""
+    args = build_parser().parse_args(["run", *argv])
+    check_run_args(args)
+    return args

@@ -1,0 +1,120 @@
+"""`tau2-a2a agent oracle|llm|adk`: serve a reference A2A agent (reference/)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+from tau2_a2a.errors import ConfigError
+
+
+def add_agent_command(commands: Any) -> None:
+    agent = commands.add_parser("agent", help="Serve a reference A2A agent")
+    agent_kinds = agent.add_subparsers(dest="kind")
+    oracle = agent_kinds.add_parser("oracle", help="Replays each task's golden actions (use with scripted_user)")
+    oracle.add_argument("--host", default="127.0.0.1")
+    oracle.add_argument("--port", type=int, default=9100, help="JSON-RPC, HTTP+JSON and the card")
+    oracle.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
+    oracle.add_argument("--delay", type=float, default=0.0, help="Seconds to wait before each reply")
+    oracle.set_defaults(func=oracle_command)
+    llm = agent_kinds.add_parser("llm", help="The baseline LLM agent (tau2's llm_agent over A2A), any LiteLLM model")
+    llm.add_argument("--model", required=True, help="LiteLLM model name, e.g. gpt-4.1 or openai/my-model")
+    llm.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint")
+    llm.add_argument("--api-key-env", default=None,
+                     help="Name of the environment variable holding the API key (default: LiteLLM's own)")
+    llm.add_argument("--llm-args", type=json.loads, default={"temperature": 0.0},
+                     help="JSON of extra LiteLLM arguments (default: %(default)s, as tau2's llm_agent)")
+    llm.add_argument("--max-retries", type=int, default=3,
+                     help="Retries of a failed or empty LLM call (default: %(default)s, as tau2 run)")
+    llm.add_argument("--idle-timeout", type=float, default=3600.0,
+                     help="Forget a conversation idle for this many seconds (default: %(default)s)")
+    llm.add_argument("--host", default="127.0.0.1")
+    llm.add_argument("--port", type=int, default=9101, help="JSON-RPC, HTTP+JSON and the card")
+    llm.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
+    llm.set_defaults(func=llm_agent_command)
+    adk = agent_kinds.add_parser("adk", help="A Google ADK agent served by ADK's to_a2a, any LiteLLM model")
+    adk.add_argument("--model", required=True, help="LiteLLM model name, e.g. gpt-4.1 or openai/my-model")
+    adk.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint")
+    adk.add_argument("--api-key-env", default=None,
+                     help="Name of the environment variable holding the API key (default: LiteLLM's own)")
+    adk.add_argument("--llm-args", type=json.loads, default={"temperature": 0.0},
+                     help="JSON of extra LiteLLM arguments (default: %(default)s, as tau2's llm_agent)")
+    adk.add_argument("--host", default="127.0.0.1")
+    adk.add_argument("--port", type=int, default=9102)
+    adk.set_defaults(func=adk_agent_command)
+
+
+def oracle_command(args: argparse.Namespace) -> int:
+    from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+    from tau2_a2a.protocol.hosting import a2a_app, serve_forever
+
+    url, grpc_url = _agent_urls(args)
+    print(f"tau2 oracle agent at {url} (card: {url}/.well-known/agent-card.json)")
+    _print_bindings(url, grpc_url)
+    serve_forever(a2a_app(OracleExecutor(delay=args.delay), oracle_card(url, grpc_url)),
+                  args.host, args.port, grpc_port=args.grpc_port)
+    return 0
+
+
+def _agent_urls(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The HTTP URL and the gRPC host:port (None without --grpc-port) an agent's card declares."""
+    return f"http://{args.host}:{args.port}", f"{args.host}:{args.grpc_port}" if args.grpc_port else None
+
+
+def _print_bindings(url: str, grpc_url: str | None) -> None:
+    grpc = f", gRPC at {grpc_url}" if grpc_url else ""
+    print(f"  bindings (A2A 1.0 and 0.3): JSON-RPC and HTTP+JSON at {url}{grpc}", flush=True)
+
+
+def llm_agent_command(args: argparse.Namespace) -> int:
+    from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
+    from tau2_a2a.protocol.hosting import a2a_app, serve_forever
+
+    llm_args = {**args.llm_args, "num_retries": args.max_retries}
+    if args.api_base:
+        llm_args["api_base"] = args.api_base
+    if args.api_key_env:
+        if not os.environ.get(args.api_key_env):
+            raise ConfigError(f"--api-key-env {args.api_key_env}: that environment variable is not set.")
+        llm_args["api_key"] = os.environ[args.api_key_env]
+    url, grpc_url = _agent_urls(args)
+    print(f"tau2 baseline LLM agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)")
+    _print_bindings(url, grpc_url)
+    executor = LLMExecutor(args.model, llm_args, idle_timeout=args.idle_timeout)
+    serve_forever(a2a_app(executor, llm_agent_card(url, args.model, grpc_url)),
+                  args.host, args.port, grpc_port=args.grpc_port)
+    return 0
+
+
+def adk_agent_command(args: argparse.Namespace) -> int:
+    import warnings
+
+    import uvicorn
+
+    from tau2_a2a.reference.adk_agent import adk_app
+
+    llm_args = dict(args.llm_args)
+    if args.api_key_env:
+        if not os.environ.get(args.api_key_env):
+            raise ConfigError(f"--api-key-env {args.api_key_env}: that environment variable is not set.")
+        llm_args["api_key"] = os.environ[args.api_key_env]
+    warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]")  # ADK marks its A2A parts experimental, at each use
+
+    def without_traceback(record: logging.LogRecord) -> bool:
+        record.exc_info, record.exc_text = None, None
+        return True
+
+    # ADK logs a failed LLM call with its traceback; the console gets one line, the client the error.
+    console = logging.StreamHandler(sys.stderr)
+    console.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    console.addFilter(without_traceback)
+    adk_logger = logging.getLogger("google_adk")
+    adk_logger.handlers[:], adk_logger.propagate = [console], False
+    url = f"http://{args.host}:{args.port}"
+    print(f"tau2 ADK agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)", flush=True)
+    uvicorn.run(adk_app(args.model, url, args.api_base, llm_args), host=args.host, port=args.port, log_level="warning")
+    return 0

@@ -1,0 +1,31 @@
+"""`tau2-a2a merge RESULTS_FILE... --save-to NAME`: shards' results files as one (see runner/merge.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tau2_a2a.runner.merge import merge_files
+from tau2_a2a.runner.protocol_metrics import metrics_path
+
+
+def add_merge_command(commands: Any) -> None:
+    merge = commands.add_parser(
+        "merge", help="Merge tau2 results files of shards or runs with the same settings into one",
+        description="Merge the tau2 results files of several shards (or runs of the same domain, agent, user "
+                    "and settings) into one results file, scored over all of them (pass^k), with one A2A "
+                    "metrics file beside it.",
+    )
+    merge.add_argument("results_files", nargs="+", metavar="RESULTS_FILE")
+    merge.add_argument("--save-to", required=True, metavar="NAME", help="Name of the merged results file")
+    merge.add_argument("--results-dir", default=None, metavar="DIR",
+                       help="Where to write it (default: tau2's data/simulations, as tau2 run)")
+    merge.set_defaults(func=merge_command)
+
+
+def merge_command(args: argparse.Namespace) -> int:
+    target = merge_files([Path(p) for p in args.results_files], args.save_to,
+                         Path(args.results_dir) if args.results_dir else None)
+    print(f"Results: {target}\nProtocol metrics: {metrics_path(target)}")
+    return 0

@@ -1,0 +1,57 @@
+"""A command of this process's: its logging, and the exit code and one line for however it ended.
+
+Used by the command line (every `tau2-a2a` command) and by the service's
+evaluation processes (`python -m tau2_a2a.runner`), so both end alike: no
+traceback for a setting that cannot work, Ctrl-C ending at once with what
+finished kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from tau2_a2a.runner.interrupt import EXIT_INTERRUPTED, RunInterrupted, exit_now
+from tau2_a2a.runner.outcome import exit_code_for
+
+
+def run_command(command: Callable[[], int], debug: bool = False,
+                resume_hint: Callable[[RunInterrupted], str] | None = None) -> int:
+    """Run `command` with our logging on stderr; its exit code, or the one for what it raised."""
+    with command_logging(debug):
+        try:
+            return int(command() or 0)
+        except RunInterrupted as interrupted:
+            # Simulations abandoned in their threads would hold up a normal exit until they end.
+            hint = f"; to resume, run: {resume_hint(interrupted)}" if resume_hint else ""
+            exit_now(EXIT_INTERRUPTED, f"{interrupted}{hint}")
+        except KeyboardInterrupt:
+            exit_now(EXIT_INTERRUPTED, "Stopped by Ctrl-C.")
+        except Exception as error:
+            code = exit_code_for(error)
+            if code is None:
+                raise
+            print(f"error: {error}", file=sys.stderr)
+            return code
+    return EXIT_INTERRUPTED  # not reached: exit_now ends the process
+
+
+@contextmanager
+def command_logging(debug: bool) -> Iterator[None]:
+    """Our stdlib logging to stderr for one command (tau2 resets loguru's sinks, not
+    these); put back as it was afterwards, for callers of main() in a process."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    package = logging.getLogger("tau2_a2a")
+    handlers, level, propagate = package.handlers[:], package.level, package.propagate
+    package.handlers[:] = [handler]
+    package.setLevel(logging.INFO if debug else logging.WARNING)
+    package.propagate = False
+    try:
+        yield
+    finally:
+        package.handlers[:] = handlers
+        package.setLevel(level)
+        package.propagate = propagate

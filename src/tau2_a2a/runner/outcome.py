@@ -1,0 +1,69 @@
+"""How a run ended, as its caller sees it: the outcome, the summary printed, and the exit code.
+
+Exit codes of a run (`tau2-a2a run`, and the service's evaluation processes):
+0 every simulation ran without an A2A error; 3 some simulations ended with A2A
+errors (they score 0; the last line says how many and why); 2 the run could
+not start or was stopped (bad setting, agent unreachable, card invalid, token
+refused, before or during the run; finished simulations are kept); 1 a
+simulation's Ray worker died three times; 130 stopped by Ctrl-C (finished
+simulations are kept).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tau2_a2a.client.errors import A2AFailure, AgentAuthError
+from tau2_a2a.errors import ConfigError
+from tau2_a2a.runner.interrupt import EXIT_INTERRUPTED
+from tau2_a2a.runner.protocol_metrics import a2a_error_line, format_summary
+
+__all__ = ["EXIT_A2A_ERRORS", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "RunOutcome",
+           "RunStopped", "SimulationLost", "exit_code_for", "report_outcome"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_A2A_ERRORS = 3
+
+
+@dataclass
+class RunOutcome:
+    results: Any  # tau2's Results
+    results_path: Path
+    metrics_path: Path | None
+    report: dict[str, Any] | None
+
+
+class RunStopped(AgentAuthError):
+    """A run stopped because the agent refused our credentials mid-way; its finished simulations are kept."""
+
+
+class SimulationLost(RuntimeError):
+    """A simulation's Ray worker died more than its retries allow; the finished simulations are kept."""
+
+
+def report_outcome(outcome: RunOutcome) -> int:
+    """Print the protocol summary and where the files are; the last line and exit code say if A2A errors
+    ended simulations."""
+    if outcome.report is None:  # a tau2 agent: tau2 printed its metrics
+        return EXIT_OK
+    print(format_summary(outcome.report))
+    print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}", flush=True)
+    failed = a2a_error_line(outcome.report, outcome.metrics_path)
+    if failed:
+        print(failed, file=sys.stderr)
+        return EXIT_A2A_ERRORS
+    return EXIT_OK
+
+
+def exit_code_for(error: BaseException) -> int | None:
+    """The exit code of a run that raised `error`, when it is one a run ends with; None otherwise."""
+    if isinstance(error, (A2AFailure, ConfigError)):
+        return EXIT_USAGE
+    if isinstance(error, SimulationLost):
+        return EXIT_FAILED
+    return None

@@ -1,0 +1,98 @@
+"""RunSettings: one run as data, from whoever asks for it (the CLI, the service, Python) to the runner.
+
+A run's settings are decided once, where the run is asked for, and travel as
+this one value: what tau2 runs (domain, tasks, trials, user, limits), which
+agent answers (a tau2 agent by name, or an A2A agent and how to reach it),
+and where the simulations run (this process, or a Ray cluster). The runner
+turns it into tau2's own configuration in one place (the seam,
+`tau2bench.runs`).
+
+As JSON (`to_dict` / `from_dict`) it carries no secret: the A2A agent's
+bearer token travels beside it, never inside it.
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from tau2_a2a.client.config import A2AConfig, ConfigError
+
+A2A_AGENT = "a2a_agent"
+
+# tau2's own defaults for `tau2 run` (tau2.config), the same in every distribution tau2-a2a supports.
+DEFAULT_LLM = "gpt-4.1"
+DEFAULT_LLM_ARGS = {"temperature": 0.0}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything one run needs, and nothing secret but the token held inside `a2a` (see A2AConfig)."""
+
+    domain: str
+    agent: str = A2A_AGENT
+    a2a: A2AConfig | None = None
+    ray: str | None = None  # a Ray address (local, auto, HOST:PORT, ray://HOST:PORT); None: this process
+    task_set_name: str | None = None
+    task_split_name: str | None = "base"
+    task_ids: list[str] | None = None
+    num_tasks: int | None = None
+    agent_llm: str | None = None  # None: tau2's default, or for an A2A agent a name made from its card's
+    agent_llm_args: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_LLM_ARGS))
+    user: str = "user_simulator"
+    user_llm: str = DEFAULT_LLM
+    user_llm_args: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_LLM_ARGS))
+    agent_api_key: str | None = None  # names of environment variables, as in `tau2 run`
+    user_api_key: str | None = None
+    num_trials: int = 1
+    max_steps: int = 200
+    max_errors: int = 10
+    save_to: str | None = None
+    results_dir: str | None = None
+    max_concurrency: int = 3
+    max_retries: int = 3
+    seed: int | None = 300
+    log_level: str | None = "ERROR"
+    enforce_communication_protocol: bool = False
+    skip_failed_samples: bool = False
+    judge_llm: str | None = None
+    judge_api_key: str | None = None
+    judge_llm_args: dict[str, Any] | None = None
+    judge_window_size: int = 30
+    judge_system_prompt: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.agent == A2A_AGENT and self.a2a is None:
+            raise ConfigError("--agent a2a_agent needs --a2a-endpoint URL (the agent's base URL).")
+        if self.ray and self.agent != A2A_AGENT:
+            raise ConfigError("--ray runs the simulations of an A2A evaluation: pass --agent a2a_agent.")
+
+    @property
+    def is_a2a(self) -> bool:
+        return self.agent == A2A_AGENT
+
+    def with_changes(self, **changes: Any) -> RunSettings:
+        return replace(self, **changes)
+
+    def tau2_fields(self) -> dict[str, Any]:
+        """The settings tau2 itself takes (all but how the A2A agent is reached and where the run is spread)."""
+        return {item.name: deepcopy(getattr(self, item.name)) for item in fields(self)
+                if item.name not in ("a2a", "ray")}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, without the token."""
+        data = {item.name: deepcopy(getattr(self, item.name)) for item in fields(self) if item.name != "a2a"}
+        data["a2a"] = self.a2a.as_record() if self.a2a is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], auth_token: str | None = None) -> RunSettings:
+        """The settings `to_dict` gave, with the token that travelled beside them."""
+        known = {item.name for item in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"Unknown run settings: {', '.join(unknown)}.")
+        record = data.get("a2a")
+        a2a = A2AConfig.from_record(record, auth_token) if record else None
+        return cls(**{**data, "a2a": a2a})

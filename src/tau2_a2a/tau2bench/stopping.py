@@ -1,0 +1,54 @@
+"""tau2's thread pool, made to stop on Ctrl-C and to carry each simulation's context into its thread.
+
+tau2 runs simulations in a ThreadPoolExecutor and, on leaving it, waits for
+every simulation in flight. Once a run is stopping (`stopping`, set by the
+runner's Ctrl-C handler) the pool cancels what has not started and waits for
+nothing. A KeyboardInterrupt without that handler (in a caller's own process,
+which goes on) still waits for the simulations in flight, as tau2 does, so
+none writes after the caller got control back.
+
+Each simulation runs in the context (contextvars) of the code that started
+the run, as it would in one thread: that is how a simulation finds its run's
+A2A session (see `orchestration.on_session`) without any process-wide store.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
+
+from tau2_a2a.tau2bench.distribution import tau2_run
+
+stopping = threading.Event()  # set by the first Ctrl-C of this process's run
+writes = threading.RLock()  # held by every results file write (see results_file.atomic_open)
+
+
+def freeze_writes() -> None:
+    """Once Ctrl-C stopped the run (the process is about to end): wait for a results file write in progress,
+    then let no other start. Elsewhere (a KeyboardInterrupt in a caller's own process) nothing is left
+    running to write."""
+    if stopping.is_set():
+        writes.acquire()
+
+
+class RunExecutor(ThreadPoolExecutor):
+    """tau2.run's thread pool: simulations in the run's context; left by a stopped run, it waits for nothing."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        return super().submit(contextvars.copy_context().run, fn, *args, **kwargs)
+
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool:
+        if stopping.is_set():
+            self.shutdown(wait=False, cancel_futures=True)
+            return False
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self.shutdown(wait=True, cancel_futures=True)
+            return False
+        return super().__exit__(exc_type, exc_value, traceback)
+
+
+def install() -> None:
+    """Shadow `ThreadPoolExecutor` in tau2.run's module globals only."""
+    tau2_run.ThreadPoolExecutor = RunExecutor  # type: ignore[attr-defined]
