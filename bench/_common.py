@@ -11,7 +11,7 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from tau2_a2a.serving import wait_for_card  # noqa: E402
+from tau2_a2a.protocol.hosting import wait_for_card  # noqa: E402
 
 BIN = Path(sys.executable).parent
 

@@ -37,9 +37,9 @@ from tau2.run import load_tasks, run_domain  # noqa: E402
 
 from tau2_a2a.runner.run import RunOutcome, evaluate  # noqa: E402
 from tau2_a2a.runner.shards import evaluate_in_processes  # noqa: E402
-from tau2_a2a.config import TRANSPORTS, A2AConfig  # noqa: E402
-from tau2_a2a.reference.fidelity import trajectory_differences  # noqa: E402
-from tau2_a2a.serving import free_port  # noqa: E402
+from tau2_a2a.client.config import TRANSPORTS, A2AConfig  # noqa: E402
+from tau2_a2a.tau2bench.fidelity import trajectory_differences  # noqa: E402
+from tau2_a2a.protocol.hosting import free_port  # noqa: E402
 
 
 AGENTS = {"native": "oracle_agent", "a2a": "a2a_agent"}

@@ -32,9 +32,9 @@ import tau2_a2a  # noqa: E402,F401
 from tau2.data_model.simulation import RunConfig  # noqa: E402
 
 from tau2_a2a.compare.output import write  # noqa: E402
-from tau2_a2a.config import A2AConfig  # noqa: E402
+from tau2_a2a.client.config import A2AConfig  # noqa: E402
 from tau2_a2a.runner.run import evaluate  # noqa: E402
-from tau2_a2a.serving import free_port  # noqa: E402
+from tau2_a2a.protocol.hosting import free_port  # noqa: E402
 
 SIZES = {"airline": ("airline", 50), "retail": ("retail", 114), "telecom": ("telecom", 114),
          "telecom-sample": ("telecom", 200)}

@@ -44,9 +44,9 @@ from tau2.registry import registry  # noqa: E402
 
 from tau2_a2a.client.bindings import BINDINGS, READABLE  # noqa: E402
 from tau2_a2a.client.session import A2ASession  # noqa: E402
-from tau2_a2a.config import A2AConfig  # noqa: E402
+from tau2_a2a.client.config import A2AConfig  # noqa: E402
 from tau2_a2a.protocol.messages import conversation_start, user_turn  # noqa: E402
-from tau2_a2a.serving import free_port  # noqa: E402
+from tau2_a2a.protocol.hosting import free_port  # noqa: E402
 
 Send = Callable[[list[Part]], None]
 

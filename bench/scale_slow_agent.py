@@ -161,7 +161,7 @@ def rss_mb() -> float:
 def oracle_app(url: str, delay: float) -> ConnectionCounter:
     """The reference oracle, `delay` seconds per reply, behind the counter."""
     from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-    from tau2_a2a.serving import a2a_app
+    from tau2_a2a.protocol.hosting import a2a_app
 
     return ConnectionCounter(a2a_app(OracleExecutor(delay=delay), oracle_card(url)))
 
@@ -242,7 +242,7 @@ class SlowNativeOracle:
     def register(cls) -> None:
         from tau2.registry import registry
 
-        from tau2_a2a.reference.native_oracle import NativeOracleAgent
+        from tau2_a2a.tau2bench.native_oracle import NativeOracleAgent
 
         class Agent(NativeOracleAgent):
             def generate_next_message(self, message, state):  # type: ignore[no-untyped-def]
@@ -290,7 +290,7 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
     from tau2_a2a.runner.scoring import default_scoring_processes
     from tau2_a2a.client.session import sessions
     from tau2_a2a.runner.shards import default_workers, evaluate_in_processes
-    from tau2_a2a.config import A2AConfig
+    from tau2_a2a.client.config import A2AConfig
     from tau2_a2a.runner.ray_engine import evaluate_on_ray
 
     httpx.post(f"{url}{RESET_PATH}").raise_for_status()
@@ -481,7 +481,7 @@ def main() -> int:
         serve(args.serve, args.delay, args.keep_alive)
         return 0
 
-    from tau2_a2a.serving import free_port, wait_for_card
+    from tau2_a2a.protocol.hosting import free_port, wait_for_card
 
     SlowNativeOracle.register()
     port = free_port()

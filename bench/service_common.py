@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.serving import wait_for_card
+from tau2_a2a.protocol.hosting import wait_for_card
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 BIN = Path(sys.executable).parent

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from service_common import call, percentile, service_process
 
-from tau2_a2a.serving import free_port
+from tau2_a2a.protocol.hosting import free_port
 
 
 async def timed(client, latencies: list[float]) -> bool:

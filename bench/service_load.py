@@ -73,7 +73,7 @@ def serve(port: int, results_dir: str, store: str, max_running: int, database: s
     from tau2_a2a.service.app import build_app
     from tau2_a2a.service.evaluations import Limits
     from tau2_a2a.service.settings import ServiceSettings
-    from tau2_a2a.serving import serve_forever
+    from tau2_a2a.protocol.hosting import serve_forever
 
     settings = ServiceSettings(results_dir=Path(results_dir), limits=Limits(max_running=max_running),
                                database=database, allowed_targets=("public", "loopback"))
@@ -86,7 +86,7 @@ def serve(port: int, results_dir: str, store: str, max_running: int, database: s
 def bench_service(store: str, max_running: int, database: str | None = None) -> Iterator[str]:
     from _common import serving_process
 
-    from tau2_a2a.serving import free_port
+    from tau2_a2a.protocol.hosting import free_port
 
     port = free_port()
     with tempfile.TemporaryDirectory() as results, serving_process(
@@ -279,7 +279,7 @@ def throughput_arm(replicas: int, database: str, endpoint: str, args: argparse.N
     """Wall time of `--throughput-evaluations` evaluations spread over `replicas` replicas of one database."""
     from service_common import service_process
 
-    from tau2_a2a.serving import free_port
+    from tau2_a2a.protocol.hosting import free_port
 
     with tempfile.TemporaryDirectory() as results, ExitStack() as stack:
         urls = []
@@ -388,7 +388,7 @@ def main() -> int:
 
     from _common import oracle_process
 
-    from tau2_a2a.serving import free_port
+    from tau2_a2a.protocol.hosting import free_port
     from tests.postgres_server import PostgresServer
 
     server = PostgresServer()

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from service_common import BIN, call, peak_rss_mb, service_process
 
-from tau2_a2a.serving import free_port
+from tau2_a2a.protocol.hosting import free_port
 
 
 def oracle_arguments(endpoint: str, num_tasks: int) -> dict:

@@ -47,13 +47,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tau2_a2a.protocol.messages import IncomingTurn, read_turn
 from tau2_a2a.reference.oracle_agent import NO_MARKER, step_parts
-from tau2_a2a.reference.oracle_script import (
+from tau2_a2a.tau2bench.oracle_script import (
     OracleStep,
     find_marker,
     oracle_steps,
     task_marker,
 )
-from tau2_a2a.serving import a2a_app, agent_card, free_port
+from tau2_a2a.protocol.hosting import a2a_app, agent_card, free_port
 
 CARD_PATH = "/.well-known/agent-card.json"
 REST_METHODS = {"/message:send": "SendMessage", "/message:stream": "SendStreamingMessage"}

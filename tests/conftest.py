@@ -26,9 +26,9 @@ import tau2_a2a  # noqa: E402,F401
 from tau2.data_model.simulation import RunConfig  # noqa: E402
 
 from tau2_a2a.runner.run import RunOutcome, evaluate  # noqa: E402
-from tau2_a2a.config import A2AConfig  # noqa: E402
+from tau2_a2a.client.config import A2AConfig  # noqa: E402
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card  # noqa: E402
-from tau2_a2a.serving import BackgroundServer, a2a_app, free_port  # noqa: E402
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port  # noqa: E402
 
 
 Serve = Callable[[Callable[[str], Any]], BackgroundServer]

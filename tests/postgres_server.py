@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tau2_a2a.serving import free_port
+from tau2_a2a.protocol.hosting import free_port
 
 SUPERUSER = "postgres"
 

@@ -8,7 +8,7 @@ from a2a.helpers import new_text_part
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.agents import OracleLike, Seen, agent_app
 from tests.conftest import run_a2a
 
@@ -68,7 +68,7 @@ if __name__ == "__main__":
     import sys
 
     from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-    from tau2_a2a.serving import a2a_app
+    from tau2_a2a.protocol.hosting import a2a_app
 
     out = Path(sys.argv[1])
     print(flaky_run(out))

@@ -13,7 +13,7 @@ from tau2_a2a.service.app import build_app
 from tau2_a2a.service.client import connect, request_message, result_data, result_text
 from tau2_a2a.service.evaluations import Limits
 from tau2_a2a.service.settings import ServiceSettings
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 
 __all__ = [
     "TERMINAL_STATES",

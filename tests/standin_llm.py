@@ -30,7 +30,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from tau2.user.base import STOP
 
-from tau2_a2a.reference.oracle_script import find_marker, find_task, oracle_steps, task_marker
+from tau2_a2a.tau2bench.oracle_script import find_marker, find_task, oracle_steps, task_marker
 
 MODEL = "openai/standin"
 NO_MARKER = "I can only play tasks named by a [tau2-task domain=... id=...] line."

@@ -24,9 +24,9 @@ import tau2_a2a
 from tests.agents import run_cli
 from tests.conftest import run_a2a
 from tests.standin_llm import MODEL, StandinLLM, content_text
-from tau2_a2a.config import A2AConfig
+from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.reference.adk_agent import INSTRUCTION, adk_app
-from tau2_a2a.serving import free_port, wait_for_card
+from tau2_a2a.protocol.hosting import free_port, wait_for_card
 
 AIRLINE_TASKS = ["3", "7", "8", "12", "14"]  # reads, cancellations, a booking, baggage, what to tell the user
 RETAIL_TASKS = ["0", "5", "6"]  # exchanges and a return of delivered items

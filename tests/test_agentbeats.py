@@ -22,7 +22,7 @@ from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import AssessmentRejected, Shard, parse
 from tau2_a2a.service.evaluations import Limits
 from tau2_a2a.service.result import ARTIFACT_NAME, schema
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.service_support import assessment_message, final_task, start_service, stream_message
 
 REPO = Path(__file__).resolve().parents[1]

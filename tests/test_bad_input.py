@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tau2_a2a.cli import parse_run_args
-from tau2_a2a.config import ConfigError
+from tau2_a2a.client.config import ConfigError
 from tests.agents import FailFirst, NullResult, OracleLike, agent_app, middleware, records_of, run_cli
 from tests.conftest import Serve, run_a2a
 

@@ -20,8 +20,8 @@ from starlette.middleware import Middleware
 from tau2.data_model.simulation import TerminationReason
 
 from tau2_a2a.client.errors import AgentAuthError
-from tau2_a2a.config import A2AConfig, RetryPolicy
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.client.config import A2AConfig, RetryPolicy
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.agents import (
     DiesOnTask,
     FailFirst,

@@ -10,7 +10,7 @@ from starlette.middleware import Middleware
 
 from tau2_a2a.cli import main
 from tau2_a2a.reference.oracle_agent import OracleExecutor
-from tau2_a2a.serving import free_port
+from tau2_a2a.protocol.hosting import free_port
 from tests.agents import RequireBearer, agent_app
 
 

@@ -18,9 +18,9 @@ import httpx
 import pytest
 from tau2.data_model.simulation import Results, TerminationReason
 
-from tau2_a2a.config import A2AConfig
+from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.cards import agent_card
-from tau2_a2a.serving import BackgroundServer, a2a_app, free_port, wait_for_card
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port, wait_for_card
 from tests.agents import SlowOnTask, agent_app, by_task, run_cli
 from tests.conftest import FAST, run_a2a
 from tests.standin_llm import MODEL, StandinLLM

@@ -29,10 +29,10 @@ from tau2_a2a.client.errors import (
     AgentCardError,
     AgentUnreachable,
 )
-from tau2_a2a.client.metrics import format_summary
-from tau2_a2a.config import A2AConfig, RetryPolicy
-from tau2_a2a.reference.oracle_script import oracle_steps
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.runner.protocol_metrics import format_summary
+from tau2_a2a.client.config import A2AConfig, RetryPolicy
+from tau2_a2a.tau2bench.oracle_script import oracle_steps
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.agents import (
     CARD_PATH,
     CallsUnknownToolFirst,

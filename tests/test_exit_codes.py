@@ -10,7 +10,7 @@ from starlette.middleware import Middleware
 from tau2.data_model.simulation import Results
 from starlette.types import ASGIApp
 
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.agents import HttpExchange, OracleLike, _BodyMiddleware, _send_response, agent_app, marker, run_cli
 
 

@@ -17,10 +17,10 @@ from tests.conftest import run_a2a
 from tests.standin_llm import MODEL, StandinLLM
 from tau2_a2a.client.errors import A2AFailure
 from tau2_a2a.client.session import A2ASession
-from tau2_a2a.config import A2AConfig
+from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.messages import conversation_start, user_turn
 from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
-from tau2_a2a.serving import a2a_app, free_port, wait_for_card
+from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
 
 GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
 

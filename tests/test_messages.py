@@ -201,7 +201,7 @@ def test_real_task_history_round_trip() -> None:
     """The mock domain ships tasks that start mid-conversation, with tool calls and results."""
     from tau2.run import load_tasks
 
-    from tau2_a2a.client.agent import _history_entry
+    from tau2_a2a.tau2bench.a2a_agent import _history_entry
 
     task = next(t for t in load_tasks("mock") if t.initial_state and t.initial_state.message_history)
     history = [_history_entry(m) for m in task.initial_state.message_history]

@@ -18,9 +18,9 @@ from google.protobuf.json_format import MessageToDict
 from litellm.litellm_core_utils.default_encoding import encoding
 from tau2.data_model.simulation import Results
 
-from tau2_a2a.client.metrics import take_discovery, write_report
-from tau2_a2a.config import A2AConfig
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.runner.protocol_metrics import take_discovery, write_report
+from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.agents import (
     CARD_PATH,
     FailFirst,

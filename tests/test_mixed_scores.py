@@ -29,7 +29,7 @@ from tau2.data_model.simulation import Results
 from tau2.metrics.agent_metrics import compute_metrics
 
 from tau2_a2a.service.evaluations import Limits
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.agents import FailWhen, GetsTasksWrong, agent_app, marker, run_cli
 from tests.service_support import start_service
 from tests.test_agentbeats import assess, request, result_of

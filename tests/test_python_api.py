@@ -11,7 +11,7 @@ from tau2.data_model.simulation import RunConfig
 from tau2.registry import registry
 from tau2.run import run_domain
 
-from tau2_a2a.client.metrics import metrics_path, write_report
+from tau2_a2a.runner.protocol_metrics import metrics_path, write_report
 
 
 def test_importing_twice_registers_once() -> None:

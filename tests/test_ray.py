@@ -20,10 +20,10 @@ import pytest
 from starlette.middleware import Middleware
 from tau2.data_model.simulation import Results
 
-from tau2_a2a.config import AUTH_TOKEN_ENV, A2AConfig
-from tau2_a2a.reference.fidelity import trajectory_differences
+from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
+from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.reference.oracle_agent import OracleExecutor
-from tau2_a2a.serving import free_port
+from tau2_a2a.protocol.hosting import free_port
 from tau2_a2a.service.evaluations import EvaluationManager, EvaluationSpec, Limits
 from tau2_a2a.service.settings import ServiceSettings
 from tests.agents import FailsTask, RequireBearer, agent_app

@@ -19,10 +19,10 @@ import pytest
 from starlette.middleware import Middleware
 from tau2.data_model.simulation import Results
 
-from tau2_a2a.config import A2AConfig
-from tau2_a2a.reference.fidelity import trajectory_differences
+from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.reference.oracle_agent import OracleExecutor
-from tau2_a2a.serving import free_port
+from tau2_a2a.protocol.hosting import free_port
 from tests.agents import RequireBearer, agent_app
 from tests.conftest import FAST, Serve, run_a2a, saved_simulations
 from tests.test_ray import NODE, TOKEN, env_with_token, log_files, run_on_ray

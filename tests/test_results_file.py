@@ -12,7 +12,7 @@ import orjson
 import tau2.run
 from tau2.data_model.simulation import Results
 
-from tau2_a2a.runner.results_file import FastJson, atomic_open
+from tau2_a2a.tau2bench.results_file import FastJson, atomic_open
 from tests.conftest import run_native_oracle, typed
 
 DOCUMENT = {

@@ -16,7 +16,7 @@ import pytest
 from tau2.data_model.simulation import Results
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.serving import a2a_app, free_port, wait_for_card
+from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
 from tests.agents import run_cli
 from tests.conftest import Serve, descendants, running, saved_simulations
 

@@ -16,7 +16,7 @@ from tau2.data_model.simulation import RunConfig
 from tau2_a2a.runner.processes import usable_cores
 from tau2_a2a.runner.scoring import default_scoring_processes, scoring_in_processes
 from tau2_a2a.reference.oracle_agent import step_parts
-from tau2_a2a.reference.oracle_script import OracleStep
+from tau2_a2a.tau2bench.oracle_script import OracleStep
 from tests.agents import OracleLike, ReplyOnTask, agent_app
 from tests.conftest import Serve, descendants, run_a2a
 
@@ -53,7 +53,7 @@ from tau2.domains.airline.environment import get_environment, get_tasks
 from tau2.registry import registry
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.runner.scoring import scoring_in_processes
-from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tests.conftest import run_a2a
 
 registry.register_domain(get_environment, "airline_copy")

@@ -22,8 +22,8 @@ from tau2_a2a.client.errors import (
     AgentProtocolError,
 )
 from tau2_a2a.client.session import A2ASession
-from tau2_a2a.config import A2AConfig, RetryPolicy
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.client.config import A2AConfig, RetryPolicy
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.agents import (
     CARD_PATH,
     EchoAuthorization,

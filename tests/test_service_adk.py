@@ -16,7 +16,7 @@ import pytest
 from a2a.types import AgentCard, TaskState
 from google.genai import types
 
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.service_support import ServiceStandinLLM, ask, call_tool, result_data, result_text, start_service
 
 REPO = Path(__file__).resolve().parents[1]

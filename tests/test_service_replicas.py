@@ -17,7 +17,7 @@ import pytest
 from a2a.types import TaskState
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor
-from tau2_a2a.serving import BackgroundServer
+from tau2_a2a.protocol.hosting import BackgroundServer
 from tests.agents import agent_app
 from tests.conftest import saved_simulations
 from tests.service_support import ask, call_tool, result_data, wait_for_task

@@ -28,7 +28,7 @@ from starlette.middleware import Middleware
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.service.evaluations import TOKEN_LOST
 from tau2_a2a.service.request_limit import too_large_message
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.agents import RequireBearer, agent_app
 from tests.conftest import descendants, saved_simulations
 from tests.service_support import ask, call_tool, result_data, wait_for_task

@@ -29,7 +29,7 @@ from tau2_a2a.service.credentials import REMOVED, scrub_arguments
 from tau2_a2a.service.evaluations import Limits
 from tau2_a2a.service.tools import accepted_arguments
 from tau2_a2a.service.vault import TokenVault, scrub_request
-from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tests.service_support import ask, assessment_message, final_task, result_data, result_text, start_service
 
 RUN = "run_tau2_evaluation"
@@ -294,7 +294,7 @@ async def test_a_refused_target_token_names_the_services_argument(service: Backg
 
 
 def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> None:
-    from tau2_a2a.config import ConfigError
+    from tau2_a2a.client.config import ConfigError
     from tau2_a2a.service.evaluations import EvaluationSpec
     from tau2_a2a.service.settings import ServiceSettings
 

@@ -19,7 +19,7 @@ from tau2_a2a.service.store import EvaluationStore, StoreError
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused
 from tau2_a2a.service.tools import EvaluationTools, ToolError
 from tau2_a2a.service.vault import TokenVault, scrub_a2a_message, scrub_genai_content
-from tau2_a2a.serving import free_port
+from tau2_a2a.protocol.hosting import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,10 +15,10 @@ import pytest
 from tau2.data_model.simulation import TerminationReason
 
 from tau2_a2a.client.session import A2ASession
-from tau2_a2a.config import A2AConfig
+from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.messages import user_turn
-from tau2_a2a.reference.oracle_script import oracle_steps
-from tau2_a2a.serving import BackgroundServer, free_port
+from tau2_a2a.tau2bench.oracle_script import oracle_steps
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.agents import (
     AsksForInput,
     FinishesLater,

@@ -17,8 +17,8 @@ from tau2.data_model.simulation import Results, RunConfig
 
 from tau2_a2a.runner.processes import usable_cores
 from tau2_a2a.runner.shards import default_workers, plan_shards, shards_dir
-from tau2_a2a.config import AUTH_TOKEN_ENV, ConfigError
-from tau2_a2a.reference.fidelity import trajectory_differences
+from tau2_a2a.client.config import AUTH_TOKEN_ENV, ConfigError
+from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tests.agents import RequireBearer, agent_app
 from tests.conftest import Serve, descendants, run_native_oracle, running, saved_simulations

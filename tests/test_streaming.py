@@ -23,11 +23,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tau2_a2a.client.errors import AgentTimeout
 from tau2_a2a.client.session import A2ASession
-from tau2_a2a.config import A2AConfig, RetryPolicy
+from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.protocol.messages import user_turn
 from tau2_a2a.protocol.cards import agent_card
-from tau2_a2a.reference.fidelity import trajectory_differences
-from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
+from tau2_a2a.tau2bench.fidelity import trajectory_differences
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tests.agents import FinishesLater, OracleLike, Seen, by_task
 from tests.conftest import FAST, run_a2a, run_native_oracle
 

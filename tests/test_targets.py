@@ -25,10 +25,10 @@ from starlette.types import ASGIApp, Send
 from tau2_a2a.client.errors import AgentTargetRefused
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, address_class
-from tau2_a2a.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig
+from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.settings import ServiceSettings
-from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tests.agents import (
     HttpExchange,
     OracleLike,

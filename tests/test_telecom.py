@@ -26,11 +26,11 @@ from tau2.data_model.tasks import Task
 from tau2.registry import registry
 from tau2.run import load_tasks
 
-from tau2_a2a.client.metrics import RAW_DATA_KEY
+from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.protocol.messages import read_turn
-from tau2_a2a.reference.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tests.conftest import run_a2a, run_native_oracle
 from tests.service_support import ask, result_data, start_service
 

@@ -14,10 +14,10 @@ import pytest
 
 from tau2_a2a.client.errors import AgentAuthError, AgentUnreachable
 from tau2_a2a.client.session import A2ASession
-from tau2_a2a.config import A2AConfig
-from tau2_a2a.reference.fidelity import trajectory_differences
+from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tests.conftest import FAST, run_a2a, run_native_oracle
 
 SUBSETS = {"airline": ["0", "1", "20"], "retail": ["0", "5"]}

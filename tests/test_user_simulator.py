@@ -18,7 +18,7 @@ from a2a.types import TaskState
 from tau2.data_model.simulation import Results
 from tau2.user.base import STOP
 
-from tau2_a2a.reference.oracle_script import oracle_steps
+from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from tests.agents import run_cli
 from tests.service_support import ask, result_data, start_service
 from tests.standin_llm import MODEL, StandinLLM, user_opening
