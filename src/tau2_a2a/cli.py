@@ -402,7 +402,7 @@ def _evaluate_here(config: RunConfig, a2a: A2AConfig, args: argparse.Namespace) 
 def describe_binding(a2a: A2AConfig) -> str:
     """'A2A 1.0 over JSON-RPC, streaming': what the session settled on from the card."""
     from tau2_a2a.client.bindings import READABLE
-    from tau2_a2a.client.session import sessions
+    from tau2_a2a.client.pool import sessions
 
     session = sessions.get(a2a)
     return (f"A2A {session.protocol_version} over {READABLE[session.binding]}"

@@ -29,7 +29,8 @@ from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.client.errors import AgentMalformedReply
 from tau2_a2a.client.metrics import RAW_DATA_KEY
-from tau2_a2a.client.session import A2ASession, sessions
+from tau2_a2a.client.pool import sessions
+from tau2_a2a.client.session import A2ASession
 from tau2_a2a.config import A2AConfig, redact
 from tau2_a2a.protocol.messages import (
     USAGE_METADATA_KEY,

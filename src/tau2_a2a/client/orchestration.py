@@ -25,7 +25,7 @@ from tau2.orchestrator.orchestrator import Orchestrator
 from tau2_a2a.client.errors import A2AFailure, AgentAuthError
 from tau2_a2a.client.agent import AGENT_NAME
 from tau2_a2a.client.metrics import RAW_DATA_KEY
-from tau2_a2a.client.session import sessions
+from tau2_a2a.client.pool import sessions
 from tau2_a2a.config import A2AConfig
 
 log = logging.getLogger("tau2_a2a.client")

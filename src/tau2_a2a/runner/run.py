@@ -31,7 +31,7 @@ from tau2_a2a.runner.interrupt import RunInterrupted, freeze_writes
 from tau2_a2a.runner.resume import CARD_KEY, refuse_changed_resume
 from tau2_a2a.runner.results_file import atomic_open
 from tau2_a2a.runner.scoring import default_scoring_processes, refuse_script_rerun, scoring_in_processes
-from tau2_a2a.client.session import sessions
+from tau2_a2a.client.pool import sessions
 from tau2_a2a.config import A2AConfig, ConfigError
 from tau2_a2a.tau2bench.environments import install as install_environments
 

@@ -41,7 +41,7 @@ from tau2_a2a.runner.processes import (exit_with, helpers_worth_starting, proces
                                        worker_context)
 from tau2_a2a.runner.run import RunOutcome, evaluate, prepare_a2a_run, scrub_secrets
 from tau2_a2a.runner.scoring import default_scoring_processes, scoring_in_processes
-from tau2_a2a.client.session import sessions
+from tau2_a2a.client.pool import sessions
 from tau2_a2a.config import A2AConfig, ConfigError
 
 PLAN_FILE = "shards.json"
