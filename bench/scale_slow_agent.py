@@ -288,7 +288,7 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
 
     from tau2_a2a.runner.run import evaluate, results_path_for
     from tau2_a2a.runner.scoring import default_scoring_processes
-    from tau2_a2a.client.session import sessions
+    from tau2_a2a.client.pool import sessions
     from tau2_a2a.runner.shards import default_workers, evaluate_in_processes
     from tau2_a2a.client.config import A2AConfig
     from tau2_a2a.runner.ray_engine import evaluate_on_ray

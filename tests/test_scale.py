@@ -15,7 +15,7 @@ import uvicorn
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 
-from tau2_a2a.client.session import sessions
+from tau2_a2a.client.pool import sessions
 from tau2_a2a.protocol.messages import read_turn
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.tau2bench.oracle_script import find_marker

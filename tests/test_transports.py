@@ -145,15 +145,15 @@ def test_grpc_status_codes_map_to_the_categories_http_statuses_get(code: str, ca
     import grpc
     from a2a.client.errors import A2AClientError
 
-    from tau2_a2a.client.session import _classify, _grpc_status
+    from tau2_a2a.client.failures import classify, grpc_status
 
     rpc = grpc.aio.AioRpcError(getattr(grpc.StatusCode, code), grpc.aio.Metadata(), grpc.aio.Metadata(),
                                details="said by the agent, with token s3cret")
     try:
         raise A2AClientError(f"gRPC Error {code}") from rpc
     except A2AClientError as raised:
-        failure = _classify(raised, None, "s3cret", "SendMessage to grpc-agent")
-        assert _grpc_status(raised) == code
+        failure = classify(raised, None, "s3cret", "SendMessage to grpc-agent")
+        assert grpc_status(raised) == code
     assert (failure.category.value, failure.retryable) == (category, retryable)
     assert "s3cret" not in str(failure)
     assert str(failure).startswith("SendMessage to grpc-agent")

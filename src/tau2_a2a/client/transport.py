@@ -1,0 +1,343 @@
+"""The connections under a2a-sdk's transports: HTTP's metered pool and gRPC's channel, both pinned by the target policy.
+
+Over JSON-RPC and HTTP+JSON the HTTP exchange goes through one thread-safe
+connection pool per session (httpx's), called straight from the coroutine
+that a worker thread runs on its own event loop: every thread of a run
+shares the same connections, and a request costs no hand-over to another
+thread. Each connection opens only to addresses the target policy allows,
+resolved right then; gRPC's channel is pinned the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpcore
+import httpx
+
+from tau2_a2a.client.errors import AgentReplyTooLarge, AgentTargetRefused, AgentUnreachable
+from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
+from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig, redact
+
+wire_log = logging.getLogger("tau2_a2a.wire")
+
+
+@dataclass
+class Wire:
+    """What was seen of the exchanges of one request: HTTP by the metering transport, gRPC by the session."""
+
+    status: int | None = None
+    request_bytes: int = 0
+    response_bytes: int = 0
+    error_body: str = ""  # the start of the body of a reply with status >= 400
+    events: int = 0  # A2A events received (a blocking call has one)
+    first_event_at: float | None = None  # perf_counter() of the first event
+    deadline: float | None = None  # perf_counter() by which the reply must be in
+
+    def saw_event(self, size: int) -> None:
+        self.events += 1
+        self.response_bytes += size
+        if self.first_event_at is None:
+            self.first_event_at = time.perf_counter()
+
+    def measures(self, started: float) -> dict[str, Any]:
+        """The request's measures in its record's fields, `started` being its perf_counter() start; taken at its end."""
+        first_event_ms = None if self.first_event_at is None else round((self.first_event_at - started) * 1000.0, 3)
+        return {"http_status": self.status, "latency_ms": round((time.perf_counter() - started) * 1000.0, 3),
+                "request_bytes": self.request_bytes, "response_bytes": self.response_bytes, "events": self.events,
+                "first_event_ms": first_event_ms}
+
+
+current_wire: contextvars.ContextVar[Wire | None] = contextvars.ContextVar(
+    "tau2_a2a_wire", default=None
+)
+
+
+async def metered(call: Any, wire: Wire, timeout: float | None) -> Any:
+    """Await a request's coroutine with `wire` current, so that the transport under a2a-sdk counts into it.
+
+    `timeout`: the time the reply has, for a transport that cannot keep to it
+    itself (gRPC); over HTTP the pool's blocking calls keep to `wire.deadline`.
+    """
+    token = current_wire.set(wire)
+    try:
+        if timeout is not None:
+            return await asyncio.wait_for(call, timeout=timeout)
+        return await call
+    finally:
+        current_wire.reset(token)
+
+
+class _CountedStream(httpx.AsyncByteStream):
+    """An event stream passed on chunk by chunk (so its events arrive as sent), counted and logged.
+
+    The pool's reads block, each with the timeout the request started with,
+    so a stream that falls silent just before its reply is due would wait a
+    whole timeout more. At the reply's deadline a timer shuts the
+    connection's socket, which ends any read at once, and the stream ends as
+    timed out, silent or still flowing.
+    """
+
+    def __init__(self, inner: Any, wire: Wire | None, log_chunk: Any, network_stream: Any,
+                 max_bytes: int, request: httpx.Request) -> None:
+        self._inner = inner
+        self._wire = wire
+        self._log_chunk = log_chunk
+        self._network_stream = network_stream
+        self._max_bytes = max_bytes
+        self._request = request
+
+    async def __aiter__(self) -> Any:
+        deadline = self._wire.deadline if self._wire is not None else None
+        timer = _shut_at(deadline, self._network_stream) if deadline is not None else None
+        received = 0
+        try:
+            for chunk in self._inner:
+                received += len(chunk)
+                if self._wire is not None:
+                    self._wire.response_bytes += len(chunk)
+                if received > self._max_bytes:
+                    raise AgentReplyTooLarge(_too_large(self._request, received, self._max_bytes))
+                self._log_chunk(chunk)
+                yield chunk
+        except httpx.TransportError:
+            if deadline is not None and time.perf_counter() >= deadline:
+                raise httpx.ReadTimeout("the reply's time ran out while its event stream was still open") from None
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    async def aclose(self) -> None:
+        self._inner.close()
+
+
+def _shut_at(deadline: float, network_stream: Any) -> threading.Timer | None:
+    """A timer that shuts the stream's socket at `deadline` (a perf_counter() time), ending its reads."""
+    sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+    if sock is None:
+        return None
+
+    def shut() -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed: the stream ended as the timer fired
+
+    timer = threading.Timer(max(deadline - time.perf_counter(), 0.0), shut)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _too_large(request: httpx.Request, received: int, max_bytes: int) -> str:
+    return (f"the reply to {request.method} {request.url} is over {max_bytes} bytes "
+            f"(--a2a-max-reply-bytes); tau2-a2a stopped reading it at {received} bytes. Raise "
+            "--a2a-max-reply-bytes if the agent's replies are really this large.")
+
+
+class _PolicyBackend(httpcore.SyncBackend):
+    """Opens each TCP connection only to addresses the target policy allows, resolved right then.
+
+    The host is resolved here, when the connection opens, every address is
+    checked, and the socket connects to those very addresses: what is
+    checked is what is connected to, so a DNS answer that changed since an
+    earlier check is caught. TLS still verifies the certificate against
+    the URL's host name (httpcore passes it as the server name).
+    """
+
+    def __init__(self, policy: TargetPolicy) -> None:
+        self._policy = policy
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        try:
+            addresses = self._policy.addresses(host, f"A connection to {host}:{port}")
+        except TargetUnresolvable as error:
+            raise httpcore.ConnectError(str(error)) from None
+        except TargetRefused as error:
+            raise AgentTargetRefused(str(error)) from None
+        failure: Exception | None = None
+        for address in addresses:
+            try:
+                return super().connect_tcp(str(address), port, timeout, local_address, socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
+                failure = error
+        raise failure or httpcore.ConnectError(f"{host} has no address")
+
+
+class _PinnedTransport(httpx.HTTPTransport):
+    """httpx's synchronous pool, its connections opened through `_PolicyBackend`."""
+
+    def __init__(self, policy: TargetPolicy, limits: httpx.Limits) -> None:
+        super().__init__(limits=limits)
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_PolicyBackend(policy),
+        )
+
+
+class _MeteringTransport(httpx.AsyncBaseTransport):
+    """Counts bytes and keeps the HTTP status of each request; logs bodies in debug mode.
+
+    Underneath is httpx's synchronous, thread-safe connection pool, called
+    straight from the coroutine: the coroutine runs on the event loop of the
+    thread that waits for its reply, so blocking there holds up nothing else,
+    and no thread hand-over or async socket layer is paid per request. Each
+    request's timeouts are cut to the time its reply has left.
+
+    A request body counts as sent unless the connection could not even be
+    opened; the status counts as soon as the status line arrives, even if the
+    body is then cut off. An event stream (SSE) passes through chunk by chunk,
+    so its events arrive as sent; any other body is read whole (an error body's
+    words go into the error message). Reading stops once a reply is over
+    `max_bytes`, whole body or event stream, and the request fails as a
+    malformed reply. Debug logs never show the bearer token, not even when
+    the agent echoes it back.
+    """
+
+    def __init__(self, inner: httpx.BaseTransport, debug: bool, token: str | None,
+                 max_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
+        self._inner = inner
+        self._debug = debug
+        self._token = token
+        self._max_bytes = max_bytes
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        wire = current_wire.get()
+        if not isinstance(request.stream, httpx.SyncByteStream):  # a2a-sdk sends whole JSON bodies; just in case
+            request.stream = httpx.ByteStream(await request.aread())
+        body = request.content
+        if wire is not None and wire.deadline is not None:
+            _cut_timeouts(request, wire.deadline)
+        if self._debug:
+            wire_log.info("A2A request %s %s\n%s", request.method, request.url,
+                          redact(body.decode(errors="replace"), self._token))
+        try:
+            response = self._inner.handle_request(request)
+        except (httpx.ConnectError, httpx.ConnectTimeout, AgentTargetRefused):
+            raise  # nothing was sent
+        except BaseException:
+            if wire is not None:
+                wire.request_bytes += len(body)
+            raise
+        if wire is not None:
+            wire.request_bytes += len(body)
+            wire.status = response.status_code
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            return httpx.Response(
+                response.status_code,
+                headers=response.headers,
+                stream=_CountedStream(response.stream, wire, self._log_reply_chunk,
+                                      response.extensions.get("network_stream"), self._max_bytes, request),
+                extensions=response.extensions,
+                request=request,
+            )
+        chunks: list[bytes] = []
+        received = 0
+        try:
+            for chunk in response.stream:  # type: ignore[union-attr]
+                chunks.append(chunk)
+                received += len(chunk)
+                if received > self._max_bytes:
+                    raise AgentReplyTooLarge(_too_large(request, received, self._max_bytes),
+                                             status=response.status_code)
+        finally:
+            response.close()
+            if wire is not None:
+                wire.response_bytes += received
+        raw = b"".join(chunks)
+        if wire is not None and response.status_code >= 400:
+            wire.error_body = raw[:2000].decode(errors="replace")
+        if self._debug:
+            wire_log.info("A2A reply %s\n%s", response.status_code,
+                          redact(raw.decode(errors="replace"), self._token))
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=httpx.ByteStream(raw),
+            extensions=response.extensions,
+            request=request,
+        )
+
+    def _log_reply_chunk(self, chunk: bytes) -> None:
+        if self._debug:
+            wire_log.info("A2A reply chunk\n%s", redact(chunk.decode(errors="replace"), self._token))
+
+    async def aclose(self) -> None:
+        self._inner.close()
+
+
+def _cut_timeouts(request: httpx.Request, deadline: float) -> None:
+    """Each wait of this request (pool, connect, write, each read) is cut to the time its reply has left."""
+    left = max(deadline - time.perf_counter(), 0.001)
+    timeouts = request.extensions.get("timeout", {})
+    request.extensions["timeout"] = {
+        name: left if value is None else min(value, left) for name, value in timeouts.items()
+    }
+
+
+
+def make_http(config: A2AConfig, targets: TargetPolicy) -> httpx.AsyncClient:
+    """The session's HTTP client: its bearer token, its timeouts, its metered and pinned connection pool."""
+    headers = {}
+    if config.auth_token:
+        headers["Authorization"] = f"Bearer {config.auth_token}"
+    transport = _MeteringTransport(
+        _PinnedTransport(targets,
+                        httpx.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=30.0)),
+        config.debug,
+        config.auth_token,
+        config.max_reply_bytes,
+    )
+    timeout = httpx.Timeout(config.timeout, connect=min(config.timeout, 10.0))
+    return httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport)
+
+
+def open_grpc_channel(url: str, targets: TargetPolicy, max_reply_bytes: int) -> Any:
+    """A channel to the addresses of the card's gRPC target that the policy allows, resolved now.
+
+    gRPC would resolve the name itself, and again on every reconnect; the
+    channel is pinned to the checked addresses instead, the name kept as
+    its authority (and, over TLS, as the name the certificate must carry).
+    """
+    import grpc
+
+    what = f"The gRPC target {url} named by the agent card"
+    try:
+        host, port = grpc_host_port(url, what)
+        addresses = targets.addresses(host, what)
+    except TargetUnresolvable as error:
+        raise AgentUnreachable(str(error)) from None
+    except TargetRefused as error:
+        raise AgentTargetRefused(str(error)) from None
+    family = addresses[0].version
+    pinned = ",".join(f"{a}:{port}" if family == 4 else f"[{a}]:{port}"
+                      for a in addresses if a.version == family)
+    authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    options = [("grpc.max_send_message_length", 64 << 20),
+               ("grpc.max_receive_message_length", max_reply_bytes),
+               ("grpc.default_authority", authority)]
+    target = f"ipv{family}:{pinned}"
+    if url.startswith(("https://", "grpcs://")):
+        options.append(("grpc.ssl_target_name_override", host))
+        return grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options)
+    return grpc.aio.insecure_channel(target, options)
+
+
+def grpc_stream_too_large(endpoint: str, received: int, max_bytes: int) -> AgentReplyTooLarge:
+    """gRPC counts a stream's events one by one (see `Wire.saw_event`); their sum has a limit too."""
+    return AgentReplyTooLarge(
+        f"the gRPC event stream of SendStreamingMessage to {endpoint} is over {max_bytes} bytes "
+        f"(--a2a-max-reply-bytes); tau2-a2a stopped reading it at {received} bytes. Raise "
+        "--a2a-max-reply-bytes if the agent's replies are really this large.")
