@@ -22,17 +22,17 @@ hypothesis_settings.register_profile("ci", derandomize=True, database=None, prin
 hypothesis_settings.register_profile("dev", print_blob=True)
 hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
-import tau2_a2a  # noqa: E402,F401
-from tau2.data_model.simulation import RunConfig  # noqa: E402
-
-from tau2_a2a.runner.run import RunOutcome, evaluate  # noqa: E402
-from tau2_a2a.client.config import A2AConfig  # noqa: E402
+from tau2_a2a.client.config import A2AConfig, RetryPolicy  # noqa: E402
+from tau2_a2a.runner.outcome import RunOutcome  # noqa: E402
+from tau2_a2a.runner.run import evaluate  # noqa: E402
+from tau2_a2a.runner.settings import RunSettings  # noqa: E402
+from tau2_a2a.tau2bench.distribution import RunConfig, run_domain  # noqa: E402
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card  # noqa: E402
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port  # noqa: E402
 
 
 Serve = Callable[[Callable[[str], Any]], BackgroundServer]
-FAST = tau2_a2a.RetryPolicy(max_attempts=3, backoff_seconds=0.05)  # retries without slow tests
+FAST = RetryPolicy(max_attempts=3, backoff_seconds=0.05)  # retries without slow tests
 
 
 @pytest.fixture
@@ -61,21 +61,19 @@ def oracle_url() -> Iterator[str]:
 
 
 def run_a2a(url: str, results_dir: Path, domain: str = "airline", *,
-            a2a: A2AConfig | None = None, scoring_processes: int | None = None, **run_args: Any) -> RunOutcome:
+            a2a: A2AConfig | None = None, **run_args: Any) -> RunOutcome:
     """Evaluate the A2A agent at `url` with the scripted user, results under `results_dir`."""
-    config = RunConfig(
-        domain=domain, agent="a2a_agent", llm_agent="a2a-test", user="scripted_user",
-        llm_user="scripted", llm_args_user={}, llm_args_agent={}, llm_args_judge={},
+    settings = RunSettings(
+        domain=domain, a2a=a2a or A2AConfig(endpoint=url, retry=FAST), agent_llm="a2a-test",
+        agent_llm_args={}, user="scripted_user", user_llm="scripted", user_llm_args={},
         results_dir=str(results_dir), save_to=run_args.pop("save_to", "run"),
         max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
     )
-    return evaluate(config, a2a or A2AConfig(endpoint=url, retry=FAST), scoring_processes)
+    return evaluate(settings)
 
 
 def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: Any):
-    """The same oracle, natively in tau2 (no A2A), for fidelity comparisons."""
-    from tau2.run import run_domain
-
+    """The same oracle, natively in tau2 (no A2A; tau2's own run_domain), for fidelity comparisons."""
     config = RunConfig(
         domain=domain, agent="oracle_agent", llm_agent="oracle", user="scripted_user",
         llm_user="scripted", llm_args_user={}, llm_args_agent={}, llm_args_judge={},

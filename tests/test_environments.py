@@ -31,7 +31,7 @@ from tau2.run import load_tasks
 from tau2.utils import get_dict_hash
 
 from tau2_a2a.runner.run import evaluate
-from tau2_a2a.runner.scoring import scoring_in_processes
+from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.tau2bench.copy_on_access import CopyOnAccess
 from tau2_a2a.tau2bench.environments import (
     VERIFY_ENV,
@@ -198,24 +198,16 @@ def test_two_concurrent_simulations_change_the_same_record_apart() -> None:
 
 
 def test_tau2_a2a_run_installs_them_and_importing_does_not(tmp_path: Path) -> None:
-    probe = ("import tau2_a2a; from tau2.registry import registry; "
+    probe = ("import tau2_a2a.tau2bench; from tau2.registry import registry; "
              "print(type(registry.get_env_constructor('airline')).__name__)")
     imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert imported.stdout.strip() == "function"
 
-    from tau2.data_model.simulation import RunConfig
-
     with environments(False):
-        evaluate(RunConfig(domain="airline", agent="oracle_agent", llm_agent="oracle", user="scripted_user",
-                           llm_user="scripted", llm_args_user={}, llm_args_agent={}, llm_args_judge={},
-                           results_dir=str(tmp_path), save_to="native", task_ids=["0"], max_concurrency=1))
+        evaluate(RunSettings(domain="airline", agent="oracle_agent", agent_llm="oracle", user="scripted_user",
+                             user_llm="scripted", user_llm_args={}, agent_llm_args={},
+                             results_dir=str(tmp_path), save_to="native", task_ids=["0"], max_concurrency=1))
         assert isinstance(registry.get_env_constructor("airline"), CachedEnvironments)
     saved = json.loads((tmp_path / "native.json").read_text())
     assert [s["reward_info"]["reward"] for s in saved["simulations"]] == [1.0]
-
-
-def test_scoring_processes_build_environments_the_same_way() -> None:
-    with scoring_in_processes(1) as pool:
-        assert pool is not None
-        assert pool._executor.submit(installed).result() is True

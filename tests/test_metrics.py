@@ -18,7 +18,7 @@ from google.protobuf.json_format import MessageToDict
 from litellm.litellm_core_utils.default_encoding import encoding
 from tau2.data_model.simulation import Results
 
-from tau2_a2a.runner.protocol_metrics import take_discovery, write_report
+from tau2_a2a.runner.protocol_metrics import write_report
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.agents import (
@@ -65,7 +65,6 @@ def metered_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     url = f"http://127.0.0.1:{port}"
     results_dir = tmp_path_factory.mktemp("metrics")
     app = agent_app(agent, url, [middleware(WireLog, exchanges=wire), middleware(FailFirst, status=503, count=1)])
-    take_discovery(url)  # an earlier test's session may have used this port: its records are not this run's
     with BackgroundServer(app, port=port):
         outcome = run_a2a(url, results_dir, task_ids=["1", "2"], max_concurrency=1,
                                    a2a=A2AConfig(endpoint=url, retry=FAST))

@@ -1,4 +1,4 @@
-"""The Python API: importing registers once, and tau2's own run_domain drives a2a_agent."""
+"""The Python API: RunSettings evaluated by tau2_a2a.api.evaluate; registering with tau2 happens once."""
 
 from __future__ import annotations
 
@@ -6,34 +6,52 @@ import importlib
 import json
 from pathlib import Path
 
-import tau2_a2a
-from tau2.data_model.simulation import RunConfig
-from tau2.registry import registry
-from tau2.run import run_domain
+import pytest
 
-from tau2_a2a.runner.protocol_metrics import metrics_path, write_report
+from tau2_a2a import api
+from tau2_a2a.runner.protocol_metrics import metrics_path
+from tau2_a2a.tau2bench import registration
+from tau2_a2a.tau2bench.distribution import RunConfig, registry, run_domain
 
 
-def test_importing_twice_registers_once() -> None:
-    importlib.reload(tau2_a2a)
-    tau2_a2a.register()
+def test_registering_twice_registers_once() -> None:
+    importlib.reload(registration).register()
     info = registry.get_info()
     assert info.agents.count("a2a_agent") == 1 and info.agents.count("oracle_agent") == 1
     assert info.users.count("scripted_user") == 1
 
 
-def test_run_domain_with_a2a_settings_in_llm_args(oracle_url: str, tmp_path: Path) -> None:
+def test_evaluate_an_a2a_agent_from_python(oracle_url: str, tmp_path: Path) -> None:
     token = "python-api-secret-token"
-    settings = tau2_a2a.A2AConfig(endpoint=oracle_url, auth_token=token, timeout=60).to_llm_args()
-    config = RunConfig(
-        domain="airline", agent="a2a_agent", llm_agent="remote", user="scripted_user",
-        llm_user="scripted", llm_args_agent=settings, llm_args_user={}, llm_args_judge={},
-        task_ids=["0", "1"], results_dir=str(tmp_path), save_to="api",
+    settings = api.RunSettings(
+        domain="airline", a2a=api.A2AConfig(endpoint=oracle_url, auth_token=token, timeout=60),
+        user="scripted_user", user_llm="scripted", user_llm_args={}, task_ids=["0", "1"],
+        results_dir=str(tmp_path), save_to="api",
     )
-    results = run_domain(config)
-    assert sorted((s.task_id, s.reward_info.reward) for s in results.simulations) == [("0", 1.0), ("1", 1.0)]
-    report = write_report(tmp_path / "api.json")
-    assert report["run"]["simulations"] == 2 and report["run"]["failed_requests"] == 0
+    outcome = api.evaluate(settings)
+    assert sorted((s.task_id, s.reward_info.reward) for s in outcome.results.simulations) == [("0", 1.0), ("1", 1.0)]
+    assert outcome.report is not None
+    assert outcome.report["run"]["simulations"] == 2 and outcome.report["run"]["failed_requests"] == 0
+    assert [r["method"] for r in outcome.report["discovery"]["requests"]] == ["GetAgentCard", "GetTask"]
     saved = (tmp_path / "api.json").read_text()
     assert token not in saved and token not in metrics_path(tmp_path / "api.json").read_text()
     assert json.loads(saved)["info"]["agent_info"]["llm_args"]["a2a_timeout"] == 60
+    assert json.loads(saved)["info"]["agent_info"]["llm"] == "a2a-tau2-oracle"  # named after the card
+
+
+def test_settings_travel_as_json_without_the_token(oracle_url: str) -> None:
+    settings = api.RunSettings(domain="retail", a2a=api.A2AConfig(endpoint=oracle_url, auth_token="t0ken"),
+                               task_ids=["3"], ray="local")
+    data = settings.to_dict()
+    assert "t0ken" not in json.dumps(data)
+    assert api.RunSettings.from_dict(json.loads(json.dumps(data)), "t0ken") == settings
+    with pytest.raises(api.ConfigError, match="Unknown run settings: colour"):
+        api.RunSettings.from_dict({**data, "colour": "blue"})
+
+
+def test_tau2s_own_run_domain_cannot_reach_an_a2a_agent_alone(tmp_path: Path) -> None:
+    config = RunConfig(domain="airline", agent="a2a_agent", llm_agent="remote", user="scripted_user",
+                       llm_user="scripted", llm_args_agent={}, llm_args_user={}, llm_args_judge={},
+                       task_ids=["0"], results_dir=str(tmp_path), save_to="alone")
+    with pytest.raises(api.ConfigError, match="runs inside tau2-a2a's runner"):
+        run_domain(config)
