@@ -26,7 +26,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import tau2_a2a  # noqa: E402,F401  (registers oracle_agent and scripted_user)
+import tau2_a2a.tau2bench  # noqa: E402,F401  (registers tau2-a2a's agents and user with tau2)
 import tau2.run  # noqa: E402
 from loguru import logger  # noqa: E402
 from tau2.data_model.tasks import Task  # noqa: E402

@@ -28,12 +28,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import oracle_process  # noqa: E402
 
-import tau2_a2a  # noqa: E402,F401
-from tau2.data_model.simulation import RunConfig  # noqa: E402
+import tau2_a2a.tau2bench  # noqa: E402,F401  (registers tau2-a2a's agents and user with tau2)
 
 from tau2_a2a.compare.output import write  # noqa: E402
 from tau2_a2a.client.config import A2AConfig  # noqa: E402
 from tau2_a2a.runner.run import evaluate  # noqa: E402
+from tau2_a2a.runner.settings import RunSettings  # noqa: E402
 from tau2_a2a.protocol.hosting import free_port  # noqa: E402
 
 SIZES = {"airline": ("airline", 50), "retail": ("retail", 114), "telecom": ("telecom", 114),
@@ -45,11 +45,9 @@ def real_runs(folder: Path, tasks: int) -> dict[str, dict]:
     runs = {}
     with oracle_process(free_port()) as url:
         for domain in sorted({source for source, _ in SIZES.values()}):
-            config = RunConfig(domain=domain, agent="a2a_agent", llm_agent="oracle", user="scripted_user",
-                               llm_user="scripted", llm_args_user={}, llm_args_agent={}, llm_args_judge={},
-                               num_tasks=tasks, max_concurrency=2, results_dir=str(folder), save_to=domain,
-                               log_level="ERROR")
-            evaluate(config, A2AConfig(endpoint=url), scoring_processes=0)
+            evaluate(RunSettings(domain=domain, a2a=A2AConfig(endpoint=url), agent_llm="oracle", agent_llm_args={},
+                                 user="scripted_user", user_llm="scripted", user_llm_args={}, num_tasks=tasks,
+                                 max_concurrency=2, results_dir=str(folder), save_to=domain, log_level="ERROR"))
             runs[domain] = json.loads((folder / f"{domain}.json").read_text())
     return runs
 

@@ -35,7 +35,7 @@ from _common import oracle_process  # noqa: E402
 
 import grpc  # noqa: E402
 import httpx  # noqa: E402
-import tau2_a2a  # noqa: E402,F401
+import tau2_a2a.tau2bench  # noqa: E402,F401  (registers tau2-a2a's agents and user with tau2)
 from a2a.types import Message, Part, Role, SendMessageRequest  # noqa: E402
 from a2a.types.a2a_pb2_grpc import A2AServiceStub  # noqa: E402
 from google.protobuf.json_format import MessageToDict  # noqa: E402

@@ -20,7 +20,7 @@ from tau2.agent.llm_agent import LLMAgent
 from tau2.registry import registry
 from tau2.run import load_tasks
 
-import tau2_a2a
+from tau2_a2a.client.config import RetryPolicy
 from tests.agents import run_cli
 from tests.conftest import run_a2a
 from tests.standin_llm import MODEL, StandinLLM, content_text
@@ -138,7 +138,7 @@ def test_cli_serves_the_adk_agent_and_reports_llm_failures(serve, tmp_path):
 
         llm_server.stop()
         failed = run_a2a(url, tmp_path / "failed", task_ids=["1"],
-                         a2a=A2AConfig(endpoint=url, retry=tau2_a2a.RetryPolicy(max_attempts=1)))
+                         a2a=A2AConfig(endpoint=url, retry=RetryPolicy(max_attempts=1)))
         [simulation] = failed.results.simulations
         assert simulation.termination_reason.value == "agent_error"
         assert "TASK_STATE_FAILED: litellm." in simulation.messages[-1].content

@@ -12,7 +12,7 @@ from google.protobuf.json_format import MessageToDict
 from tau2.agent.llm_agent import LLMAgent
 from tau2.registry import registry
 
-import tau2_a2a
+from tau2_a2a.client.config import RetryPolicy
 from tests.conftest import run_a2a
 from tests.standin_llm import MODEL, StandinLLM
 from tau2_a2a.client.errors import A2AFailure
@@ -71,7 +71,7 @@ def test_contexts_are_separate_and_idle_ones_forgotten(serve, standin):
     now = [1000.0]
     executor = LLMExecutor(MODEL, llm_args(standin), idle_timeout=60.0, clock=lambda: now[0])
     agent = serve(lambda url: a2a_app(executor, llm_agent_card(url, MODEL)))
-    session = A2ASession(A2AConfig(endpoint=agent.url, retry=tau2_a2a.RetryPolicy(max_attempts=1)))
+    session = A2ASession(A2AConfig(endpoint=agent.url, retry=RetryPolicy(max_attempts=1)))
     system_prompt, tools = airline_prompt_and_tools()
 
     def start(task_id: str):
@@ -148,7 +148,7 @@ def test_llm_failure_reaches_the_client_as_a_clear_error(serve, tmp_path):
     agent = serve(lambda url: a2a_app(executor, llm_agent_card(url, MODEL)))
 
     outcome = run_a2a(agent.url, tmp_path, task_ids=["1"],
-                      a2a=A2AConfig(endpoint=agent.url, retry=tau2_a2a.RetryPolicy(max_attempts=1)))
+                      a2a=A2AConfig(endpoint=agent.url, retry=RetryPolicy(max_attempts=1)))
 
     [simulation] = outcome.results.simulations
     assert simulation.termination_reason.value == "agent_error"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from tau2.registry import registry
 
-import tau2_a2a  # noqa: F401  (registers with tau2 before its registry is used)
+import tau2_a2a.tau2bench  # noqa: F401  (registers tau2-a2a's agents and user with tau2)
 from tau2_a2a.protocol.toolcalls import (
     ANSWER_CONVENTION,
     DataPart,
