@@ -19,7 +19,7 @@ from tau2_a2a.cli.common import OneLineParser  # noqa: E402
 from tau2_a2a.cli.demo import add_demo_command  # noqa: E402
 from tau2_a2a.cli.merge import add_merge_command  # noqa: E402
 from tau2_a2a.cli.report import add_report_command  # noqa: E402
-from tau2_a2a.cli.run import add_run_command, check_run_args, resume_command  # noqa: E402
+from tau2_a2a.cli.run import add_run_command, resume_command, settings_from_args  # noqa: E402
 from tau2_a2a.runner.command import run_command  # noqa: E402
 from tau2_a2a.runner.outcome import EXIT_USAGE  # noqa: E402
 from tau2_a2a.service.app import add_serve_command  # noqa: E402
@@ -49,5 +49,5 @@ def parse_run_args(argv: list[str]) -> argparse.Namespace:
     """`tau2-a2a run ARGV` parsed and checked, nothing run: argparse exits 2 on a malformed flag,
     a value no run can use raises ConfigError."""
     args = build_parser().parse_args(["run", *argv])
-    check_run_args(args)
+    settings_from_args(args)
     return args

@@ -14,7 +14,7 @@ import shlex
 from typing import Any
 
 from tau2_a2a.cli.common import add_transport_args, auth_token
-from tau2_a2a.client.config import AUTH_TOKEN_ENV, DEFAULT_MAX_REPLY_BYTES, DEFAULT_TIMEOUT_SECONDS, A2AConfig, check_timeout
+from tau2_a2a.client.config import AUTH_TOKEN_ENV, DEFAULT_MAX_REPLY_BYTES, DEFAULT_TIMEOUT_SECONDS, A2AConfig
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.interrupt import RunInterrupted, stop_on_sigint
@@ -46,14 +46,15 @@ def add_run_command(commands: Any) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     exit_with_parent()
-    check_run_args(args)
     settings = settings_from_args(args)
     with stop_on_sigint():
         return report_outcome(evaluate(settings))
 
 
 def settings_from_args(args: argparse.Namespace) -> RunSettings:
-    """The run the flags describe: tau2's settings as `tau2 run` maps them, and the A2A agent's."""
+    """The run the flags describe: tau2's settings as `tau2 run` maps them, and the A2A agent's; a value no run
+    can use is refused in one line (ConfigError)."""
+    check_run_args(args)
     return RunSettings(
         domain=args.domain,
         agent=args.agent,
@@ -158,7 +159,6 @@ def check_run_args(args: argparse.Namespace) -> None:
         raise ConfigError(f"--max-retries must be between 0 and {MAX_COUNT}, got {args.max_retries}.")
     if not SEED_RANGE[0] <= args.seed <= SEED_RANGE[1]:
         raise ConfigError(f"--seed must be a 64-bit integer, got {args.seed}.")
-    check_timeout(args.a2a_timeout, "--a2a-timeout")
 
 
 def _check_count(flag: str, value: int | None, optional: bool = False) -> None:

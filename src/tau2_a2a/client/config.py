@@ -65,7 +65,7 @@ def validate_endpoint(endpoint: str) -> str:
     return endpoint.rstrip("/")
 
 
-def check_timeout(seconds: float, flag: str = "A2A timeout") -> float:
+def check_timeout(seconds: float, flag: str = "--a2a-timeout") -> float:
     """A reply timeout is a finite number of seconds above 0 and at most a day; say so otherwise."""
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_SECONDS):
         raise ConfigError(f"{flag} must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS:g}, "

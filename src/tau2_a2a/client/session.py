@@ -390,6 +390,12 @@ class A2ASession:
             raise Failed(failure, record, cause)
         return result, record
 
+    def __enter__(self) -> A2ASession:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
     def close(self) -> None:
         if self._closed:
             return

@@ -18,7 +18,8 @@ from typing import Any
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.protocol_metrics import format_summary, write_report
 from tau2_a2a.tau2bench.distribution import DATA_DIR, Results
-from tau2_a2a.tau2bench.runs import read_results, save_results
+from tau2_a2a.tau2bench.results_file import read_results
+from tau2_a2a.tau2bench.runs import save_results
 
 # What must be equal for simulations to be scored together (the seed and git commit may differ).
 SETTINGS = {

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
-from tau2_a2a.tau2bench.runs import read_results
+from tau2_a2a.tau2bench.results_file import read_results
 
 METRICS_SUFFIX = "_a2a_metrics.json"
 

@@ -27,19 +27,10 @@ from tau2_a2a.runner.interrupt import RunInterrupted, freeze_writes
 from tau2_a2a.runner.outcome import RunOutcome, RunStopped
 from tau2_a2a.runner.protocol_metrics import metrics_path, write_report
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
-from tau2_a2a.tau2bench.distribution import RunConfig
 from tau2_a2a.tau2bench.environments import install as install_environments
 from tau2_a2a.tau2bench.orchestration import on_session
-from tau2_a2a.tau2bench.resume import CARD_KEY, refuse_changed_resume
-from tau2_a2a.tau2bench.runs import (
-    check_results_dir,
-    planned_simulations,
-    results_path_for,
-    run,
-    run_config,
-    scrub_secrets,
-    simulations_saved,
-)
+from tau2_a2a.tau2bench.resume import CARD_KEY
+from tau2_a2a.tau2bench.runs import RunPlan, plan_run, simulations_saved
 
 log = logging.getLogger("tau2_a2a.runner")
 
@@ -47,71 +38,68 @@ log = logging.getLogger("tau2_a2a.runner")
 def evaluate(settings: RunSettings) -> RunOutcome:
     """Run `settings`: a tau2 agent as `tau2 run` would, or the A2A agent of `settings.a2a`.
 
-    A Ctrl-C (see `interrupt`) raises RunInterrupted once what finished is saved.
+    A Ctrl-C (see `interrupt`) raises RunInterrupted once what finished is saved; the A2A agent refusing
+    our credentials mid-run raises RunStopped, also keeping what finished.
     """
     install_environments()
-    config = run_config(settings.tau2_fields())
-    simulations = planned_simulations(config)  # tasks that do not exist: said now, not after the agent's check
-    check_results_dir(config)
-    if not settings.is_a2a:
-        return _evaluate_native(config)
-    assert settings.a2a is not None  # RunSettings says so
-    session = A2ASession(settings.a2a)
-    try:
-        return _evaluate_a2a(settings, config, session, simulations)
-    finally:
-        session.close()
+    plan = plan_run(settings.tau2_fields())  # tasks that do not exist: said now, not after the agent's check
+    if settings.a2a is None:
+        return _evaluate_native(plan)
+    with A2ASession(settings.a2a) as session:
+        return _evaluate_a2a(plan, session, settings.ray, name_after_card=settings.agent_llm is None)
 
 
-def _evaluate_a2a(settings: RunSettings, config: RunConfig, session: A2ASession, simulations: int) -> RunOutcome:
+def _evaluate_a2a(plan: RunPlan, session: A2ASession, ray: str | None, name_after_card: bool) -> RunOutcome:
+    """The A2A agent's run, its simulations in this process (on its session) or on Ray's actors; the protocol
+    metrics file of what finished, however it ended."""
     card = session.card
     print(f"A2A agent: {card.name} at {session.config.endpoint} ({describe_binding(session)})", flush=True)
-    path = prepare_a2a_run(config, session, name_after_card=settings.agent_llm is None)
+    plan.point_at(A2A_AGENT, {**session.config.as_record(), CARD_KEY: card_identity(card)},
+                  agent_model_name(card.name) if name_after_card else None)
+    path = plan.results_path
+    results, ended = None, None
     try:
         with ExitStack() as engine:
-            if settings.ray:
+            if ray:
                 from tau2_a2a.runner.ray_engine import simulations_on_ray
 
-                engine.enter_context(simulations_on_ray(settings.ray, session.config, config.max_concurrency,
-                                                        simulations, path))
+                engine.enter_context(simulations_on_ray(ray, session.config, plan.config.max_concurrency,
+                                                        plan.simulations, path))
             else:
                 engine.enter_context(on_session(session))
-            results = run(config)
-    except AgentAuthError as refusal:
-        raise stopped_by_refusal(refusal, session, path) from None
-    except KeyboardInterrupt:
-        raise interrupted(path, session) from None
-    scrub_secrets(path)
-    report = write_report(path, session.discovery)
+            results = plan.run()
+    except (AgentAuthError, KeyboardInterrupt) as error:
+        freeze_writes()  # after Ctrl-C: no write of an abandoned simulation from now on
+        ended = error
+    report = write_report(path, session.discovery) if path.exists() else None
+    if ended is not None:
+        raise ending(ended, session.config.endpoint, path, report) from None
     return RunOutcome(results, path, metrics_path(path), report)
 
 
-def prepare_a2a_run(config: RunConfig, session: A2ASession, name_after_card: bool) -> Path:
-    """Point `config` at the A2A agent (its llm_args: what the results file records of the config, and the
-    card's identity; its LLM's name, unless given, from the card), name the results file, and refuse to
-    resume a results file of another run."""
-    card = session.card
-    config.agent = A2A_AGENT
-    if name_after_card:
-        config.llm_agent = agent_model_name(card.name)
-    config.llm_args_agent = {**(config.llm_args_agent or {}), **session.config.as_record(),
-                             CARD_KEY: card_identity(card)}
-    config.agent_api_key = None
-    path = results_path_for(config)
-    refuse_changed_resume(config, path)
-    return path
-
-
-def _evaluate_native(config: RunConfig) -> RunOutcome:
+def _evaluate_native(plan: RunPlan) -> RunOutcome:
     """A tau2 agent run as `tau2 run` would, resuming only a run with the same settings, without a prompt."""
-    path = results_path_for(config)
-    refuse_changed_resume(config, path)
+    path = plan.results_path
     try:
-        results = run(config)
+        results = plan.run()
     except KeyboardInterrupt:
-        raise interrupted(path) from None
-    scrub_secrets(path)
+        freeze_writes()
+        raise RunInterrupted(simulations_saved(path), path, None) from None
     return RunOutcome(results, path, None, None)
+
+
+def ending(error: BaseException, endpoint: str, path: Path, report: dict[str, Any] | None) -> Exception:
+    """What stopped the run early, for its caller: the simulations finished before it are kept in `path`."""
+    finished = len(report["simulations"]) if report else 0
+    if not isinstance(error, AgentAuthError):
+        return RunInterrupted(finished, path, metrics_path(path) if report else None)
+    return RunStopped(
+        f"The agent at {endpoint} refused our credentials mid-run "
+        f"({f'HTTP {error.status}' if error.status else 'gRPC UNAUTHENTICATED'}), so the run stopped; its "
+        f"{finished} finished simulations are kept in {path}. Pass a valid bearer token with "
+        "--a2a-auth-token or TAU2_A2A_AUTH_TOKEN and re-run the same command to resume.",
+        status=error.status,
+    )
 
 
 def agent_model_name(card_name: str) -> str:
@@ -130,30 +118,3 @@ def describe_binding(session: A2ASession) -> str:
     """'A2A 1.0 over JSON-RPC, streaming': what the session settled on from the card."""
     return (f"A2A {session.protocol_version} over {READABLE[session.binding]}"
             + (", streaming" if session.streaming else ""))
-
-
-def interrupted(path: Path, session: A2ASession | None = None) -> RunInterrupted:
-    """The run stopped by Ctrl-C: freeze its results file and write the metrics of what it holds."""
-    freeze_writes()
-    if not path.exists():
-        return RunInterrupted(0, path, None)
-    scrub_secrets(path)
-    if session is None:
-        return RunInterrupted(simulations_saved(path), path, None)
-    report = write_report(path, session.discovery)
-    return RunInterrupted(len(report["simulations"]), path, metrics_path(path))
-
-
-def stopped_by_refusal(refusal: AgentAuthError, session: A2ASession, path: Path) -> RunStopped:
-    """The run stopped when the agent refused our credentials: keep what finished, say what to pass."""
-    finished = 0
-    if path.exists():
-        scrub_secrets(path)
-        finished = len(write_report(path, session.discovery)["simulations"])
-    return RunStopped(
-        f"The agent at {session.config.endpoint} refused our credentials mid-run "
-        f"({f'HTTP {refusal.status}' if refusal.status else 'gRPC UNAUTHENTICATED'}), so the run stopped; its "
-        f"{finished} finished simulations are kept in {path}. Pass a valid bearer token with "
-        "--a2a-auth-token or TAU2_A2A_AUTH_TOKEN and re-run the same command to resume.",
-        status=refusal.status,
-    )

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 import orjson
-from tau2_a2a.tau2bench.distribution import tau2_run
+from tau2_a2a.tau2bench.distribution import Results, tau2_run
 
 from tau2_a2a.tau2bench.stopping import writes
 
@@ -234,3 +234,28 @@ def install() -> None:
     tau2_run.open = atomic_open  # type: ignore[attr-defined]
     if not isinstance(getattr(tau2_run, "json", None), FastJson):
         tau2_run.json = FastJson()  # type: ignore[attr-defined]
+
+
+REDACTED = "***"
+_SECRET_KEYS = ("api_key", "auth_token", "token", "password")
+
+
+def read_results(path: Path) -> Results:
+    return Results.load(path)
+
+
+def scrub_secrets(results_path: Path) -> None:
+    """Replace any credential tau2 copied from llm_args into the results file."""
+    if not results_path.exists():
+        return
+    data = json.loads(results_path.read_text())
+    changed = False
+    for role in ("agent_info", "user_info"):
+        llm_args = (data.get("info", {}).get(role) or {}).get("llm_args") or {}
+        for key in list(llm_args):
+            if key.lower() in _SECRET_KEYS and llm_args[key] not in (None, REDACTED):
+                llm_args[key] = REDACTED
+                changed = True
+    if changed:
+        with atomic_open(results_path, "w") as handle:
+            handle.write(json.dumps(data, indent=2))

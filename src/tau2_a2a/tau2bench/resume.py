@@ -17,35 +17,21 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.tau2bench.distribution import Info, LLMGTAgent, LLMSoloAgent, Results, RunConfig, get_tasks
+from tau2_a2a.tau2bench.distribution import ConsoleDisplay, Info, Results, RunConfig
 
 CARD_KEY = "a2a_card"  # where the agent card's identity is kept in the agent's llm_args
 _ENDPOINT_KEY = "a2a_endpoint"
 _SECRET_WORDS = ("key", "token", "password", "secret", "authorization", "credential")
 _TASKS_SHOWN = 5
-
-
-def planned_task_ids(config: RunConfig) -> list[str]:
-    """The ids of the tasks `config` selects, as tau2's run_domain selects them; ConfigError when none can be."""
-    try:
-        tasks = get_tasks(config.task_set_name or config.domain, config.task_split_name,
-                          config.task_ids, config.num_tasks)
-    except (ValueError, KeyError) as error:
-        raise ConfigError(f"No tasks to run in {config.task_set_name or config.domain}: {_first_line(error)}. "
-                          "Check --task-ids and --task-split-name.") from None
-    if "gt" in config.agent or "solo" in config.agent:  # run_domain keeps only the tasks these agents can do
-        check = LLMGTAgent.check_valid_task if "gt" in config.agent else LLMSoloAgent.check_valid_task
-        tasks = [task for task in tasks if check(task)]
-    if not tasks:
-        raise ConfigError(f"No tasks to run in {config.domain} with these flags; check --task-ids, "
-                          "--task-split-name and --num-tasks.")
-    return [task.id for task in tasks]
 
 
 def load_results(path: Path) -> Results:
@@ -63,17 +49,15 @@ def load_results(path: Path) -> Results:
     return results
 
 
-def refuse_changed_resume(config: RunConfig, path: Path, task_ids: list[str] | None = None,
-                          compare_tasks: bool = True) -> None:
+def refuse_changed_resume(config: RunConfig, path: Path, task_ids: list[str]) -> None:
     """Refuse, before any simulation, to resume `path` with other settings than the run it holds."""
     if not path.exists():
         return
     results = load_results(path)
     now = settings_of_config(config)
     before = settings_of_info(results.info)
-    if compare_tasks:
-        now["tasks"] = sorted(task_ids if task_ids is not None else planned_task_ids(config))
-        before["tasks"] = sorted(task.id for task in results.tasks)
+    now["tasks"] = sorted(task_ids)
+    before["tasks"] = sorted(task.id for task in results.tasks)
     if before.get("agent card") is None:  # a file from before cards were recorded: the endpoint still counts
         now.pop("agent card", None)
         before.pop("agent card", None)
@@ -160,3 +144,22 @@ def _redacted(value: Any) -> Any:
 def _first_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return (lines[0] if lines else type(error).__name__)[:300]
+
+
+_prompt_lock = threading.Lock()
+
+
+@contextmanager
+def resume_without_prompt(resuming: bool) -> Iterator[None]:
+    """tau2 asks on the terminal before resuming an existing results file; answer yes."""
+    if not resuming:
+        yield
+        return
+    console = ConsoleDisplay.console
+    with _prompt_lock:
+        original = console.input
+        console.input = lambda *args, **kwargs: "y"  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            console.input = original  # type: ignore[method-assign]

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,45 +18,97 @@ from tau2_a2a.errors import ConfigError
 from tau2_a2a.tau2bench.distribution import (
     DATA_DIR,
     ConsoleDisplay,
+    LLMGTAgent,
+    LLMSoloAgent,
     Results,
     RunConfig,
     compute_metrics,
     get_options,
+    get_tasks,
     make_run_name,
     run_domain,
     save_results_summary,
     save_termination_summary,
 )
-from tau2_a2a.tau2bench.resume import planned_task_ids
-from tau2_a2a.tau2bench.results_file import atomic_open
+from tau2_a2a.tau2bench.results_file import atomic_open, scrub_secrets
+from tau2_a2a.tau2bench.resume import refuse_changed_resume, resume_without_prompt
 
-REDACTED = "***"
-_SECRET_KEYS = ("api_key", "auth_token", "token", "password")
 
 # RunSettings' names for RunConfig's fields, where they differ.
 _FIELD_NAMES = {"agent_llm": "llm_agent", "agent_llm_args": "llm_args_agent", "user_llm": "llm_user",
                 "user_llm_args": "llm_args_user", "judge_llm": "llm_judge", "judge_llm_args": "llm_args_judge"}
 
 
-def run_config(fields: dict[str, Any]) -> RunConfig:
-    """tau2's RunConfig for a run's tau2 settings (RunSettings' names)."""
+@dataclass
+class RunPlan:
+    """One run in tau2's terms: its RunConfig, the tasks it picks, and where tau2 writes its results."""
+
+    config: RunConfig
+    task_ids: list[str]
+
+    @property
+    def simulations(self) -> int:
+        return len(self.task_ids) * self.config.num_trials
+
+    @property
+    def results_path(self) -> Path:
+        """Where tau2 writes this run's results; names the run (after its agent's LLM) if it has no name yet."""
+        if self.config.save_to is None:
+            self.config.save_to = make_run_name(self.config)
+        return results_dir_for(self.config) / f"{self.config.save_to}.json"
+
+    def point_at(self, agent: str, llm_args: dict[str, Any], llm: str | None) -> None:
+        """The run's agent: its name in tau2's registry, what the results file records of it, its LLM's name."""
+        self.config.agent = agent
+        self.config.llm_args_agent = {**(self.config.llm_args_agent or {}), **llm_args}
+        self.config.agent_api_key = None
+        if llm is not None:
+            self.config.llm_agent = llm
+
+    def run(self) -> Results:
+        """tau2's run_domain: resuming, without a prompt, only a results file of the same run (see `resume`);
+        no credential left in the results file."""
+        path = self.results_path
+        refuse_changed_resume(self.config, path, self.task_ids)
+        try:
+            with resume_without_prompt(path.exists()):
+                return run_domain(self.config)
+        finally:
+            scrub_secrets(path)
+
+
+def plan_run(fields: dict[str, Any]) -> RunPlan:
+    """The run `fields` (RunSettings' names for tau2's settings) describe; ConfigError, before anything runs,
+    when it picks no task or cannot write its results."""
     config = RunConfig(**{_FIELD_NAMES.get(name, name): value for name, value in fields.items()
                           if value is not None or name != "agent_llm"})
     if config.llm_args_judge is None:
         config.llm_args_judge = {}
-    return config
+    plan = RunPlan(config, planned_task_ids(config))
+    check_results_dir(config)
+    return plan
+
+
+def planned_task_ids(config: RunConfig) -> list[str]:
+    """The ids of the tasks `config` selects, as tau2's run_domain selects them; ConfigError when none can be."""
+    try:
+        tasks = get_tasks(config.task_set_name or config.domain, config.task_split_name,
+                          config.task_ids, config.num_tasks)
+    except (ValueError, KeyError) as error:
+        raise ConfigError(f"No tasks to run in {config.task_set_name or config.domain}: {_first_line(error)}. "
+                          "Check --task-ids and --task-split-name.") from None
+    if "gt" in config.agent or "solo" in config.agent:  # run_domain keeps only the tasks these agents can do
+        check = LLMGTAgent.check_valid_task if "gt" in config.agent else LLMSoloAgent.check_valid_task
+        tasks = [task for task in tasks if check(task)]
+    if not tasks:
+        raise ConfigError(f"No tasks to run in {config.domain} with these flags; check --task-ids, "
+                          "--task-split-name and --num-tasks.")
+    return [task.id for task in tasks]
 
 
 def domains() -> list[str]:
     """The domains tau2 knows."""
     return list(get_options().domains)
-
-
-def results_path_for(config: RunConfig) -> Path:
-    """Where tau2 will write this run's results; names the run if it has no name yet."""
-    if config.save_to is None:
-        config.save_to = make_run_name(config)
-    return results_dir_for(config) / f"{config.save_to}.json"
 
 
 def results_dir_for(config: RunConfig) -> Path:
@@ -77,17 +127,6 @@ def check_results_dir(config: RunConfig) -> None:
                           "--results-dir you can write to.") from None
 
 
-def planned_simulations(config: RunConfig) -> int:
-    """How many simulations the run holds: its tasks times its trials."""
-    return len(planned_task_ids(config)) * config.num_trials
-
-
-def run(config: RunConfig) -> Results:
-    """tau2's run_domain, resuming an existing results file without a prompt."""
-    with resume_without_prompt(results_path_for(config).exists()):
-        return run_domain(config)
-
-
 def save_results(results: Results, path: Path) -> None:
     """A tau2 results file written whole, with tau2's metrics shown and its two summary files beside it."""
     with atomic_open(path, "w") as results_file:
@@ -98,45 +137,11 @@ def save_results(results: Results, path: Path) -> None:
     save_termination_summary(results, path.parent / f"{path.stem}_termination_summary.json")
 
 
-def read_results(path: Path) -> Results:
-    return Results.load(path)
-
-
 def simulations_saved(path: Path) -> int:
-    return len(json.loads(path.read_text())["simulations"])
+    """How many simulations the results file at `path` holds (0 when there is none)."""
+    return len(json.loads(path.read_text())["simulations"]) if path.exists() else 0
 
 
-_prompt_lock = threading.Lock()
-
-
-@contextmanager
-def resume_without_prompt(resuming: bool) -> Iterator[None]:
-    """tau2 asks on the terminal before resuming an existing results file; answer yes."""
-    if not resuming:
-        yield
-        return
-    console = ConsoleDisplay.console
-    with _prompt_lock:
-        original = console.input
-        console.input = lambda *args, **kwargs: "y"  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            console.input = original  # type: ignore[method-assign]
-
-
-def scrub_secrets(results_path: Path) -> None:
-    """Replace any credential tau2 copied from llm_args into the results file."""
-    if not results_path.exists():
-        return
-    data = json.loads(results_path.read_text())
-    changed = False
-    for role in ("agent_info", "user_info"):
-        llm_args = (data.get("info", {}).get(role) or {}).get("llm_args") or {}
-        for key in list(llm_args):
-            if key.lower() in _SECRET_KEYS and llm_args[key] not in (None, REDACTED):
-                llm_args[key] = REDACTED
-                changed = True
-    if changed:
-        with atomic_open(results_path, "w") as handle:
-            handle.write(json.dumps(data, indent=2))
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return (lines[0] if lines else type(error).__name__)[:300]
