@@ -11,7 +11,7 @@ from tau2_a2a.runner.outcome import EXIT_USAGE
 
 
 def add_report_command(commands: Any) -> None:
-    report = commands.add_parser("report", help="Scores with 95% intervals, comparisons and every trajectory: "
+    report = commands.add_parser("report", help="Scores with 95%% intervals, comparisons and every trajectory: "
                                  "one offline HTML page, its figures as JSON, a summary")
     report.add_argument("results", nargs="+", metavar="RESULTS",
                         help="tau2 results files or folders of them (one per domain); LABEL=PATH names a run. "
