@@ -34,13 +34,8 @@ from tau2_a2a.service.credentials import (
     check_sampling_args,
     has_userinfo,
 )
-from tau2_a2a.service.evaluations import (
-    DEFAULT_LIMITS,
-    EvaluationError,
-    EvaluationManager,
-    EvaluationSpec,
-    Limits,
-)
+from tau2_a2a.service.evaluations import DEFAULT_LIMITS, EvaluationError, EvaluationManager, Limits
+from tau2_a2a.service.spec import EvaluationSpec
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.service.vault import REFERENCE_ARGUMENT, TOKEN_ARGUMENT, TokenVault, vault
 

@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default: %(default)s)")
     report.set_defaults(func=report_command)
 
-    from tau2_a2a.service.app import add_serve_command
+    from tau2_a2a.cli.serve import add_serve_command
 
     add_serve_command(commands)
     from tau2_a2a.runner.merge import add_merge_command

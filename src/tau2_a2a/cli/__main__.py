@@ -1,0 +1,3 @@
+from tau2_a2a.cli import main
+
+raise SystemExit(main())
