@@ -27,7 +27,7 @@ from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.credentials import REMOVED, scrub_arguments
 from tau2_a2a.service.evaluations import Limits
-from tau2_a2a.service.tools import accepted_arguments
+from tau2_a2a.service.tool_specs import accepted_arguments
 from tau2_a2a.service.vault import TokenVault, scrub_request
 from tau2_a2a.serving import BackgroundServer, a2a_app, free_port
 from tests.service_support import ask, assessment_message, final_task, result_data, result_text, start_service

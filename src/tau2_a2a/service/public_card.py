@@ -15,7 +15,7 @@ from tau2_a2a.protocol.cards import HTTP_BINDINGS, agent_card
 from tau2_a2a.service.credentials import UserLLMPolicy
 from tau2_a2a.service.evaluations import DEFAULT_LIMITS, Limits
 from tau2_a2a.service.settings import SERVICE_TOKEN_ENV
-from tau2_a2a.service.tools import ALIASES, tool_specs
+from tau2_a2a.service.tool_specs import ALIASES, tool_specs
 
 SERVICE_NAME = "tau2 evaluation service"
 ADK_BINDINGS = ("JSONRPC",)  # what ADK's A2A app (`adk web --a2a`, to_a2a) serves
