@@ -1,4 +1,4 @@
-"""The service's settings: from `tau2-a2a serve` flags, or from the environment.
+"""The service's settings: from `tau2-a2a serve` flags (cli/serve.py), or from the environment.
 
 `adk web` / `adk api_server` import the agent with no flags, so the same
 settings are read from TAU2_EVAL_* environment variables there.
