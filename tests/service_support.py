@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +12,11 @@ from a2a.client import ClientCallContext
 from a2a.types import GetTaskRequest, Message, SendMessageConfiguration, SendMessageRequest, Task, TaskState
 
 from tau2_a2a.service.app import build_app
-from tau2_a2a.service.client import connect, request_message, result_data, result_text
+from tau2_a2a.service.calls import connect, request_message, result_data, result_text
+from tau2_a2a.service.child import start_child
 from tau2_a2a.service.evaluations import Limits
 from tau2_a2a.service.settings import ServiceSettings
+from tau2_a2a.service.spec import EvaluationSpec
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 
 __all__ = [
@@ -20,6 +24,7 @@ __all__ = [
     "ServiceStandinLLM",
     "ask",
     "call_tool",
+    "child_given",
     "result_data",
     "result_text",
     "start_service",
@@ -45,6 +50,27 @@ def start_service(results_dir: Path, *, limits: Limits | None = None, **settings
     server = BackgroundServer(app, port=port).start()
     server.app = app  # type: ignore[attr-defined]
     return server
+
+
+# A stand-in interpreter for an evaluation's child: it records what it was given, and exits.
+_RECORDER = """#!{python}
+import json, os, sys
+umask = os.umask(0)
+json.dump({{"command": sys.argv, "stdin": sys.stdin.read(), "cwd": os.getcwd(), "umask": umask,
+           "token": os.environ.get("TAU2_A2A_AUTH_TOKEN"),
+           "service_env": sorted(k for k in os.environ if k.startswith("TAU2_EVAL_"))}}, open("given.json", "w"))
+"""
+
+
+def child_given(directory: Path, spec: EvaluationSpec, token: str | None = None, **settings: Any) -> dict[str, Any]:
+    """What an evaluation's child is given when the service starts it (service/child.py's start_child):
+    its command line ("command", the interpreter first), standard input, directory, umask, the target's
+    token in its environment, and the names of the service's TAU2_EVAL_* variables it can see."""
+    recorder = directory.parent / f"{directory.name}-recorder"
+    recorder.write_text(_RECORDER.format(python=sys.executable))
+    recorder.chmod(0o755)
+    assert start_child(spec, directory, token, python=str(recorder), **settings).wait() == 0
+    return json.loads((directory / "given.json").read_text())
 
 
 async def ask(url: str, tool: str | None = None, arguments: dict[str, Any] | None = None, *,

@@ -20,7 +20,7 @@ from a2a.types import AgentCard, Message, SendMessageRequest
 from tau2_a2a.cli import main as cli_main
 from tau2_a2a.protocol.cards import agent_card, card_json, interfaces
 from tau2_a2a.reference.oracle_agent import NO_MARKER
-from tau2_a2a.service.client import request_message, result_data
+from tau2_a2a.service.calls import request_message, result_data
 from tau2_a2a.protocol.hosting import BackgroundServer
 from tests.conftest import REPO, SERVICE_TOKEN
 

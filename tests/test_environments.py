@@ -37,7 +37,6 @@ from tau2_a2a.tau2bench.environments import (
     VERIFY_ENV,
     CachedEnvironments,
     environments,
-    installed,
     template_for,
 )
 from tests.conftest import REPO, run_native_oracle, typed

@@ -24,7 +24,8 @@ from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import free_port
-from tau2_a2a.service.evaluations import EvaluationManager, EvaluationSpec, Limits
+from tau2_a2a.service.evaluations import EvaluationManager, Limits
+from tau2_a2a.service.spec import EvaluationSpec
 from tau2_a2a.service.settings import ServiceSettings
 from tests.agents import FailsTask, RequireBearer, agent_app
 from tests.conftest import FAST, Serve, run_a2a, saved_simulations
@@ -221,12 +222,13 @@ def test_the_service_runs_its_evaluations_on_ray_and_cancels_them(cluster: Any, 
 
 def test_serve_ray_passes_the_address_to_each_evaluation_run(tmp_path: Path) -> None:
     from tau2_a2a.cli import build_parser
-    from tau2_a2a.service.app import settings_from_args
+    from tau2_a2a.cli.serve import settings_from_args
+    from tests.service_support import child_given
 
     settings = settings_from_args(build_parser().parse_args(["serve", "--ray", "ray://head:10001"]))
     assert settings.ray_address == "ray://head:10001"
     spec = EvaluationSpec(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
-    command = spec.command(tmp_path, ray_address=settings.ray_address)
+    command = child_given(tmp_path / "ray", spec, ray_address=settings.ray_address)["command"]
     assert command[command.index("--ray") + 1] == "ray://head:10001" and "--a2a-workers" not in command
-    without = spec.command(tmp_path)
+    without = child_given(tmp_path / "in-process", spec)["command"]
     assert "--ray" not in without and without[without.index("--a2a-workers") + 1] == "1"

@@ -16,8 +16,8 @@ from a2a.types import AgentCard, CancelTaskRequest, Message, Role, Task, TaskSta
 from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.service.app import BearerAuth
-from tau2_a2a.service.client import connect, request_message
+from tau2_a2a.service.auth import BearerAuth
+from tau2_a2a.service.calls import connect, request_message
 from tau2_a2a.service.evaluations import Limits
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tests.service_support import (

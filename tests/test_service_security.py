@@ -24,10 +24,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.service.app import BearerAuth
+from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.credentials import REMOVED, scrub_arguments
 from tau2_a2a.service.evaluations import Limits
-from tau2_a2a.service.tools import accepted_arguments
+from tau2_a2a.service.tool_specs import accepted_arguments
 from tau2_a2a.service.vault import TokenVault, scrub_request
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tests.service_support import ask, assessment_message, final_task, result_data, result_text, start_service
@@ -295,7 +295,8 @@ async def test_a_refused_target_token_names_the_services_argument(service: Backg
 
 def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> None:
     from tau2_a2a.client.config import ConfigError
-    from tau2_a2a.service.evaluations import EvaluationSpec
+    from tau2_a2a.service.spec import EvaluationSpec
+    from tests.service_support import child_given
     from tau2_a2a.service.settings import ServiceSettings
 
     settings = ServiceSettings.from_env({"TAU2_EVAL_ALLOWED_USER_LLMS": " openai/a, b ,",
@@ -309,7 +310,7 @@ def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> N
     assert "pw" not in str(refused.value) and "must not carry a user name or password" in str(refused.value)
     spec = EvaluationSpec(domain="airline", agent_endpoint="http://a", total_simulations=1, user_llm="openai/a",
                           user_llm_args={"temperature": 0.5})
-    command = spec.command(tmp_path, user_llm_api_base=policy.api_base)
+    command = child_given(tmp_path / "child", spec, user_llm_api_base=policy.api_base)["command"]
     assert json.loads(command[command.index("--user-llm-args") + 1]) == {"temperature": 0.5,
                                                                          "api_base": "http://10.0.0.5:8000/v1"}
     assert spec.user_llm_args == {"temperature": 0.5}  # the stored request holds the caller's choice only

@@ -13,13 +13,15 @@ from google.genai import types
 from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.service import summary
-from tau2_a2a.service.app import ADK_BINDINGS, card_json, service_card
+from tau2_a2a.protocol.cards import card_json
+from tau2_a2a.service.public_card import ADK_BINDINGS, service_card
 from tau2_a2a.service.evaluations import EvaluationError, EvaluationManager, Limits
 from tau2_a2a.service.store import EvaluationStore, StoreError
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused
 from tau2_a2a.service.tools import EvaluationTools, ToolError
 from tau2_a2a.service.vault import TokenVault, scrub_a2a_message, scrub_genai_content
 from tau2_a2a.protocol.hosting import free_port
+from tests.service_support import child_given
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -129,15 +131,17 @@ def test_bad_arguments_name_the_argument_and_the_accepted_values(tools: Evaluati
     assert str(error.value) == message
 
 
-def test_arguments_as_a2a_doubles_are_accepted(tools: EvaluationTools) -> None:
+def test_arguments_as_a2a_doubles_are_accepted(tools: EvaluationTools, tmp_path: Path) -> None:
     spec = tools.validate(domain="airline", agent_endpoint="http://127.0.0.1:9100", user_llm="scripted",
                           user_llm_args=None, user="scripted_user", num_trials=2.0, num_tasks=None,
                           task_ids=[3.0, 1.0], task_split="base", max_steps=50.0, max_concurrency=2.0)
     assert (spec.task_ids, spec.num_trials, spec.total_simulations, spec.max_steps) == (["3", "1"], 2, 4, 50)
-    assert "TAU2_A2A_AUTH_TOKEN" not in " ".join(spec.command(Path("/r")))
-    command = spec.command(Path("/r"))
+    given = child_given(tmp_path / "r", spec, token="s3cret-target-token")
+    command = given["command"]
+    assert "s3cret-target-token" not in " ".join(command) and given["token"] == "s3cret-target-token"
     assert command[3:5] == ["run", "airline"]
     assert command[command.index("--a2a-workers") + 1] == "1"  # progress and cancel read its one results file
+    assert (given["cwd"], given["umask"], given["stdin"]) == (str((tmp_path / "r").resolve()), 0o077, "")
 
 
 def test_list_domains_reports_tasks_splits_and_tools(tools: EvaluationTools) -> None:
@@ -257,7 +261,7 @@ def test_evaluations_run_below_the_service_priority(tmp_path: Path) -> None:
     tools = EvaluationTools(manager, TargetPolicy(resolver=RESOLVER))
     try:
         record = tools.call("run_tau2_evaluation", GOOD)
-        pid = manager._jobs[record["evaluation_id"]].process.pid
+        pid = manager._jobs[record["evaluation_id"]].child.pid
         assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
         assert os.getsid(pid) == pid
         autogroup = Path(f"/proc/{pid}/autogroup")

@@ -392,8 +392,9 @@ def test_a_40_mb_reply_over_grpc_ends_as_a_malformed_reply(tmp_path: Path) -> No
 
 def test_serve_passes_its_policy_to_each_evaluation_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tau2_a2a.cli import build_parser
-    from tau2_a2a.service.app import settings_from_args
-    from tau2_a2a.service.evaluations import EvaluationSpec
+    from tau2_a2a.cli.serve import settings_from_args
+    from tau2_a2a.service.spec import EvaluationSpec
+    from tests.service_support import child_given
 
     monkeypatch.delenv("TAU2_EVAL_ALLOWED_TARGETS", raising=False)
     spec = EvaluationSpec(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
@@ -403,7 +404,8 @@ def test_serve_passes_its_policy_to_each_evaluation_run(tmp_path: Path, monkeypa
         tools = settings.tools()
         try:
             assert tools.targets.entries == tuple(entries.split(","))
-            command = spec.command(tmp_path, allowed_targets=tools.manager.allowed_targets)
+            command = child_given(tmp_path / f"child-{entries}", spec,
+                                  allowed_targets=tools.manager.allowed_targets)["command"]
         finally:
             tools.manager.close()
         assert command[-1] == f"--a2a-allowed-targets={entries}"

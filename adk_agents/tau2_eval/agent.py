@@ -11,7 +11,7 @@ import atexit
 
 from google.adk.apps import App
 
-from tau2_a2a.service.agent import build_agent
+from tau2_a2a.service.evaluator_agent import build_agent
 from tau2_a2a.service.settings import ServiceSettings
 from tau2_a2a.service.vault import adk_plugin
 

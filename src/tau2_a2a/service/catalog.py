@@ -14,7 +14,7 @@ from typing import Any
 from tau2_a2a.tau2bench.distribution import registry
 from tau2_a2a.tau2bench.distribution import load_task_splits, load_tasks
 
-import tau2_a2a  # noqa: F401  (registers our agent and users with tau2)
+import tau2_a2a.tau2bench  # noqa: F401  (registers tau2-a2a's agents and user with tau2)
 
 DEFAULT_SPLIT = "base"  # what `tau2 run` uses when no split is named
 

@@ -25,7 +25,8 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.service.evaluations import EvaluationError
-from tau2_a2a.service.tools import ALIASES, GET, LIST, LIST_DOMAINS, EvaluationTools, ToolError, describe
+from tau2_a2a.service.tool_specs import ALIASES, GET, LIST, LIST_DOMAINS
+from tau2_a2a.service.tools import EvaluationTools, ToolError, describe
 
 READ_ONLY = frozenset({LIST_DOMAINS, GET, LIST})
 

@@ -20,14 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from tau2_a2a.service import summary
-from tau2_a2a.service.evaluations import (
-    ID_PATTERN,
-    PRIVATE_FILE,
-    TERMINAL,
-    EvaluationError,
-    EvaluationManager,
-    EvaluationNotFound,
-)
+from tau2_a2a.service.evaluations import EvaluationError, EvaluationManager, EvaluationNotFound
+from tau2_a2a.service.records import ID_PATTERN, PRIVATE_FILE, TERMINAL
 
 REPORT_PATH = "/evaluations/{evaluation_id}/report"
 REPORT_NAME = "report.html"

@@ -1,4 +1,4 @@
-"""The service's settings: from `tau2-a2a serve` flags, or from the environment.
+"""The service's settings: from `tau2-a2a serve` flags (cli/serve.py), or from the environment.
 
 `adk web` / `adk api_server` import the agent with no flags, so the same
 settings are read from TAU2_EVAL_* environment variables there.
@@ -14,20 +14,15 @@ from typing import TYPE_CHECKING
 
 from tau2_a2a.client.config import ConfigError
 from tau2_a2a.service.credentials import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy, has_userinfo
+from tau2_a2a.service.child import DEFAULT_NICE
+from tau2_a2a.service.evaluations import DEFAULT_LIMITS, EvaluationError, EvaluationManager, Limits
 from tau2_a2a.service.request_limit import DEFAULT_MAX_REQUEST_BYTES
-from tau2_a2a.service.evaluations import (
-    DEFAULT_LIMITS,
-    DEFAULT_NICE,
-    SERVICE_TOKEN_ENV,
-    EvaluationError,
-    EvaluationManager,
-    Limits,
-)
 
 if TYPE_CHECKING:
     from tau2_a2a.service.tools import EvaluationTools
 
 ENV_PREFIX = "TAU2_EVAL_"
+SERVICE_TOKEN_ENV = "TAU2_EVAL_AUTH_TOKEN"  # the bearer token callers must send
 DEFAULT_RESULTS_DIR = "tau2_eval_results"
 # Globally routable addresses only: callers must not reach, or map by its answers, the operator's own network.
 DEFAULT_ALLOWED_TARGETS = ("public",)

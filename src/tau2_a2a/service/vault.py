@@ -19,8 +19,8 @@ import threading
 import time
 from typing import Any
 
-TOKEN_ARGUMENT = "agent_auth_token"
-REFERENCE_ARGUMENT = "agent_auth_token_ref"
+from tau2_a2a.service.tool_specs import REFERENCE_ARGUMENT, TOKEN_ARGUMENT
+
 DATA_PART_START = b"<a2a_datapart_json>"
 DATA_PART_END = b"</a2a_datapart_json>"
 
@@ -58,7 +58,7 @@ def scrub_request(request: Any, store: TokenVault = vault) -> bool:
     (credentials.py). Whether anything changed."""
     from tau2_a2a.service.assessment import CONFIG_KEYS, is_assessment
     from tau2_a2a.service.credentials import scrub_arguments, scrub_assessment
-    from tau2_a2a.service.tools import accepted_arguments
+    from tau2_a2a.service.tool_specs import accepted_arguments
 
     if not isinstance(request, dict):
         return False

@@ -40,11 +40,13 @@ from pydantic import Field
 
 from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import Assessment, AssessmentRejected, from_text, is_assessment, parse
-from tau2_a2a.service.evaluations import TERMINAL, EvaluationError
+from tau2_a2a.service.evaluations import EvaluationError
 from tau2_a2a.service.executor import ARTIFACT_KEY, REJECTED, TASK_KEY
+from tau2_a2a.service.records import TERMINAL
 from tau2_a2a.service.result import ARTIFACT_NAME, build_result, result_notes
 from tau2_a2a.service.settings import ServiceSettings
-from tau2_a2a.service.tools import ALIASES, CANCEL, GET, RUN, EvaluationTools, ToolError, describe
+from tau2_a2a.service.tool_specs import ALIASES, CANCEL, GET, RUN
+from tau2_a2a.service.tools import EvaluationTools, ToolError, describe
 from tau2_a2a.service.vault import DATA_PART_END, DATA_PART_START
 
 warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]", category=UserWarning)

@@ -1,0 +1,97 @@
+"""The service's A2A request handler: a2a-sdk's, with what the service adds in front of its task store.
+
+- A target's token leaves the message before the task store keeps it (vault.py).
+- A read-only tool call is answered at once with a Message (reads.py).
+- GetTask reads through connections of its own when given a reader.
+- A task whose execution stopped with its service is continued by another
+  replica: the agent runs again on the task's first message, following the
+  evaluation it started (executor.py's RESUME_STATE).
+
+Only the serving path imports this module (a2a-sdk's server is heavy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from a2a.server.agent_execution import RequestContext
+from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import DefaultRequestHandler, validate_request_params
+from a2a.types import Role, SendMessageRequest
+from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
+from a2a.utils.task import apply_history_length, validate_history_length
+
+from tau2_a2a.service.executor import RESUME_STATE
+from tau2_a2a.service.reads import read_only_reply
+from tau2_a2a.service.vault import scrub_a2a_message
+
+
+def _scrubbed(message: Any) -> None:
+    """The message's secrets moved out before anything stores it; one it cannot read is the caller's error."""
+    try:
+        scrub_a2a_message(message)
+    except ValueError as error:  # a data part holding Infinity or NaN has no JSON form
+        raise InvalidParamsError(message=f"A data part of the message cannot be read as JSON ({error}): "
+                                         "send finite numbers only.") from None
+
+
+class ServiceRequestHandler(DefaultRequestHandler):
+    """a2a-sdk's handler, plus: a target's token leaves the message before the task store keeps it,
+    a read-only tool call is answered with a Message (reads.py), and a task whose execution stopped
+    with its service can be continued by another."""
+
+    def __init__(self, *args: Any, tools: Any, task_reader: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tools = tools
+        self.task_reader = task_reader  # GetTask reads through it when given
+
+    @validate_request_params
+    async def on_get_task(self, params: Any, context: Any) -> Any:
+        if self.task_reader is None:
+            return await super().on_get_task(params, context)
+        validate_history_length(params)
+        stored = await self.task_reader.get(params.id, context)
+        if stored is None:
+            raise TaskNotFoundError
+        return apply_history_length(stored.task, params)
+
+    @validate_request_params
+    async def on_message_send(self, params: Any, context: Any) -> Any:
+        _scrubbed(params.message)
+        reply = await read_only_reply(self.tools, params.message)
+        if reply is not None:
+            return reply
+        return await super().on_message_send(params, context)
+
+    @validate_request_params
+    async def on_message_send_stream(self, params: Any, context: Any) -> AsyncIterator[Any]:
+        _scrubbed(params.message)
+        reply = await read_only_reply(self.tools, params.message)
+        if reply is not None:
+            yield reply
+            return
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+    async def continue_task(self, task_id: str, evaluation_id: str) -> bool:
+        """Run the agent again on the task's first message, following `evaluation_id`, the way a
+        new message runs it: its events reach the task store and every subscriber, on any replica.
+        Whether there was a task to continue."""
+        call_context = ServerCallContext(state={RESUME_STATE: evaluation_id})
+        if await self._active_task_registry.get(task_id) is not None:
+            return False  # it runs here already
+        stored = await self._versioned_store.get(task_id, call_context)
+        if stored is None:
+            return False
+        task = stored.task
+        first = next((m for m in task.history if m.role == Role.ROLE_USER), None)
+        if first is None or task.status.state in TERMINAL_TASK_STATES:
+            return False
+        active = await self._active_task_registry.get_or_create(
+            task_id, call_context=call_context, context_id=task.context_id, create_task_if_missing=False)
+        await active.enqueue_request(RequestContext(
+            call_context=call_context, request=SendMessageRequest(message=first),
+            task_id=task.id, context_id=task.context_id, task=task))
+        return True

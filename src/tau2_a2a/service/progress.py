@@ -1,0 +1,82 @@
+"""What an evaluation has produced so far, read from tau2's results file, and what it produced in the end.
+
+tau2 rewrites the results file after every simulation, so progress is read on
+demand and a reading is reused until the file changes. When an evaluation
+ends, its result holds the metrics of the simulations that finished and the
+protocol metrics report beside the results file (the child's, or rebuilt).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tau2_a2a.runner.protocol_metrics import METRICS_SUFFIX
+from tau2_a2a.service import summary
+from tau2_a2a.service.records import PRIVATE_FILE
+
+log = logging.getLogger("tau2_a2a.service")
+
+
+@dataclass
+class _Reading:
+    key: tuple[int, int]  # the file's modification time and size when read
+    progress: dict[str, Any]
+
+
+class ProgressReader:
+    """Progress of running evaluations, each read again only when its results file has changed."""
+
+    def __init__(self) -> None:
+        self._readings: dict[str, _Reading] = {}
+
+    def running(self, evaluation_id: str, path: Path, total: int) -> dict[str, Any]:
+        """Simulations done of `total` and the average reward so far, from the results file at `path`."""
+        nothing_yet = summary.progress(None, total)
+        try:
+            stat = path.stat()
+        except OSError:
+            return nothing_yet
+        key = (stat.st_mtime_ns, stat.st_size)
+        cached = self._readings.get(evaluation_id)
+        if cached and cached.key == key:
+            return cached.progress
+        results = summary.read_results(path)
+        if results is None:  # being rewritten right now: keep the last reading
+            return cached.progress if cached else nothing_yet
+        progress = summary.progress(results, total)
+        self._readings[evaluation_id] = _Reading(key, progress)
+        return progress
+
+    def forget(self, evaluation_id: str) -> None:
+        """The evaluation ended: its result holds its progress from now on."""
+        self._readings.pop(evaluation_id, None)
+
+
+def final_result(path: Path, ran_every_simulation: bool) -> dict[str, Any]:
+    """The result of an evaluation that ended, from its results file at `path` (which may be missing)."""
+    results = summary.read_results(path)
+    return summary.outcome(results, protocol_metrics(path, results, ran_every_simulation))
+
+
+def protocol_metrics(path: Path, results: dict[str, Any] | None,
+                     ran_every_simulation: bool) -> dict[str, Any] | None:
+    """The protocol metrics report beside the results file (the child's, or rebuilt from them)."""
+    if results is None or not results.get("simulations"):
+        return None
+    metrics_file = path.parent / f"{path.stem}{METRICS_SUFFIX}"
+    if ran_every_simulation and metrics_file.exists():
+        report = summary.read_results(metrics_file)
+        if report is not None:
+            return report
+    try:  # a canceled or failed run: build the metrics file from what finished
+        from tau2_a2a.runner.protocol_metrics import write_report
+
+        report = write_report(path)
+        metrics_file.chmod(PRIVATE_FILE)
+        return report
+    except Exception as error:  # noqa: BLE001 (a damaged results file must not lose the record)
+        log.warning("evaluation %s: no protocol metrics (%s)", path.parent.name, error)
+        return None
