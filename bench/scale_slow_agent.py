@@ -9,10 +9,16 @@ This process runs tau2 on the same tasks several times: the same oracle with
 the same delay in-process as a native tau2 agent (no protocol) at concurrency
 1 and N; over A2A at 1, and at N with tau2's scoring in this process
 (--a2a-scoring-processes 0) and in scoring processes (the default); with
---workers W[,W...] also over W processes (--a2a-workers). With --ray it also
-runs, at N, what `tau2-a2a run` does by default (worker and scoring processes
-as the run's size asks) and the same on a local Ray instance (--ray local);
---skip-serial leaves out the runs at 1 and in one process. It prints wall and
+--workers W[,W...] also over W processes (--a2a-workers). With --ray it
+compares three engines at N, one run each, labelled:
+
+- "1 process": tau2's threads in this process, scoring there too
+  (--a2a-workers 1 --a2a-scoring-processes 0);
+- "fork default": what `tau2-a2a run` does by default (worker and scoring
+  processes as the run's size asks);
+- "ray local": the same on a Ray instance started for the run (--ray local).
+
+--skip-serial leaves out the runs at 1 and the other runs in one process. It prints wall and
 CPU times, start-up (until the first simulation began), peak memory, request
 latencies on both sides, the connections the agent saw, and each speed-up
 against two ideals derived from the run at 1 (without it, from the agent's
@@ -274,14 +280,15 @@ def list_schedule(durations: list[float], slots: int) -> float:
 
 def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency: int, delay: float,
             results_dir: Path, agent_pid: int, workers: int | None = 1,
-            scoring_processes: int | None = None, run_number: int = 0) -> dict[str, Any]:
+            scoring_processes: int | None = None, run_number: int = 0, name: str | None = None) -> dict[str, Any]:
     """One evaluation of `arm` ("native", "a2a" or "ray") at `concurrency`: times, memory, what the agent saw.
 
     A2A runs score in `scoring_processes` processes (None: the default) and
     with `workers` > 1 run in that many processes (--a2a-workers; None: the
     default); "ray" runs on a local Ray instance started for the run. RSS
     covers this process, PSS it and its helper processes (Ray's too), machine
-    CPU every process (`agent_pid`, the agent, is left out of PSS only)."""
+    CPU every process (`agent_pid`, the agent, is left out of PSS only). `name`
+    labels the run in the report (default: its arm and settings)."""
     import tau2_a2a  # noqa: F401  (registers the agents and the user)
     from tau2.data_model.simulation import RunConfig
     from tau2.run import run_domain
@@ -325,7 +332,8 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
         wall = time.perf_counter() - started
     simulations = results.simulations
     measured = {
-        "label": label,
+        "label": name or label,
+        "settings": label,
         "arm": arm,
         "concurrency": concurrency,
         "workers": workers,
@@ -393,6 +401,7 @@ def report(runs: list[dict[str, Any]], n: int, delay: float) -> str:
     def server(key: str) -> Any:
         return lambda r: r["server"][key] if "server" in r else "-"
 
+    row("settings", lambda r: r["settings"])
     row("wall time (s)", lambda r: f"{r['wall_s']:.1f}")
     row("start-up: until the first simulation (s)", lambda r: f"{r['startup_s']:.1f}")
     row("CPU of this process (s)", lambda r: f"{r['cpu_s']:.1f}")
@@ -470,8 +479,8 @@ def main() -> int:
     parser.add_argument("--skip-serial", action="store_true",
                         help="Leave out the A2A runs at concurrency 1 and in one process at --concurrency")
     parser.add_argument("--ray", action="store_true",
-                        help="Also run at --concurrency as `tau2-a2a run` does by default, and on a local Ray "
-                             "instance (--ray local)")
+                        help="Also compare three engines at --concurrency: one process (scoring in it), "
+                             "`tau2-a2a run`'s default (worker and scoring processes), and --ray local")
     parser.add_argument("--workers", type=worker_arms, default=[],
                         help="Also run A2A at --concurrency over W processes (--a2a-workers), one run per "
                              "comma-separated W, or W:S for S scoring processes in all (e.g. 2,4,4:0)")
@@ -489,22 +498,26 @@ def main() -> int:
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--delay", str(args.delay),
                                "--keep-alive", str(args.keep_alive)])
     n = args.concurrency
-    plan: list[tuple[str, int, int | None, int | None]] = []  # (arm, concurrency, workers, scoring processes)
+    # (arm, concurrency, workers, scoring processes, name); None: the default, as `tau2-a2a run` picks
+    plan: list[tuple[str, int, int | None, int | None, str | None]] = []
     if not args.skip_native:
-        plan += [("native", 1, 1, None), ("native", n, 1, None)]
+        plan += [("native", 1, 1, None, None), ("native", n, 1, None, None)]
     if not args.skip_serial:
-        plan += [("a2a", 1, 1, None), ("a2a", n, 1, 0), ("a2a", n, 1, None)]
-    plan += [("a2a", n, workers, scoring) for workers, scoring in args.workers]
+        plan += [("a2a", 1, 1, None, None)] + ([] if args.ray else [("a2a", n, 1, 0, None)]) + [
+            ("a2a", n, 1, None, None)]
+    plan += [("a2a", n, workers, scoring, None) for workers, scoring in args.workers]
     if args.ray:
-        plan += [("a2a", n, None, None), ("ray", n, 1, None)]  # None: the default, as `tau2-a2a run` picks
+        plan += [("a2a", n, 1, 0, "1 process"), ("a2a", n, None, None, "fork default"),
+                 ("ray", n, 1, None, "ray local")]
     runs = []
     try:
         wait_for_card(url, server)
         with tempfile.TemporaryDirectory() as scratch:
             results_dir = Path(args.results_dir or scratch)
-            for number, (arm, concurrency, workers, scoring) in enumerate(plan):
+            for number, (arm, concurrency, workers, scoring, name) in enumerate(plan):
                 runs.append(measure(arm, url, args.domain, args.num_tasks, concurrency, args.delay, results_dir,
-                                    server.pid, workers=workers, scoring_processes=scoring, run_number=number))
+                                    server.pid, workers=workers, scoring_processes=scoring, run_number=number,
+                                    name=name))
     finally:
         server.terminate()
         server.wait(timeout=30)
