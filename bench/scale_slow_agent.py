@@ -187,7 +187,9 @@ class MemorySampler:
     PSS (proportional set size) counts a page shared by n processes as 1/n in
     each, so the sum over the run's processes (scoring processes, workers,
     forked with shared pages) is what they take together. The agent's
-    process (`exclude`) is not counted.
+    process (`exclude`) is not counted. The same samples keep each process's
+    CPU time so far, so `tree_cpu` is the CPU of the run's processes (to the
+    last sample, once a second), the machine's other work left out.
     """
 
     def __init__(self, exclude: int, interval: float = 0.1, tree_every: int = 10) -> None:
@@ -195,6 +197,8 @@ class MemorySampler:
         self.tree_every = tree_every  # the PSS of every process costs more: once a second
         self.exclude = exclude
         self.peak = rss_mb()
+        self.cpu_at_start = tree_cpu_seconds(exclude)
+        self.cpu_by_process = dict(self.cpu_at_start)
         self.peak_tree = tree_pss_mb(exclude)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -206,6 +210,12 @@ class MemorySampler:
             ticks += 1
             if ticks % self.tree_every == 0:
                 self.peak_tree = max(self.peak_tree, tree_pss_mb(self.exclude))
+                self.cpu_by_process.update(tree_cpu_seconds(self.exclude))
+
+    @property
+    def tree_cpu(self) -> float:
+        """CPU seconds the run's processes (this one and its helpers, not the agent) spent during the run."""
+        return sum(seconds - self.cpu_at_start.get(pid, 0.0) for pid, seconds in self.cpu_by_process.items())
 
     def __enter__(self) -> "MemorySampler":
         self._thread.start()
@@ -215,6 +225,7 @@ class MemorySampler:
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, rss_mb())
+        self.cpu_by_process.update(tree_cpu_seconds(self.exclude))
 
 
 def tree_pss_mb(exclude: int) -> float:
@@ -232,6 +243,23 @@ def tree_pss_mb(exclude: int) -> float:
             continue  # gone meanwhile
         total_kb += next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
     return round(total_kb / 1024, 1)
+
+
+def tree_cpu_seconds(exclude: int) -> dict[int, float]:
+    """CPU seconds so far of this process and every process it started (but `exclude`), by process id."""
+    import psutil
+
+    me = psutil.Process()
+    seconds = {}
+    for process in [me, *me.children(recursive=True)]:
+        if process.pid == exclude:
+            continue
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue  # gone meanwhile
+        seconds[process.pid] = times.user + times.system
+    return seconds
 
 
 def cpu_seconds() -> float:
@@ -345,6 +373,7 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
         - started_at.timestamp(),
         "simulation_durations_s": [s.duration for s in simulations],
         "cpu_s": cpu_seconds() - cpu_before,
+        "run_cpu_s": memory.tree_cpu,
         "machine_cpu_s": machine_cpu_seconds() - machine_before,
         "load_average_1min": [load_before, os.getloadavg()[0]],
         "rss_before_mb": rss_before,
@@ -405,6 +434,7 @@ def report(runs: list[dict[str, Any]], n: int, delay: float) -> str:
     row("wall time (s)", lambda r: f"{r['wall_s']:.1f}")
     row("start-up: until the first simulation (s)", lambda r: f"{r['startup_s']:.1f}")
     row("CPU of this process (s)", lambda r: f"{r['cpu_s']:.1f}")
+    row("CPU of the run's processes (s)", lambda r: f"{r['run_cpu_s']:.1f}")
     row("CPU of the machine (s)", lambda r: f"{r['machine_cpu_s']:.1f}")
     row("simulations with reward 1.0", lambda r: r["reward_1"])
     row("peak RSS (MiB)", lambda r: f"{r['rss_peak_mb']:.0f}")
@@ -442,8 +472,12 @@ def report(runs: list[dict[str, Any]], n: int, delay: float) -> str:
         ideal = delay_ideal(at_n[0], n, delay)
         lines.append(f"ideal at concurrency {n} from the agent's delay alone ({delay} s per reply, no local work): "
                      f"{ideal:.1f} s")
+        serial = sum(at_n[0]["simulation_requests"]) * delay
+        lines.append(f"speed-up: the agent's delay in series ({serial:.0f} s: every reply x {delay} s, one "
+                     "simulation at a time) over the wall time")
         for r in at_n:
-            lines.append(f"  {r['label']:>16}: {r['wall_s']:.1f} s = {ideal / r['wall_s']:.0%} of that ideal")
+            lines.append(f"  {r['label']:>16}: {r['wall_s']:.1f} s = {ideal / r['wall_s']:.0%} of that ideal, "
+                         f"speed-up {serial / r['wall_s']:.1f}x")
     shared = [r for r in runs if "server" in r and r["concurrency"] == n and r["workers"] == 1]
     if shared:
         stats = shared[-1]["server"]
