@@ -15,11 +15,11 @@ CPUs and at most one per CPU, since a fresh interpreter takes seconds of CPU
 to import tau2 and a simulation, scored with cached environments, little (see
 docs/ray.md). The driver hands out the run's --max-concurrency slots among
 them: a thread of tau2's whose simulation ended takes the next free slot, so
-no actor waits while another has a queue. Failures are declared, not handled by
-hand: an actor that dies (killed, out of memory, its node gone) is restarted,
-on another node if its own is gone, and its unfinished simulations run again,
-at most RETRIES times; an exception
-inside a simulation (the agent's doing) is not retried. Only what an actor
+no actor waits while another has a queue. Failures are declared, not handled
+by hand: an actor that dies (killed, out of memory, its node gone) is
+restarted, on another node if its own is gone, and its unfinished simulations
+run again, at most RETRIES times; an exception inside a simulation (the
+agent's doing) is not retried. Only what an actor
 returns is saved, so no simulation is counted twice.
 
 The bearer token reaches each actor as an argument of its constructor, in
@@ -223,8 +223,9 @@ class ActorPool:
     def describe(self, address: str) -> str:
         nodes = len({node for node, _ in self.places})
         actors = len(self.actors)
-        return (f"Ray ({address}): {actors} actor{'s' if actors > 1 else ''} on {nodes} node{'s' if nodes > 1 else ''}"
-                f", each running up to {self.per_actor} simulations at once and scoring them")
+        return (f"Ray ({address}): {actors} actor{'s' if actors > 1 else ''} on "
+                f"{nodes} node{'s' if nodes > 1 else ''}, each running up to {self.per_actor} simulations at once "
+                "and scoring them")
 
     @contextmanager
     def running_tau2_simulations(self) -> Iterator[None]:
