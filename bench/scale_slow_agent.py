@@ -9,10 +9,16 @@ This process runs tau2 on the same tasks several times: the same oracle with
 the same delay in-process as a native tau2 agent (no protocol) at concurrency
 1 and N; over A2A at 1, and at N with tau2's scoring in this process
 (--a2a-scoring-processes 0) and in scoring processes (the default); with
---workers W[,W...] also over W processes (--a2a-workers). With --ray it also
-runs, at N, what `tau2-a2a run` does by default (worker and scoring processes
-as the run's size asks) and the same on a local Ray instance (--ray local);
---skip-serial leaves out the runs at 1 and in one process. It prints wall and
+--workers W[,W...] also over W processes (--a2a-workers). With --ray it
+compares three engines at N, one run each, labelled:
+
+- "1 process": tau2's threads in this process, scoring there too
+  (--a2a-workers 1 --a2a-scoring-processes 0);
+- "fork default": what `tau2-a2a run` does by default (worker and scoring
+  processes as the run's size asks);
+- "ray local": the same on a Ray instance started for the run (--ray local).
+
+--skip-serial leaves out the runs at 1 and the other runs in one process. It prints wall and
 CPU times, start-up (until the first simulation began), peak memory, request
 latencies on both sides, the connections the agent saw, and each speed-up
 against two ideals derived from the run at 1 (without it, from the agent's
@@ -181,7 +187,9 @@ class MemorySampler:
     PSS (proportional set size) counts a page shared by n processes as 1/n in
     each, so the sum over the run's processes (scoring processes, workers,
     forked with shared pages) is what they take together. The agent's
-    process (`exclude`) is not counted.
+    process (`exclude`) is not counted. The same samples keep each process's
+    CPU time so far, so `tree_cpu` is the CPU of the run's processes (to the
+    last sample, once a second), the machine's other work left out.
     """
 
     def __init__(self, exclude: int, interval: float = 0.1, tree_every: int = 10) -> None:
@@ -189,6 +197,8 @@ class MemorySampler:
         self.tree_every = tree_every  # the PSS of every process costs more: once a second
         self.exclude = exclude
         self.peak = rss_mb()
+        self.cpu_at_start = tree_cpu_seconds(exclude)
+        self.cpu_by_process = dict(self.cpu_at_start)
         self.peak_tree = tree_pss_mb(exclude)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -200,6 +210,12 @@ class MemorySampler:
             ticks += 1
             if ticks % self.tree_every == 0:
                 self.peak_tree = max(self.peak_tree, tree_pss_mb(self.exclude))
+                self.cpu_by_process.update(tree_cpu_seconds(self.exclude))
+
+    @property
+    def tree_cpu(self) -> float:
+        """CPU seconds the run's processes (this one and its helpers, not the agent) spent during the run."""
+        return sum(seconds - self.cpu_at_start.get(pid, 0.0) for pid, seconds in self.cpu_by_process.items())
 
     def __enter__(self) -> "MemorySampler":
         self._thread.start()
@@ -209,6 +225,7 @@ class MemorySampler:
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, rss_mb())
+        self.cpu_by_process.update(tree_cpu_seconds(self.exclude))
 
 
 def tree_pss_mb(exclude: int) -> float:
@@ -226,6 +243,23 @@ def tree_pss_mb(exclude: int) -> float:
             continue  # gone meanwhile
         total_kb += next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
     return round(total_kb / 1024, 1)
+
+
+def tree_cpu_seconds(exclude: int) -> dict[int, float]:
+    """CPU seconds so far of this process and every process it started (but `exclude`), by process id."""
+    import psutil
+
+    me = psutil.Process()
+    seconds = {}
+    for process in [me, *me.children(recursive=True)]:
+        if process.pid == exclude:
+            continue
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue  # gone meanwhile
+        seconds[process.pid] = times.user + times.system
+    return seconds
 
 
 def cpu_seconds() -> float:
@@ -274,14 +308,15 @@ def list_schedule(durations: list[float], slots: int) -> float:
 
 def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency: int, delay: float,
             results_dir: Path, agent_pid: int, workers: int | None = 1,
-            scoring_processes: int | None = None, run_number: int = 0) -> dict[str, Any]:
+            scoring_processes: int | None = None, run_number: int = 0, name: str | None = None) -> dict[str, Any]:
     """One evaluation of `arm` ("native", "a2a" or "ray") at `concurrency`: times, memory, what the agent saw.
 
     A2A runs score in `scoring_processes` processes (None: the default) and
     with `workers` > 1 run in that many processes (--a2a-workers; None: the
     default); "ray" runs on a local Ray instance started for the run. RSS
     covers this process, PSS it and its helper processes (Ray's too), machine
-    CPU every process (`agent_pid`, the agent, is left out of PSS only)."""
+    CPU every process (`agent_pid`, the agent, is left out of PSS only). `name`
+    labels the run in the report (default: its arm and settings)."""
     import tau2_a2a  # noqa: F401  (registers the agents and the user)
     from tau2.data_model.simulation import RunConfig
     from tau2.run import run_domain
@@ -325,7 +360,8 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
         wall = time.perf_counter() - started
     simulations = results.simulations
     measured = {
-        "label": label,
+        "label": name or label,
+        "settings": label,
         "arm": arm,
         "concurrency": concurrency,
         "workers": workers,
@@ -337,6 +373,7 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
         - started_at.timestamp(),
         "simulation_durations_s": [s.duration for s in simulations],
         "cpu_s": cpu_seconds() - cpu_before,
+        "run_cpu_s": memory.tree_cpu,
         "machine_cpu_s": machine_cpu_seconds() - machine_before,
         "load_average_1min": [load_before, os.getloadavg()[0]],
         "rss_before_mb": rss_before,
@@ -393,9 +430,11 @@ def report(runs: list[dict[str, Any]], n: int, delay: float) -> str:
     def server(key: str) -> Any:
         return lambda r: r["server"][key] if "server" in r else "-"
 
+    row("settings", lambda r: r["settings"])
     row("wall time (s)", lambda r: f"{r['wall_s']:.1f}")
     row("start-up: until the first simulation (s)", lambda r: f"{r['startup_s']:.1f}")
     row("CPU of this process (s)", lambda r: f"{r['cpu_s']:.1f}")
+    row("CPU of the run's processes (s)", lambda r: f"{r['run_cpu_s']:.1f}")
     row("CPU of the machine (s)", lambda r: f"{r['machine_cpu_s']:.1f}")
     row("simulations with reward 1.0", lambda r: r["reward_1"])
     row("peak RSS (MiB)", lambda r: f"{r['rss_peak_mb']:.0f}")
@@ -433,8 +472,12 @@ def report(runs: list[dict[str, Any]], n: int, delay: float) -> str:
         ideal = delay_ideal(at_n[0], n, delay)
         lines.append(f"ideal at concurrency {n} from the agent's delay alone ({delay} s per reply, no local work): "
                      f"{ideal:.1f} s")
+        serial = sum(at_n[0]["simulation_requests"]) * delay
+        lines.append(f"speed-up: the agent's delay in series ({serial:.0f} s: every reply x {delay} s, one "
+                     "simulation at a time) over the wall time")
         for r in at_n:
-            lines.append(f"  {r['label']:>16}: {r['wall_s']:.1f} s = {ideal / r['wall_s']:.0%} of that ideal")
+            lines.append(f"  {r['label']:>16}: {r['wall_s']:.1f} s = {ideal / r['wall_s']:.0%} of that ideal, "
+                         f"speed-up {serial / r['wall_s']:.1f}x")
     shared = [r for r in runs if "server" in r and r["concurrency"] == n and r["workers"] == 1]
     if shared:
         stats = shared[-1]["server"]
@@ -470,8 +513,8 @@ def main() -> int:
     parser.add_argument("--skip-serial", action="store_true",
                         help="Leave out the A2A runs at concurrency 1 and in one process at --concurrency")
     parser.add_argument("--ray", action="store_true",
-                        help="Also run at --concurrency as `tau2-a2a run` does by default, and on a local Ray "
-                             "instance (--ray local)")
+                        help="Also compare three engines at --concurrency: one process (scoring in it), "
+                             "`tau2-a2a run`'s default (worker and scoring processes), and --ray local")
     parser.add_argument("--workers", type=worker_arms, default=[],
                         help="Also run A2A at --concurrency over W processes (--a2a-workers), one run per "
                              "comma-separated W, or W:S for S scoring processes in all (e.g. 2,4,4:0)")
@@ -489,22 +532,26 @@ def main() -> int:
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--delay", str(args.delay),
                                "--keep-alive", str(args.keep_alive)])
     n = args.concurrency
-    plan: list[tuple[str, int, int | None, int | None]] = []  # (arm, concurrency, workers, scoring processes)
+    # (arm, concurrency, workers, scoring processes, name); None: the default, as `tau2-a2a run` picks
+    plan: list[tuple[str, int, int | None, int | None, str | None]] = []
     if not args.skip_native:
-        plan += [("native", 1, 1, None), ("native", n, 1, None)]
+        plan += [("native", 1, 1, None, None), ("native", n, 1, None, None)]
     if not args.skip_serial:
-        plan += [("a2a", 1, 1, None), ("a2a", n, 1, 0), ("a2a", n, 1, None)]
-    plan += [("a2a", n, workers, scoring) for workers, scoring in args.workers]
+        plan += [("a2a", 1, 1, None, None)] + ([] if args.ray else [("a2a", n, 1, 0, None)]) + [
+            ("a2a", n, 1, None, None)]
+    plan += [("a2a", n, workers, scoring, None) for workers, scoring in args.workers]
     if args.ray:
-        plan += [("a2a", n, None, None), ("ray", n, 1, None)]  # None: the default, as `tau2-a2a run` picks
+        plan += [("a2a", n, 1, 0, "1 process"), ("a2a", n, None, None, "fork default"),
+                 ("ray", n, 1, None, "ray local")]
     runs = []
     try:
         wait_for_card(url, server)
         with tempfile.TemporaryDirectory() as scratch:
             results_dir = Path(args.results_dir or scratch)
-            for number, (arm, concurrency, workers, scoring) in enumerate(plan):
+            for number, (arm, concurrency, workers, scoring, name) in enumerate(plan):
                 runs.append(measure(arm, url, args.domain, args.num_tasks, concurrency, args.delay, results_dir,
-                                    server.pid, workers=workers, scoring_processes=scoring, run_number=number))
+                                    server.pid, workers=workers, scoring_processes=scoring, run_number=number,
+                                    name=name))
     finally:
         server.terminate()
         server.wait(timeout=30)

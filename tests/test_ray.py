@@ -220,6 +220,16 @@ def test_the_service_runs_its_evaluations_on_ray_and_cancels_them(cluster: Any, 
         restarted.close()
 
 
+def test_a_run_starts_as_few_actors_as_its_concurrency_needs_but_one_per_node() -> None:
+    from tau2_a2a.runner.ray_engine import actor_count
+
+    assert actor_count(cpus=2, nodes=1, concurrency=32, simulations=50) == 1  # --ray local on 2 cores
+    assert actor_count(cpus=64, nodes=1, concurrency=100, simulations=500) == 4  # 32 simulations each
+    assert actor_count(cpus=2, nodes=2, concurrency=8, simulations=40) == 2  # every node works
+    assert actor_count(cpus=2, nodes=2, concurrency=1, simulations=40) == 1  # one simulation at a time
+    assert actor_count(cpus=3, nodes=8, concurrency=64, simulations=3) == 3  # no more than CPUs or simulations
+
+
 def test_serve_ray_passes_the_address_to_each_evaluation_run(tmp_path: Path) -> None:
     from tau2_a2a.cli import build_parser
     from tau2_a2a.cli.serve import settings_from_args

@@ -8,15 +8,18 @@ simulation, goes to a Ray actor, which runs the conversation and scores it
 there and sends the finished SimulationRun back. So the results file is the
 one tau2 writes in one process, and the latencies are measured in the actor.
 
-Actors (one per CPU of the cluster, no more than simulations at once) are
-spread over its nodes and run several simulations each in threads, as tau2
-does. The driver hands out the run's --max-concurrency slots among them: a
-thread of tau2's whose simulation ended takes the next free slot, so no
-actor waits while another has a queue. Failures are declared, not handled by
-hand: an actor that dies (killed, out of memory, its node gone) is restarted,
-on another node if its own is gone, and its unfinished simulations run again,
-at most RETRIES times; an exception
-inside a simulation (the agent's doing) is not retried. Only what an actor
+Actors run several simulations each in threads, as tau2 does, and are spread
+over the cluster's nodes: as few as the run's concurrency needs (one per
+SIMULATIONS_PER_ACTOR simulations at once), but at least one per node with
+CPUs and at most one per CPU, since a fresh interpreter takes seconds of CPU
+to import tau2 and a simulation, scored with cached environments, little (see
+docs/ray.md). The driver hands out the run's --max-concurrency slots among
+them: a thread of tau2's whose simulation ended takes the next free slot, so
+no actor waits while another has a queue. Failures are declared, not handled
+by hand: an actor that dies (killed, out of memory, its node gone) is
+restarted, on another node if its own is gone, and its unfinished simulations
+run again, at most RETRIES times; an exception inside a simulation (the
+agent's doing) is not retried. Only what an actor
 returns is saved, so no simulation is counted twice.
 
 The A2A config, bearer token included, reaches each actor as an argument of
@@ -50,9 +53,12 @@ from tau2_a2a.tau2bench.environments import install as install_environments
 from tau2_a2a.tau2bench.orchestration import on_session, run_task
 
 RETRIES = 2  # runs of a simulation again after the actor running it died
-# One actor per CPU, each reserving half of one: when a node leaves, its actors restart on the nodes left
-# (while half the cluster or more is left) instead of waiting for a CPU that never frees.
+# Each actor reserves half a CPU: when a node leaves, its actors restart on the nodes left (while half the
+# cluster's CPUs or more are left) instead of waiting for a CPU that never frees.
 ACTOR_CPUS = 0.5
+# Simulations one actor runs at once before the run starts another: one interpreter kept up with 32 at once
+# against a 0.5 s agent (bench/scale_slow_agent.py), and each actor more costs seconds of CPU to start.
+SIMULATIONS_PER_ACTOR = 32
 CONNECT_SECONDS = 5.0
 # Ray Client's head starts a server process per driver, and that start can fail on a busy head (a gRPC
 # fork race in Ray's proxier, "Starting Ray client server failed"); a new connection gets a new server.
@@ -62,6 +68,9 @@ GCS_WAIT_ENV = "RAY_gcs_server_port_wait_time_s"
 GCS_WAIT_SECONDS = "120"
 CLIENT_SERVER_FAILED = "Starting Ray client server failed"
 LOCAL_OBJECT_STORE_BYTES = 256 * 2**20  # simulations are small: a few hundred kB each
+# `--ray local` starts no idle worker per CPU for its driver (Ray's default): the run's actors, often fewer than
+# the CPUs, start their own, and each idle one costs half a second of CPU and ~100 MB for nothing.
+LOCAL_SYSTEM_CONFIG = {"prestart_worker_first_driver": False}
 
 
 def usable_cores() -> int:
@@ -112,7 +121,8 @@ def connected(address: str) -> Iterator[None]:
             os.environ.setdefault(GCS_WAIT_ENV, GCS_WAIT_SECONDS)  # a busy machine can take over Ray's 30 s
             with _environment_without(AUTH_TOKEN_ENV):  # the cluster's processes inherit this environment
                 ray.init(address="local", num_cpus=usable_cores(), include_dashboard=False,
-                         object_store_memory=LOCAL_OBJECT_STORE_BYTES, logging_level=logging.WARNING)
+                         object_store_memory=LOCAL_OBJECT_STORE_BYTES, logging_level=logging.WARNING,
+                         _system_config=LOCAL_SYSTEM_CONFIG)
         else:
             _init_retrying_client_server(ray, address)
     except ConnectionError as error:
@@ -182,14 +192,15 @@ class ActorPool:
 
     @classmethod
     def start(cls, a2a: A2AConfig, concurrency: int, simulations: int, results_path: Path) -> ActorPool:
-        """One actor per CPU of the cluster, at most one per simulation at once; waits until they run."""
+        """The run's actors (see `actor_count`); waits until they run."""
         import ray
 
         cpus = int(ray.cluster_resources().get("CPU", 0))
         if cpus < 1:
             raise ConfigError("The Ray cluster has no CPU for the simulation actors; add a node with "
                               "`ray start --address=HEAD:6379 --num-cpus N`.")
-        count = max(1, min(cpus, concurrency, simulations))
+        nodes = sum(1 for node in ray.nodes() if node.get("Alive") and node.get("Resources", {}).get("CPU"))
+        count = actor_count(cpus, nodes, concurrency, simulations)
         per_actor = math.ceil(concurrency / count)
         actor_class = ray.remote(SimulationActor).options(
             num_cpus=ACTOR_CPUS, max_concurrency=per_actor, max_restarts=-1, max_task_retries=RETRIES,
@@ -210,8 +221,10 @@ class ActorPool:
 
     def describe(self, address: str) -> str:
         nodes = len({node for node, _ in self.places})
-        return (f"Ray ({address}): {len(self.actors)} actors on {nodes} node{'s' if nodes > 1 else ''}, "
-                f"each running up to {self.per_actor} simulations at once and scoring them")
+        actors = len(self.actors)
+        return (f"Ray ({address}): {actors} actor{'s' if actors > 1 else ''} on "
+                f"{nodes} node{'s' if nodes > 1 else ''}, each running up to {self.per_actor} simulations at once "
+                "and scoring them")
 
     @contextmanager
     def running_tau2_simulations(self) -> Iterator[None]:
@@ -245,6 +258,13 @@ class ActorPool:
             ) from None
         finally:
             self._free.put(actor)
+
+
+def actor_count(cpus: int, nodes: int, concurrency: int, simulations: int) -> int:
+    """One actor per SIMULATIONS_PER_ACTOR simulations at once, at least one per node with CPUs (a cluster's
+    run uses every node), at most one per CPU and one per simulation at once."""
+    wanted = max(nodes, math.ceil(concurrency / SIMULATIONS_PER_ACTOR))
+    return max(1, min(cpus, concurrency, simulations, wanted))
 
 
 def _first_line(error: BaseException) -> str:
