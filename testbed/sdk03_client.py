@@ -12,7 +12,7 @@ that parse as JSON). It prints one JSON object on stdout:
 
 or {"error": "..."} with exit code 1.
 
-    .venv-a2a03/bin/python tests/sdk03_client.py URL --parts '[{"kind": "text", "text": "hi"}]' \
+    .venv-a2a03/bin/python testbed/sdk03_client.py URL --parts '[{"kind": "text", "text": "hi"}]' \
         [--transport HTTP+JSON] [--token TOKEN]
 """
 

@@ -16,8 +16,11 @@ from hypothesis import strategies as st
 
 from tau2_a2a.cli import parse_run_args
 from tau2_a2a.client.config import ConfigError
-from tests.agents import FailFirst, NullResult, OracleLike, agent_app, middleware, records_of, run_cli
-from tests.conftest import Serve, run_a2a
+from tests.support.cli import run_cli
+from tests.support.executors import OracleLike, agent_app
+from tests.support.middleware import FailFirst, NullResult, middleware
+from tests.support.records import records_of
+from tests.support.runs import Serve, run_a2a
 
 DOMAINS = "mock, airline, retail, telecom, telecom-workflow"
 

@@ -11,7 +11,8 @@ from starlette.middleware import Middleware
 from tau2_a2a.cli import main
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import free_port
-from tests.agents import RequireBearer, agent_app
+from tests.support.executors import agent_app
+from tests.support.middleware import RequireBearer
 
 
 @pytest.mark.parametrize("domain_args", [["airline"], ["--domain", "airline"], ["airline", "--domain", "airline"]])

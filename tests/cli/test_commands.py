@@ -21,10 +21,11 @@ from tau2.data_model.simulation import Results, TerminationReason
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.cards import agent_card
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port, wait_for_card
-from tests.agents import SlowOnTask, agent_app, by_task, run_cli
-from tests.conftest import FAST, run_a2a
-from tests.standin_llm import MODEL, StandinLLM
-from tests.test_streaming import StreamsChunks
+from testbed.standin_llm import MODEL, StandinLLM
+from tests.support.cli import run_cli
+from tests.support.executors import SlowOnTask, StreamsChunks, agent_app
+from tests.support.records import by_task
+from tests.support.runs import FAST, run_a2a
 
 
 def finish(process: subprocess.Popen[str], timeout: float = 600) -> tuple[int, str, str]:

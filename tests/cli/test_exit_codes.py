@@ -11,7 +11,10 @@ from tau2.data_model.simulation import Results
 from starlette.types import ASGIApp
 
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.agents import HttpExchange, OracleLike, _BodyMiddleware, _send_response, agent_app, marker, run_cli
+from tests.support.cli import run_cli
+from tests.support.executors import OracleLike, agent_app
+from tests.support.middleware import HttpExchange, _BodyMiddleware, _send_response
+from tests.support.records import marker
 
 
 class RefuseWhile(_BodyMiddleware):

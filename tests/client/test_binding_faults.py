@@ -4,7 +4,7 @@ Transient refusals are retried, a timeout and a dying host end only their own
 simulation, a gRPC server that aborts with a chosen status code gets the
 category (and retry) that status deserves, and a whole run against a
 token-protected agent works on both bindings. The gRPC faults come from a
-real grpc.aio interceptor (tests/agents.py `GrpcAbort`) in front of a2a-sdk's
+real grpc.aio interceptor (tests/support/middleware.py `GrpcAbort`) in front of a2a-sdk's
 own servicer.
 """
 
@@ -22,23 +22,11 @@ from tau2.data_model.simulation import TerminationReason
 from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.agents import (
-    DiesOnTask,
-    FailFirst,
-    GrpcAbort,
-    HttpExchange,
-    KillableProxy,
-    OracleLike,
-    RequireBearer,
-    ResetFirst,
-    SlowOnTask,
-    WireLog,
-    agent_app,
-    by_task,
-    marker,
-    records_of,
-)
-from tests.conftest import FAST, run_a2a
+from tests.support.executors import DiesOnTask, OracleLike, SlowOnTask, agent_app
+from tests.support.middleware import FailFirst, GrpcAbort, HttpExchange, RequireBearer, ResetFirst, WireLog
+from tests.support.proxy import KillableProxy
+from tests.support.records import by_task, marker, records_of
+from tests.support.runs import FAST, run_a2a
 
 TOKEN = "binding-token-5e1f"
 

@@ -34,7 +34,7 @@ from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.reference.oracle_agent import NO_MARKER, OracleExecutor, oracle_card
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
-from tests.conftest import Serve, run_a2a
+from tests.support.runs import Serve, run_a2a
 
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"

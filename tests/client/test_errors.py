@@ -4,7 +4,7 @@ Setup problems (no agent, no card, a refused token) must stop a run before
 any simulation, with one line that says what to do. Transient failures are
 retried. A simulation whose agent still fails ends as agent_error with its
 trajectory kept, and every other simulation of the run goes on.
-All against real servers on loopback; the agents are in tests/agents.py.
+All against real servers on loopback; the agents are in tests/support/executors.py.
 """
 
 from __future__ import annotations
@@ -33,32 +33,23 @@ from tau2_a2a.runner.protocol_metrics import format_summary
 from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.agents import (
+from tests.support.cli import run_cli
+from tests.support.executors import (
     CARD_PATH,
     CallsUnknownToolFirst,
     DiesOnTask,
-    FailFirst,
     FailsTask,
-    FailWhen,
-    HttpExchange,
-    KillableProxy,
     OracleLike,
     ReplyOnTask,
-    RequireBearer,
-    ResetFirst,
     SlowOnTask,
-    WireLog,
     agent_app,
-    by_task,
     card_app,
     card_json,
-    marker,
-    middleware,
-    outline,
-    records_of,
-    run_cli,
 )
-from tests.conftest import FAST, Serve, run_a2a
+from tests.support.middleware import FailFirst, FailWhen, HttpExchange, RequireBearer, ResetFirst, WireLog, middleware
+from tests.support.proxy import KillableProxy
+from tests.support.records import by_task, marker, outline, records_of
+from tests.support.runs import FAST, Serve, run_a2a
 
 LEGACY_CARD_PATH = "/.well-known/agent.json"
 

@@ -24,21 +24,11 @@ from tau2_a2a.client.errors import (
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.agents import (
-    CARD_PATH,
-    EchoAuthorization,
-    FailWhen,
-    HttpExchange,
-    OracleLike,
-    RequireBearer,
-    WireLog,
-    agent_app,
-    by_task,
-    marker,
-    middleware,
-    run_cli,
-)
-from tests.conftest import FAST, Serve, run_a2a
+from tests.support.cli import run_cli
+from tests.support.executors import CARD_PATH, OracleLike, agent_app
+from tests.support.middleware import EchoAuthorization, FailWhen, HttpExchange, RequireBearer, WireLog, middleware
+from tests.support.records import by_task, marker
+from tests.support.runs import FAST, Serve, run_a2a
 
 TOKEN = "tok-3f9a1c77e2b84d0d"
 WRONG = "tok-wrong-5d21aa09c4"

@@ -19,19 +19,10 @@ from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.messages import user_turn
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.agents import (
-    AsksForInput,
-    FinishesLater,
-    HttpExchange,
-    Seen,
-    WaitsForPeers,
-    WireLog,
-    agent_app,
-    by_task,
-    middleware,
-    records_of,
-)
-from tests.conftest import FAST, Serve, run_a2a
+from tests.support.executors import AsksForInput, FinishesLater, Seen, WaitsForPeers, agent_app
+from tests.support.middleware import HttpExchange, WireLog, middleware
+from tests.support.records import by_task, records_of
+from tests.support.runs import FAST, Serve, run_a2a
 
 TASKS = ["1", "5"]
 

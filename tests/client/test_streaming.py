@@ -8,7 +8,6 @@ score them exactly as the oracle scores, and meter the stream.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from a2a.helpers import new_task, new_text_part
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import AgentSkill, Part, TaskState
+from a2a.types import AgentSkill, TaskState
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tau2_a2a.client.errors import AgentTimeout
@@ -28,43 +27,11 @@ from tau2_a2a.protocol.messages import user_turn
 from tau2_a2a.protocol.cards import agent_card
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
-from tests.agents import FinishesLater, OracleLike, Seen, by_task
-from tests.conftest import FAST, run_a2a, run_native_oracle
+from tests.support.executors import FinishesLater, OracleLike, Seen, StreamsChunks
+from tests.support.records import by_task
+from tests.support.runs import FAST, run_a2a, run_native_oracle
 
 TASKS = ["0", "1", "5"]
-
-
-class StreamsChunks(OracleLike):
-    """The oracle as a streaming agent: working updates, then its answer as a chunked artifact.
-
-    A text answer goes out in three `append` chunks. A message it has answered
-    before (a retry: same message id) gets the same answer again, as agents
-    that deduplicate by message id do.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.answers: dict[str, list[Part]] = {}
-
-    async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
-        message_id = context.message.message_id
-        if message_id not in self.answers:
-            self.answers[message_id] = self.next_parts(seen.context_id)
-        parts = seen.reply_parts = self.answers[message_id]
-        await event_queue.enqueue_event(new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED))
-        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
-        await updater.start_work(updater.new_agent_message([new_text_part("Looking into it...")]))
-        artifact_id = str(uuid.uuid4())
-        if len(parts) == 1 and parts[0].HasField("text") and len(parts[0].text) >= 3:
-            text = parts[0].text
-            third = len(text) // 3
-            chunks = [text[:third], text[third:2 * third], text[2 * third:]]
-            for index, chunk in enumerate(chunks):
-                await updater.add_artifact([new_text_part(chunk)], artifact_id=artifact_id, append=index > 0,
-                                           last_chunk=index == len(chunks) - 1)
-        else:
-            await updater.add_artifact(parts, artifact_id=artifact_id, last_chunk=True)
-        await updater.complete()
 
 
 class KeepsWorking(OracleLike):

@@ -29,20 +29,12 @@ from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.settings import ServiceSettings
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
-from tests.agents import (
-    HttpExchange,
-    OracleLike,
-    ReplyOnTask,
-    _BodyMiddleware,
-    agent_app,
-    card_app,
-    card_json,
-    marker,
-    records_of,
-    run_cli,
-)
-from tests.conftest import FAST, run_a2a
-from tests.service_support import ask, wait_for_task
+from tests.support.cli import run_cli
+from tests.support.executors import OracleLike, ReplyOnTask, agent_app, card_app, card_json
+from tests.support.middleware import HttpExchange, _BodyMiddleware
+from tests.support.records import marker, records_of
+from tests.support.runs import FAST, run_a2a
+from tests.support.service import ask, wait_for_task
 
 METADATA_FORMS = [
     ("http://[::169.254.169.254]/", "carries 169.254.169.254 (IPv4-compatible)"),
@@ -271,7 +263,7 @@ def test_connections_go_to_the_checked_address_on_every_binding(transport: str) 
 
 
 async def test_the_services_default_policy_refuses_loopback_and_private_targets(tmp_path: Path) -> None:
-    from tests.service_support import start_service
+    from tests.support.service import start_service
 
     default = ServiceSettings.from_env({}).allowed_targets
     assert default == ("public",)
@@ -298,7 +290,7 @@ async def test_the_services_default_policy_refuses_loopback_and_private_targets(
 
 async def test_the_services_policy_reaches_its_evaluations_and_refuses_what_the_card_names(
         serve: Any, tmp_path: Path, witness: socket.socket) -> None:
-    from tests.service_support import start_service
+    from tests.support.service import start_service
 
     elsewhere = f"http://127.0.0.2:{witness.getsockname()[1]}"
     agent = serve(lambda url: agent_app(OracleLike(), url, card_url=elsewhere))

@@ -18,14 +18,14 @@ from tau2_a2a.compare import runs as runs_module
 from tau2_a2a.compare.output import write
 from tau2_a2a.compare.report import schema
 from tau2_a2a.compare.runs import ReportError, parse_runs
-from tests.browser import Browser
-from tests.conftest import run_native_oracle
-from tests.report_runs import flaky_run, oracle_run
+from testbed.browser import Browser
+from tests.support.report_runs import flaky_run, oracle_run
+from tests.support.runs import run_native_oracle
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, oracle_url: str) -> dict[str, Path]:
-    """Airline tasks 0-3, three trials: the oracle, and an agent failing in three ways (tests/report_runs.py)."""
+    """Airline tasks 0-3, three trials: the oracle, and an agent failing in three ways (tests/support/report_runs.py)."""
     folder = tmp_path_factory.mktemp("report_runs")
     return {"oracle": oracle_run(oracle_url, folder), "flaky": flaky_run(folder)}
 

@@ -22,7 +22,8 @@ from tau2_a2a.protocol.cards import agent_card, card_json, interfaces
 from tau2_a2a.reference.oracle_agent import NO_MARKER
 from tau2_a2a.service.client import request_message, result_data
 from tau2_a2a.protocol.hosting import BackgroundServer
-from tests.conftest import REPO, SERVICE_TOKEN
+from tests.support.paths import REPO
+from tests.support.service import SERVICE_TOKEN
 
 BINDINGS = ["JSONRPC", "HTTP+JSON", "GRPC"]
 ALL = [("JSONRPC", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "1.0"), ("HTTP+JSON", "0.3"), ("GRPC", "1.0"),

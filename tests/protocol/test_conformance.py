@@ -27,7 +27,7 @@ from google.rpc import error_details_pb2, status_pb2
 from tau2_a2a.protocol.conformance import CARD_CACHE_CONTROL
 from tau2_a2a.protocol.cards import CARD_PATHS
 from tau2_a2a.protocol.hosting import BackgroundServer
-from tests.conftest import SERVICE_TOKEN
+from tests.support.service import SERVICE_TOKEN
 
 BINDINGS = ["jsonrpc", "http-json", "grpc"]
 SEND = {"message": {"messageId": "m-conf", "role": "ROLE_USER",

@@ -45,8 +45,9 @@ from tau2_a2a.protocol.toolcalls import (
     parse_reply,
     restore_arguments,
 )
-from tests.agents import AsksForInput, agent_app
-from tests.conftest import Serve, run_a2a, typed
+from tests.support.executors import AsksForInput, agent_app
+from tests.support.runs import Serve, run_a2a
+from tests.support.values import typed
 
 with warnings.catch_warnings():  # google-adk marks its A2A converters experimental on every call
     warnings.simplefilter("ignore")

@@ -36,8 +36,7 @@ from tau2_a2a.protocol.toolcalls import (
     restore_arguments,
     restore_types,
 )
-from tests.conftest import typed
-from tests.test_toolcalls import as_wire
+from tests.support.values import as_wire, typed
 
 MANY = settings(max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FORMS = ["tau2", "openai", "openai_legacy", "adk"]

@@ -16,8 +16,8 @@ from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
 from tau2_a2a.reference.oracle_agent import NO_MARKER
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app
-from tests.conftest import SERVICE_TOKEN
-from tests.standin_llm import MODEL, StandinLLM
+from testbed.standin_llm import MODEL, StandinLLM
+from tests.support.service import SERVICE_TOKEN
 
 Sdk03 = Callable[..., dict[str, Any]]
 

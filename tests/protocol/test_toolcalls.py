@@ -26,7 +26,7 @@ from tau2_a2a.protocol.toolcalls import (
     parse_reply,
     restore_arguments,
 )
-from tests.conftest import typed
+from tests.support.values import as_wire, typed
 
 LOOKUP = {"name": "get_user_details", "arguments": {"user_id": "sara_doe_496"}}
 LOOKUP_CALL = ToolCallRequest(name="get_user_details", arguments={"user_id": "sara_doe_496"})
@@ -54,19 +54,6 @@ def parameters(domain: str, tool: str) -> dict[str, Any]:
         if schema["function"]["name"] == tool:
             return schema["function"]["parameters"]
     raise AssertionError(f"{domain} has no tool {tool}")
-
-
-def as_wire(value: Any) -> Any:
-    """What a data part does to numbers: every one arrives as a double."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return float(value)
-    if isinstance(value, dict):
-        return {k: as_wire(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [as_wire(v) for v in value]
-    return value
 
 
 # -- data parts ---------------------------------------------------------------------

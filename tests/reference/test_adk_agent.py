@@ -21,9 +21,9 @@ from tau2.registry import registry
 from tau2.run import load_tasks
 
 from tau2_a2a.client.config import RetryPolicy
-from tests.agents import run_cli
-from tests.conftest import run_a2a
-from tests.standin_llm import MODEL, StandinLLM, content_text
+from testbed.standin_llm import MODEL, StandinLLM, content_text
+from tests.support.cli import run_cli
+from tests.support.runs import run_a2a
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.reference.adk_agent import INSTRUCTION, adk_app
 from tau2_a2a.protocol.hosting import free_port, wait_for_card
@@ -31,7 +31,7 @@ from tau2_a2a.protocol.hosting import free_port, wait_for_card
 AIRLINE_TASKS = ["3", "7", "8", "12", "14"]  # reads, cancellations, a booking, baggage, what to tell the user
 RETAIL_TASKS = ["0", "5", "6"]  # exchanges and a return of delivered items
 DATA_START, DATA_END = "<a2a_datapart_json>", "</a2a_datapart_json>"
-EXAMPLE_APP = Path(__file__).parents[1] / "examples" / "adk_tau2_agent"
+EXAMPLE_APP = Path(__file__).parents[2] / "examples" / "adk_tau2_agent"
 
 
 @pytest.fixture

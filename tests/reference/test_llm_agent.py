@@ -13,8 +13,8 @@ from tau2.agent.llm_agent import LLMAgent
 from tau2.registry import registry
 
 from tau2_a2a.client.config import RetryPolicy
-from tests.conftest import run_a2a
-from tests.standin_llm import MODEL, StandinLLM
+from testbed.standin_llm import MODEL, StandinLLM
+from tests.support.runs import run_a2a
 from tau2_a2a.client.errors import A2AFailure
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.config import A2AConfig

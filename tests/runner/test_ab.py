@@ -10,7 +10,7 @@ from tau2.data_model.simulation import Results
 
 from tau2_a2a.cli import main
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
-from tests.standin_llm import MODEL, StandinLLM
+from testbed.standin_llm import MODEL, StandinLLM
 
 SECRET = "sk-standin-secret-0123456789"
 

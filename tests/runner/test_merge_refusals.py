@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from tau2_a2a.cli import main
-from tests.agents import run_cli
-from tests.conftest import run_a2a
+from tests.support.cli import run_cli
+from tests.support.runs import run_a2a
 
 
 @pytest.fixture(scope="module")

@@ -21,16 +21,9 @@ from tau2.data_model.simulation import Results
 from tau2_a2a.runner.protocol_metrics import write_report
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.agents import (
-    CARD_PATH,
-    FailFirst,
-    HttpExchange,
-    OracleLike,
-    WireLog,
-    agent_app,
-    middleware,
-)
-from tests.conftest import FAST, run_a2a
+from tests.support.executors import CARD_PATH, OracleLike, agent_app
+from tests.support.middleware import FailFirst, HttpExchange, WireLog, middleware
+from tests.support.runs import FAST, run_a2a
 
 RECORD_FIELDS = {
     "simulation_id", "task_id", "trial", "turn", "attempt", "method", "endpoint", "protocol_version",

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -26,15 +25,14 @@ from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import free_port
 from tau2_a2a.service.evaluations import EvaluationManager, EvaluationSpec, Limits
 from tau2_a2a.service.settings import ServiceSettings
-from tests.agents import FailsTask, RequireBearer, agent_app
-from tests.conftest import FAST, Serve, run_a2a, saved_simulations
+from tests.support.executors import FailsTask, agent_app
+from tests.support.middleware import RequireBearer
+from tests.support.ray_cluster import NODE, TOKEN, env_with_token, log_files, run_on_ray
+from tests.support.runs import FAST, Serve, run_a2a, saved_simulations
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
 
-TOKEN = "ray-bearer-5e0c7a1d"
 TASKS = [str(task) for task in range(20)]
-CLI = str(Path(sys.executable).parent / "tau2-a2a")
-NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
 
 
 @pytest.fixture(scope="module")
@@ -49,25 +47,9 @@ def cluster() -> Iterator[Any]:
         cluster.shutdown()
 
 
-def run_on_ray(url: str, address: str | None, results_dir: Path, save_to: str, tasks: list[str],
-               *extra: str) -> list[str]:
-    command = [CLI, "run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", url, "--user", "scripted_user",
-               "--task-ids", *tasks, "--results-dir", str(results_dir), "--save-to", save_to, *extra]
-    return command + (["--ray", address] if address else [])
-
-
-def env_with_token() -> dict[str, str]:
-    return {**os.environ, AUTH_TOKEN_ENV: TOKEN}
-
-
 def request_records(simulations: list[dict]) -> list[dict]:
     return [record for simulation in simulations for message in simulation["messages"]
             for record in ((message.get("raw_data") or {}).get("a2a") or {}).get("requests", [])]
-
-
-def log_files(cluster: Any) -> list[Path]:
-    directories = {Path(node.get_logs_dir_path()) for node in [cluster.head_node, *cluster.worker_nodes]}
-    return [path for directory in directories for path in directory.rglob("*") if path.is_file()]
 
 
 def test_a_run_spreads_over_both_nodes_survives_a_killed_worker_and_matches_one_process(

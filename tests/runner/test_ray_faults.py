@@ -23,10 +23,11 @@ from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import free_port
-from tests.agents import RequireBearer, agent_app
-from tests.conftest import FAST, Serve, run_a2a, saved_simulations
-from tests.test_ray import NODE, TOKEN, env_with_token, log_files, run_on_ray
-from tests.test_service_restart import wait_until
+from tests.support.executors import agent_app
+from tests.support.middleware import RequireBearer
+from tests.support.processes import wait_until
+from tests.support.ray_cluster import NODE, TOKEN, env_with_token, log_files, run_on_ray
+from tests.support.runs import FAST, Serve, run_a2a, saved_simulations
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
 

@@ -17,8 +17,9 @@ from tau2.data_model.simulation import Results
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
-from tests.agents import run_cli
-from tests.conftest import Serve, descendants, running, saved_simulations
+from tests.support.cli import run_cli
+from tests.support.processes import descendants, running
+from tests.support.runs import Serve, saved_simulations
 
 TASKS = ["1", "2", "3", "5"]
 CLI = [sys.executable, "-m", "tau2_a2a.cli"]

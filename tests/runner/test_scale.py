@@ -19,10 +19,10 @@ from tau2_a2a.protocol.messages import read_turn
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.tau2bench.oracle_script import find_marker
 from tau2_a2a.protocol.hosting import a2a_app, free_port
-from tests.conftest import run_a2a
+from tests.support.runs import run_a2a
 
 TASKS = ["1", "3", "5"]
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "scale_slow_agent.py"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "scale_slow_agent.py"
 
 
 def _bench_module():

@@ -20,16 +20,7 @@ from tau2_a2a.service.app import BearerAuth
 from tau2_a2a.service.client import connect, request_message
 from tau2_a2a.service.evaluations import Limits
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
-from tests.service_support import (
-    ask,
-    call_tool,
-    result_data,
-    result_text,
-    start_service,
-    stream,
-    until,
-    wait_for_task,
-)
+from tests.support.service import ask, call_tool, result_data, result_text, start_service, stream, until, wait_for_task
 
 RUN = "run_tau2_evaluation"
 

@@ -3,70 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from a2a.types import AgentCard, TaskState
+from a2a.types import TaskState
 from google.genai import types
 
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.service_support import ServiceStandinLLM, ask, call_tool, result_data, result_text, start_service
-
-REPO = Path(__file__).resolve().parents[1]
-APP = "tau2_eval"
-
-
-@pytest.fixture(scope="module")
-def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`adk api_server --a2a --port P --session_service_uri memory:// adk_agents`, a real subprocess."""
-    results = tmp_path_factory.mktemp("adk_results")
-    port = free_port()
-    env = {**os.environ, "TAU2_EVAL_RESULTS_DIR": str(results), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "TAU2_EVAL_ALLOWED_TARGETS": "public,loopback"}
-    adk = Path(sys.executable).parent / "adk"
-    with open(results / "adk_server.log", "wb") as log:
-        process = subprocess.Popen(
-            [str(adk), "api_server", "--a2a", "--port", str(port), "--session_service_uri", "memory://",
-             "adk_agents"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )
-    endpoint = f"http://127.0.0.1:{port}/a2a/{APP}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            assert process.poll() is None, (results / "adk_server.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "adk api_server did not serve the card in time"
-            try:
-                if httpx.get(f"{endpoint}/.well-known/agent-card.json", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        yield endpoint
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def served_card(endpoint: str) -> AgentCard:
-    """The card agent.json gives, pointed at the port this test server listens on."""
-    from a2a.client.card_resolver import parse_agent_card
-
-    card = parse_agent_card(httpx.get(f"{endpoint}/.well-known/agent-card.json").json())
-    assert card.name == "tau2 evaluation service" and len(card.skills) == 5
-    card.supported_interfaces[0].url = endpoint
-    return card
+from tests.support.service import (
+    ServiceStandinLLM,
+    ask,
+    call_tool,
+    result_data,
+    result_text,
+    served_card,
+    start_service,
+)
 
 
 async def test_adk_api_server_layout_evaluates_the_oracle(api_server: str, oracle_url: str) -> None:

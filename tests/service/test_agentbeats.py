@@ -23,13 +23,10 @@ from tau2_a2a.service.assessment import AssessmentRejected, Shard, parse
 from tau2_a2a.service.evaluations import Limits
 from tau2_a2a.service.result import ARTIFACT_NAME, schema
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.service_support import assessment_message, final_task, start_service, stream_message
+from tests.support.assessments import assess, request, result_of
+from tests.support.service import final_task, served_card, start_service, stream_message
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def request(endpoint: str, **config: Any) -> dict[str, Any]:
-    return {"participants": {"agent": endpoint}, "config": {"domain": "airline", "user": "scripted_user", **config}}
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -39,13 +36,6 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServ
     server.stop()
 
 
-async def assess(url: str, body: dict[str, Any], *, as_data: bool = False, card: Any = None) -> tuple[list, Any]:
-    """The streamed events of one assessment and the final task (as the service keeps it)."""
-    events = await stream_message(url, assessment_message(body, as_data=as_data), card=card)
-    task_id = events[0].task.id
-    return events, await final_task(url, task_id, card=card)
-
-
 def working_updates(events: list) -> list[dict[str, Any]]:
     """The progress data parts of the `working` status updates."""
     found = []
@@ -53,14 +43,6 @@ def working_updates(events: list) -> list[dict[str, Any]]:
         if event.HasField("status_update") and event.status_update.status.state == TaskState.TASK_STATE_WORKING:
             found += get_data_parts(list(event.status_update.status.message.parts))
     return [data for data in found if "done" in data]
-
-
-def result_of(task: Any) -> dict[str, Any]:
-    """As AgentBeats' gateway does: every data part of every artifact of the final task; here, one."""
-    datas = [data for artifact in task.artifacts for data in get_data_parts(list(artifact.parts))]
-    assert len(datas) == 1, datas
-    jsonschema.validate(datas[0], schema())
-    return datas[0]
 
 
 @pytest.fixture(scope="module")
@@ -305,7 +287,7 @@ def test_simulations_that_ended_on_a2a_errors_are_not_a_clean_success() -> None:
 
 # -- through `adk api_server --a2a adk_agents` -------------------------------------------------
 
-from tests.test_service_adk import api_server, served_card  # noqa: E402,F401  (the fixture, a real subprocess)
+# api_server: the fixture in tests/service/conftest.py, a real subprocess
 
 
 async def test_the_same_request_through_adk_api_server(api_server: str, oracle_url: str) -> None:

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.service_support import start_service
+from tests.support.service import start_service
 
 SECRET = "fuzz-secret-4f1c"
 TOOLS = ["list_domains", "run_tau2_evaluation", "get_evaluation", "list_evaluations", "cancel_evaluation"]

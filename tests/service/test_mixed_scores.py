@@ -30,11 +30,14 @@ from tau2.metrics.agent_metrics import compute_metrics
 
 from tau2_a2a.service.evaluations import Limits
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.agents import FailWhen, GetsTasksWrong, agent_app, marker, run_cli
-from tests.service_support import start_service
-from tests.test_agentbeats import assess, request, result_of
+from tests.support.assessments import assess, request, result_of
+from tests.support.cli import run_cli
+from tests.support.executors import GetsTasksWrong, agent_app
+from tests.support.middleware import FailWhen
+from tests.support.records import marker
+from tests.support.service import start_service
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TASKS = ["2", "3", "9"]
 A_REWARDS = {"2": [0.0, 1.0], "3": [0.0, 0.0], "9": [1.0, 1.0]}
 

@@ -18,10 +18,10 @@ from a2a.types import TaskState
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import BackgroundServer
-from tests.agents import agent_app
-from tests.conftest import saved_simulations
-from tests.service_support import ask, call_tool, result_data, wait_for_task
-from tests.test_service_restart import Service, done_so_far, gone, wait_until
+from tests.support.executors import agent_app
+from tests.support.processes import gone, wait_until
+from tests.support.runs import saved_simulations
+from tests.support.service import Service, ask, call_tool, done_so_far, result_data, wait_for_task
 
 LEASE = "3"
 

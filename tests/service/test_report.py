@@ -17,8 +17,8 @@ from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import parse
 from tau2_a2a.service.result import build_result, schema
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.agents import FailsTask, SlowOnTask, agent_app
-from tests.service_support import call_tool, start_service, until
+from tests.support.executors import FailsTask, SlowOnTask, agent_app
+from tests.support.service import call_tool, start_service, until
 
 TOKEN = "report-token-5e1f"
 

@@ -9,11 +9,8 @@ directory; the client goes on polling the same A2A task id.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,59 +26,15 @@ from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.service.evaluations import TOKEN_LOST
 from tau2_a2a.service.request_limit import too_large_message
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.agents import RequireBearer, agent_app
-from tests.conftest import descendants, saved_simulations
-from tests.service_support import ask, call_tool, result_data, wait_for_task
+from tests.support.executors import agent_app
+from tests.support.middleware import RequireBearer
+from tests.support.processes import gone, wait_until
+from tests.support.runs import saved_simulations
+from tests.support.service import Service, ask, call_tool, done_so_far, result_data, wait_for_task
 
 CLI = str(Path(sys.executable).parent / "tau2-a2a")
 TASKS = [str(task) for task in range(6)]
 TARGET_TOKEN = "restart-target-token-7d1c"
-
-
-class Service:
-    """A `tau2-a2a serve` process that can be killed and started again on the same port and directory."""
-
-    def __init__(self, results_dir: Path, *extra: str) -> None:
-        self.results_dir = results_dir
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.extra = extra
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> Service:
-        log = open(self.results_dir.parent / f"serve-{self.port}.log", "ab")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [CLI, "serve", "--port", str(self.port), "--results-dir", str(self.results_dir),
-             "--max-running", "2", "--allowed-targets", "public,loopback", *self.extra],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, "TAU2_EVAL_LOG_LEVEL": "warning"})
-        deadline = time.monotonic() + 60
-        while True:
-            assert self.process.poll() is None, (self.results_dir.parent / f"serve-{self.port}.log").read_text()
-            try:
-                if httpx.get(f"{self.url}/.well-known/agent-card.json", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the service did not start within 60 s"
-            time.sleep(0.2)
-
-    def kill(self) -> set[int]:
-        """SIGKILL the service alone (not its children); the pids of the children it had."""
-        assert self.process is not None
-        children = descendants(self.process.pid)
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-        return children
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 @pytest.fixture
@@ -96,22 +49,6 @@ def services(tmp_path: Path) -> Iterator[Callable[..., Service]]:
     yield make
     for service in started:
         service.stop()
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout} s"
-        time.sleep(0.2)
-
-
-def gone(pids: set[int]) -> bool:
-    return not any(Path(f"/proc/{pid}").exists() for pid in pids)
-
-
-def done_so_far(url: str, evaluation_id: str) -> int:
-    record = asyncio.run(call_tool(url, "get_evaluation", {"evaluation_id": evaluation_id}))
-    return (record.get("progress") or {}).get("simulations_done", 0)
 
 
 def the_evaluation(url: str) -> str:

@@ -30,7 +30,7 @@ from tau2_a2a.service.evaluations import Limits
 from tau2_a2a.service.tools import accepted_arguments
 from tau2_a2a.service.vault import TokenVault, scrub_request
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
-from tests.service_support import ask, assessment_message, final_task, result_data, result_text, start_service
+from tests.support.service import ask, assessment_message, final_task, result_data, result_text, start_service
 
 RUN = "run_tau2_evaluation"
 PROVIDER_KEY = "sk-service-own-key-31337"
@@ -195,7 +195,7 @@ async def test_a_password_in_the_agent_endpoint_is_refused_and_kept_nowhere(
 
 async def ask_assessment(url: str, request: dict[str, Any]) -> Any:
     """An AgentBeats assessment, as the JSON text the gateway sends; the task it ends with."""
-    from tests.service_support import stream_message
+    from tests.support.service import stream_message
 
     events = await stream_message(url, assessment_message(request))
     task_id = next(e.task.id if e.HasField("task") else e.status_update.task_id for e in events)

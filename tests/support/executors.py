@@ -1,30 +1,22 @@
-"""Agents that misbehave on purpose, and middleware that records or disturbs HTTP.
+"""Agents that misbehave on purpose, and the a2a-sdk apps that serve them.
 
 Every agent here is the reference oracle (one plan of golden steps per A2A
 context, built from the scripted user's task marker) except for the one
 misbehaviour it exists to show, so a run scores 1.0 wherever that
-misbehaviour does not strike. The middleware are plain ASGI: `WireLog`
-records what the server saw and sent; the others answer some requests with a
-status, an echo of the Authorization header, or a dropped connection before
-the agent sees them. `KillableProxy` stands in for a host that crashes.
+misbehaviour does not strike. The middleware that disturb HTTP are in
+middleware.py; `KillableProxy` (proxy.py) stands in for a host that crashes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
-import sys
 import threading
 import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import grpc
 from a2a.helpers import new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -43,7 +35,6 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tau2_a2a.protocol.messages import IncomingTurn, read_turn
 from tau2_a2a.reference.oracle_agent import NO_MARKER, step_parts
@@ -51,12 +42,10 @@ from tau2_a2a.tau2bench.oracle_script import (
     OracleStep,
     find_marker,
     oracle_steps,
-    task_marker,
 )
-from tau2_a2a.protocol.hosting import a2a_app, agent_card, free_port
+from tau2_a2a.protocol.hosting import a2a_app, agent_card
 
 CARD_PATH = "/.well-known/agent-card.json"
-REST_METHODS = {"/message:send": "SendMessage", "/message:stream": "SendStreamingMessage"}
 
 
 # -- agents ----------------------------------------------------------------------
@@ -315,6 +304,39 @@ class GetsTasksWrong(OracleLike):
         await super().respond(context, event_queue, seen)
 
 
+class StreamsChunks(OracleLike):
+    """The oracle as a streaming agent: working updates, then its answer as a chunked artifact.
+
+    A text answer goes out in three `append` chunks. A message it has answered
+    before (a retry: same message id) gets the same answer again, as agents
+    that deduplicate by message id do.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answers: dict[str, list[Part]] = {}
+
+    async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
+        message_id = context.message.message_id
+        if message_id not in self.answers:
+            self.answers[message_id] = self.next_parts(seen.context_id)
+        parts = seen.reply_parts = self.answers[message_id]
+        await event_queue.enqueue_event(new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED))
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.start_work(updater.new_agent_message([new_text_part("Looking into it...")]))
+        artifact_id = str(uuid.uuid4())
+        if len(parts) == 1 and parts[0].HasField("text") and len(parts[0].text) >= 3:
+            text = parts[0].text
+            third = len(text) // 3
+            chunks = [text[:third], text[third:2 * third], text[2 * third:]]
+            for index, chunk in enumerate(chunks):
+                await updater.add_artifact([new_text_part(chunk)], artifact_id=artifact_id, append=index > 0,
+                                           last_chunk=index == len(chunks) - 1)
+        else:
+            await updater.add_artifact(parts, artifact_id=artifact_id, last_chunk=True)
+        await updater.complete()
+
+
 def agent_app(executor: AgentExecutor, url: str, middleware: list[Middleware] | None = None,
               card_url: str | None = None, bearer: bool = False, grpc_url: str | None = None,
               grpc_interceptors: list[Any] | None = None) -> Starlette:
@@ -369,414 +391,3 @@ def card_json(url: str, **changes: Any) -> dict[str, Any]:
         else:
             card[key] = value
     return card
-
-
-# -- middleware --------------------------------------------------------------------
-
-
-@dataclass
-class HttpExchange:
-    """One HTTP request as the server received it, and the response it sent."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-    status: int | None = None
-    response_body: bytes = b""
-
-    @property
-    def content_length(self) -> int | None:
-        value = self.headers.get("content-length")
-        return int(value) if value is not None else None
-
-    @property
-    def rpc(self) -> dict[str, Any]:
-        return _json_object(self.body)
-
-    @property
-    def rpc_method(self) -> str | None:
-        """The A2A method: JSON-RPC's `method`, or the HTTP+JSON route's (POST /message:send: SendMessage)."""
-        if self.method == "POST" and self.path.endswith(tuple(REST_METHODS)):
-            return next(name for suffix, name in REST_METHODS.items() if self.path.endswith(suffix))
-        return self.rpc.get("method")
-
-    @property
-    def sent_message(self) -> dict[str, Any]:
-        """The A2A message of a SendMessage request, as the client sent it."""
-        return self.rpc.get("params", {}).get("message", {})
-
-    @property
-    def reply(self) -> dict[str, Any]:
-        """The JSON-RPC result: {"message": ...} or {"task": ...} for SendMessage, a task for GetTask."""
-        return _json_object(self.response_body).get("result", {})
-
-    @property
-    def reply_context_id(self) -> str | None:
-        result = self.reply
-        inner = result.get("message") or result.get("task") or result
-        return inner.get("contextId")
-
-    @property
-    def reply_task(self) -> dict[str, Any]:
-        """The Task this request got back (SendMessage or GetTask), or {} for a Message."""
-        result = self.reply
-        return result.get("task") or (result if "status" in result else {})
-
-
-def _json_object(raw: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A receive channel that yields the body already read, then the real channel (disconnects)."""
-    delivered = False
-
-    async def replay() -> dict[str, Any]:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-async def _send_response(send: Send, status: int, body: bytes, content_type: str = "text/plain") -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
-class _BodyMiddleware:
-    """Reads each HTTP request's body once; `intercept` may answer instead of the app."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        body = await _read_body(receive)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        exchange = HttpExchange(scope["method"], scope["path"], headers, body)
-        if not await self.intercept(exchange, send):
-            await self.app(scope, _replay(body, receive), self.sender(exchange, send))
-
-    async def intercept(self, exchange: HttpExchange, send: Send) -> bool:
-        """Answer `exchange` here and return True, or return False to pass it on."""
-        return False
-
-    def sender(self, exchange: HttpExchange, send: Send) -> Send:
-        """The send channel handed to the app for `exchange`."""
-        return send
-
-
-class WireLog(_BodyMiddleware):
-    """Records every request and the response it got into `exchanges`; place it outermost."""
-
-    def __init__(self, app: ASGIApp, exchanges: list[HttpExchange]) -> None:
-        super().__init__(app)
-        self.exchanges = exchanges
-
-    async def intercept(self, exchange: HttpExchange, send: Send) -> bool:
-        self.exchanges.append(exchange)
-        return False
-
-    def sender(self, exchange: HttpExchange, send: Send) -> Send:
-        async def capture(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                exchange.status = message["status"]
-            elif message["type"] == "http.response.body":
-                exchange.response_body += message.get("body", b"")
-            await send(message)
-
-        return capture
-
-
-class FailFirst(_BodyMiddleware):
-    """Answers the first `count` requests of RPC method `rpc_method` with HTTP `status`."""
-
-    def __init__(self, app: ASGIApp, status: int, count: int, rpc_method: str = "SendMessage") -> None:
-        super().__init__(app)
-        self.status = status
-        self.left = count
-        self.rpc_method = rpc_method
-
-    async def intercept(self, exchange: HttpExchange, send: Send) -> bool:
-        if self.left > 0 and exchange.rpc_method == self.rpc_method:
-            self.left -= 1
-            await _send_response(send, self.status, f"agent overloaded ({self.status}), try again".encode())
-            return True
-        return False
-
-
-class FailWhen(_BodyMiddleware):
-    """Answers HTTP `status` to every request whose body contains `needle`."""
-
-    def __init__(self, app: ASGIApp, status: int, needle: str) -> None:
-        super().__init__(app)
-        self.status = status
-        self.needle = needle.encode()
-
-    async def intercept(self, exchange: HttpExchange, send: Send) -> bool:
-        if self.needle in exchange.body:
-            await _send_response(send, self.status, b"internal error")
-            return True
-        return False
-
-
-class ResetFirst(_BodyMiddleware):
-    """Drops the connection of the first `count` SendMessage requests in the middle of the reply."""
-
-    def __init__(self, app: ASGIApp, count: int) -> None:
-        super().__init__(app)
-        self.left = count
-
-    async def intercept(self, exchange: HttpExchange, send: Send) -> bool:
-        if self.left > 0 and exchange.rpc_method == "SendMessage":
-            self.left -= 1
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", b"1000")]})
-            await send({"type": "http.response.body", "body": b'{"jsonrpc": "2.0", ', "more_body": True})
-            raise ConnectionResetError("test agent drops the connection mid-reply")
-        return False
-
-
-class RequireBearer(_BodyMiddleware):
-    """`status` (401) unless `Authorization: Bearer <token>`; guards JSON-RPC only, or the card too.
-
-    With `echo`, the refusal repeats the Authorization header it got, as some servers do.
-    """
-
-    def __init__(self, app: ASGIApp, token: str, guard_card: bool = False, echo: bool = False,
-                 status: int = 401) -> None:
-        super().__init__(app)
-        self.token = token
-        self.guard_card = guard_card
-        self.echo = echo
-        self.status = status
-
-    async def intercept(self, exchange: HttpExchange, send: Send) -> bool:
-        guarded = exchange.method == "POST" or self.guard_card
-        received = exchange.headers.get("authorization", "")
-        if guarded and received != f"Bearer {self.token}":
-            body = f"unauthorized: got Authorization: {received}" if self.echo else "unauthorized"
-            await _send_response(send, self.status, body.encode())
-            return True
-        return False
-
-
-class EchoAuthorization(_BodyMiddleware):
-    """Repeats the Authorization header back in error replies, as a careless server might.
-
-    A SendMessage whose body contains `jsonrpc_error_on` gets a JSON-RPC error (HTTP 200)
-    quoting the header; SendMessage number `http_500_at` (1-based) gets HTTP 500 quoting it.
-    """
-
-    def __init__(self, app: ASGIApp, jsonrpc_error_on: str | None = None, http_500_at: int | None = None) -> None:
-        super().__init__(app)
-        self.needle = jsonrpc_error_on.encode() if jsonrpc_error_on else None
-        self.http_500_at = http_500_at
-        self.sends = 0
-
-    async def intercept(self, exchange: HttpExchange, send: Send) -> bool:
-        if exchange.rpc_method != "SendMessage":
-            return False
-        self.sends += 1
-        header = exchange.headers.get("authorization", "")
-        if self.needle is not None and self.needle in exchange.body:
-            error = {"jsonrpc": "2.0", "id": exchange.rpc.get("id"),
-                     "error": {"code": -32000, "message": f"rejected request with Authorization: {header}"}}
-            await _send_response(send, 200, json.dumps(error).encode(), "application/json")
-            return True
-        if self.sends == self.http_500_at:
-            await _send_response(send, 500, f"crash while handling Authorization: {header}".encode())
-            return True
-        return False
-
-
-def middleware(cls: type, **options: Any) -> Middleware:
-    return Middleware(cls, **options)
-
-
-# -- gRPC interceptors ------------------------------------------------------------------
-
-
-class GrpcAbort(grpc.aio.ServerInterceptor):
-    """A grpc.aio interceptor whose SendMessage handler aborts with `code` instead of answering:
-    the first `count` calls, or every call whose request mentions `needle`. It records each
-    SendMessage's metadata (`seen`) and the status it chose (`statuses`, "OK" when passed on)."""
-
-    def __init__(self, code: str | None = None, count: int = 0, needle: str | None = None,
-                 token: str | None = None) -> None:
-        self.code = getattr(grpc.StatusCode, code) if code else None
-        self.left = count
-        self.needle = needle
-        self.token = token
-        self.seen: list[dict[str, str]] = []
-        self.statuses: list[str] = []
-
-    async def intercept_service(self, continuation: Any, details: Any) -> Any:
-        handler = await continuation(details)
-        if handler is None or not details.method.endswith("/SendMessage"):
-            return handler
-        metadata = {k: v for k, v in details.invocation_metadata or ()}
-        if self.token is not None and metadata.get("authorization") != f"Bearer {self.token}":
-            return _aborting(handler, grpc.StatusCode.UNAUTHENTICATED, "unauthorized", self, metadata)
-        inner = handler.unary_unary
-
-        async def behave(request: Any, context: Any) -> Any:
-            self.seen.append(metadata)
-            if self.code is not None and (self.left > 0 or (self.needle and self.needle in str(request))):
-                self.left = max(self.left - 1, 0)
-                self.statuses.append(self.code.name)
-                await context.abort(self.code, f"agent says {self.code.name.lower()}")
-            self.statuses.append("OK")
-            return await inner(request, context)
-
-        return grpc.unary_unary_rpc_method_handler(behave, request_deserializer=handler.request_deserializer,
-                                                   response_serializer=handler.response_serializer)
-
-
-def _aborting(handler: Any, code: Any, details: str, recorder: GrpcAbort, metadata: dict[str, str]) -> Any:
-    async def refuse(request: Any, context: Any) -> Any:
-        recorder.seen.append(metadata)
-        recorder.statuses.append(code.name)
-        await context.abort(code, details)
-
-    return grpc.unary_unary_rpc_method_handler(refuse, request_deserializer=handler.request_deserializer,
-                                               response_serializer=handler.response_serializer)
-
-
-# -- a host that crashes -------------------------------------------------------------
-
-
-class KillableProxy:
-    """A TCP relay on loopback in front of an agent; `kill()` drops every connection
-    and stops listening, as when the agent's host dies."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._loop = asyncio.new_event_loop()
-        self._server: asyncio.AbstractServer | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=f"proxy:{self.port}", daemon=True)
-
-    def start(self, target_port: int) -> KillableProxy:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._listen(target_port), self._loop).result(timeout=10)
-        return self
-
-    async def _listen(self, target_port: int) -> None:
-        async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                while data := await reader.read(65536):
-                    writer.write(data)
-                    await writer.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                writer.close()
-
-        async def accept(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-            upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", target_port)
-            self._writers.update((client_writer, upstream_writer))
-            await asyncio.gather(relay(client_reader, upstream_writer), relay(upstream_reader, client_writer))
-
-        self._server = await asyncio.start_server(accept, "127.0.0.1", self.port)
-
-    def kill(self) -> None:
-        """Stop listening and reset every open connection; returns once done."""
-
-        async def die() -> None:
-            assert self._server is not None
-            self._server.close()
-            for writer in self._writers:
-                writer.transport.abort()
-            await self._server.wait_closed()
-
-        asyncio.run_coroutine_threadsafe(die(), self._loop).result(timeout=10)
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5)
-
-
-# -- the command line ----------------------------------------------------------------------
-
-
-def run_cli(args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
-            new_session: bool = False) -> subprocess.Popen[str]:
-    """Start `tau2-a2a ARGS` as a real process, stdout and stderr captured; the caller waits.
-
-    The environment is this one plus `env`, without any ambient TAU2_A2A_AUTH_TOKEN. With
-    `new_session` it leads its own process group, as a command typed at a terminal does.
-    """
-    script = Path(sys.executable).with_name("tau2-a2a")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "tau2_a2a.cli"]
-    full_env = {k: v for k, v in os.environ.items() if k != "TAU2_A2A_AUTH_TOKEN"}
-    full_env.update({"LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})})
-    return subprocess.Popen(command + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=full_env, cwd=cwd, start_new_session=new_session)
-
-
-def marker(task: str) -> str:
-    """The scripted user's marker for an airline task, as it appears in a request body."""
-    return task_marker("airline", task)
-
-
-
-# -- reading a run -------------------------------------------------------------------------
-
-
-def by_task(outcome: Any) -> dict[str, Any]:
-    """The simulations of a one-trial run, by tau2 task id."""
-    simulations = {s.task_id: s for s in outcome.results.simulations}
-    assert len(simulations) == len(outcome.results.simulations), "expected one trial per task"
-    return simulations
-
-
-def records_of(outcome: Any, task: str) -> list[dict[str, Any]]:
-    """The metrics records of a one-trial run's simulation of `task`, in order."""
-    [simulation] = [s for s in outcome.report["simulations"] if s["task_id"] == task]
-    return simulation["requests"]
-
-
-def outline(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """(turn, attempt, method, http_status, error) of each record: the shape of an exchange."""
-    return [(r["turn"], r["attempt"], r["method"], r["http_status"], r["error"]) for r in records]
-
-
-class NullResult(_BodyMiddleware):
-    """Answers every JSON-RPC request of `rpc_method` with a well-formed reply whose result is null."""
-
-    def __init__(self, app: ASGIApp, rpc_method: str = "SendMessage") -> None:
-        super().__init__(app)
-        self.rpc_method = rpc_method
-
-    async def intercept(self, exchange: HttpExchange, send: Send) -> bool:
-        if exchange.rpc_method != self.rpc_method:
-            return False
-        body = json.dumps({"jsonrpc": "2.0", "id": exchange.rpc.get("id"), "result": None}).encode()
-        await _send_response(send, 200, body, "application/json")
-        return True

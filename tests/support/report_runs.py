@@ -9,8 +9,8 @@ from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tests.agents import OracleLike, Seen, agent_app
-from tests.conftest import run_a2a
+from tests.support.executors import OracleLike, Seen, agent_app
+from tests.support.runs import run_a2a
 
 TASKS = ["0", "1", "2", "3"]
 TRIALS = 3

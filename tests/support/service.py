@@ -1,32 +1,46 @@
-"""Helpers for the evaluation-service tests: a service on loopback, requests, replies."""
+"""Helpers for the evaluation-service tests: a service on loopback or as a process, requests, replies."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 from a2a.client import ClientCallContext
-from a2a.types import GetTaskRequest, Message, SendMessageConfiguration, SendMessageRequest, Task, TaskState
+from a2a.types import AgentCard, GetTaskRequest, Message, SendMessageConfiguration, SendMessageRequest, Task, TaskState
 
 from tau2_a2a.service.app import build_app
 from tau2_a2a.service.client import connect, request_message, result_data, result_text
 from tau2_a2a.service.evaluations import Limits
 from tau2_a2a.service.settings import ServiceSettings
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tests.support.processes import descendants
 
 __all__ = [
+    "SERVICE_TOKEN",
     "TERMINAL_STATES",
+    "Service",
     "ServiceStandinLLM",
     "ask",
     "call_tool",
+    "done_so_far",
     "result_data",
     "result_text",
+    "served_card",
     "start_service",
     "stream",
     "until",
     "wait_for_task",
 ]
+
+SERVICE_TOKEN = "svc-token-3c9d1e"  # the token of the `service_all_bindings` fixture (tests/conftest.py)
+CLI = str(Path(sys.executable).parent / "tau2-a2a")
 
 # The agents under test listen on loopback, which the service's default policy (public) refuses.
 LOOPBACK_TARGETS = ("public", "loopback")
@@ -220,3 +234,65 @@ async def final_task(url: str, task_id: str, card: Any = None) -> Task:
         return await client.get_task(GetTaskRequest(id=task_id))
     finally:
         await http.aclose()
+
+
+def served_card(endpoint: str) -> AgentCard:
+    """The card agent.json gives, pointed at the port this test server listens on."""
+    from a2a.client.card_resolver import parse_agent_card
+
+    card = parse_agent_card(httpx.get(f"{endpoint}/.well-known/agent-card.json").json())
+    assert card.name == "tau2 evaluation service" and len(card.skills) == 5
+    card.supported_interfaces[0].url = endpoint
+    return card
+
+
+
+class Service:
+    """A `tau2-a2a serve` process that can be killed and started again on the same port and directory."""
+
+    def __init__(self, results_dir: Path, *extra: str) -> None:
+        self.results_dir = results_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.extra = extra
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> Service:
+        log = open(self.results_dir.parent / f"serve-{self.port}.log", "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [CLI, "serve", "--port", str(self.port), "--results-dir", str(self.results_dir),
+             "--max-running", "2", "--allowed-targets", "public,loopback", *self.extra],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, "TAU2_EVAL_LOG_LEVEL": "warning"})
+        deadline = time.monotonic() + 60
+        while True:
+            assert self.process.poll() is None, (self.results_dir.parent / f"serve-{self.port}.log").read_text()
+            try:
+                if httpx.get(f"{self.url}/.well-known/agent-card.json", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the service did not start within 60 s"
+            time.sleep(0.2)
+
+    def kill(self) -> set[int]:
+        """SIGKILL the service alone (not its children); the pids of the children it had."""
+        assert self.process is not None
+        children = descendants(self.process.pid)
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        return children
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def done_so_far(url: str, evaluation_id: str) -> int:
+    record = asyncio.run(call_tool(url, "get_evaluation", {"evaluation_id": evaluation_id}))
+    return (record.get("progress") or {}).get("simulations_done", 0)

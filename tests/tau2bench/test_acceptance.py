@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
-from tests.conftest import run_a2a, run_native_oracle
+from tests.support.runs import run_a2a, run_native_oracle
 
 SUBSETS = {
     "airline": ["0", "1", "2", "7", "9", "13"],

@@ -40,7 +40,9 @@ from tau2_a2a.tau2bench.environments import (
     installed,
     template_for,
 )
-from tests.conftest import REPO, run_native_oracle, typed
+from tests.support.paths import REPO
+from tests.support.runs import run_native_oracle
+from tests.support.values import typed
 
 SAMPLE = {"airline": 12, "retail": 20, "telecom": 20}
 ALL_TASKS = os.environ.get("TAU2_A2A_TEST_ALL_TASKS") == "1"

@@ -13,7 +13,8 @@ import tau2.run
 from tau2.data_model.simulation import Results
 
 from tau2_a2a.tau2bench.results_file import FastJson, atomic_open
-from tests.conftest import run_native_oracle, typed
+from tests.support.runs import run_native_oracle
+from tests.support.values import typed
 
 DOCUMENT = {
     "text": "Airplane mode \u2708\ufe0f, caf\u00e9, \"quoted\"\n",

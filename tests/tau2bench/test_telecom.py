@@ -31,8 +31,8 @@ from tau2_a2a.protocol.messages import read_turn
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
-from tests.conftest import run_a2a, run_native_oracle
-from tests.service_support import ask, result_data, start_service
+from tests.support.runs import run_a2a, run_native_oracle
+from tests.support.service import ask, result_data, start_service
 
 BASE = {task.id: task for task in load_tasks("telecom", task_split_name="base")}
 

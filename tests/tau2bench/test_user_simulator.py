@@ -1,6 +1,6 @@
 """tau2's LLM user simulator over A2A, as real evaluations and AgentBeats use it by default.
 
-The user's LLM is tests/standin_llm.py on loopback, reached through LiteLLM's
+The user's LLM is testbed/standin_llm.py on loopback, reached through LiteLLM's
 own environment (OPENAI_API_BASE, OPENAI_API_KEY) as a provider would be; the
 agent is the reference oracle over A2A. The stand-in opens with the task's
 reason for calling and marker, and stops once the agent has spoken again, so
@@ -19,9 +19,9 @@ from tau2.data_model.simulation import Results
 from tau2.user.base import STOP
 
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
-from tests.agents import run_cli
-from tests.service_support import ask, result_data, start_service
-from tests.standin_llm import MODEL, StandinLLM, user_opening
+from testbed.standin_llm import MODEL, StandinLLM, user_opening
+from tests.support.cli import run_cli
+from tests.support.service import ask, result_data, start_service
 
 TASKS = ["1", "3"]
 GREETING = "Hi! How can I help you today?"
