@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# A real a2a-sdk 0.3 client for the cross-version tests (tests/sdk03_client.py). It has its
+# A real a2a-sdk 0.3 client for the cross-version tests (testbed/sdk03_client.py). It has its
 # own virtualenv: 0.3 and 1.x share the import name `a2a`.
 VENV03 := .venv-a2a03
 STAMP03 := $(VENV03)/.installed
@@ -25,7 +25,7 @@ $(STAMP03):
 	$(VENV03)/bin/python -m pip install --quiet 'a2a-sdk[http-server]==0.3.22'
 	touch $(STAMP03)
 
-# The tests start a real PostgreSQL server (tests/postgres_server.py) from the Debian package.
+# The tests start a real PostgreSQL server (testbed/postgres_server.py) from the Debian package.
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
@@ -34,7 +34,7 @@ postgres:
 	  || { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq \
 	       --no-install-recommends postgresql; }; }
 
-# The report tests open the page in headless Chromium (tests/browser.py), from the Debian package.
+# The report tests open the page in headless Chromium (testbed/browser.py), from the Debian package.
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \

@@ -5,24 +5,25 @@ served in its own process (so it does not share this process's interpreter)
 behind a middleware that sees every request: the client's TCP connection
 (address and port), the A2A context, and the time it took on the agent's side.
 
-This process runs tau2 on the same tasks several times: the same oracle with
-the same delay in-process as a native tau2 agent (no protocol) at concurrency
-1 and N; over A2A at 1, and at N with tau2's scoring in this process
-(--a2a-scoring-processes 0) and in scoring processes (the default); with
---workers W[,W...] also over W processes (--a2a-workers). With --ray it
-compares three engines at N, one run each, labelled:
+This process runs tau2 on the same tasks several times, each through
+`tau2_a2a.runner.run.evaluate`: the same oracle with the same delay
+in-process as a native tau2 agent (no protocol) at concurrency 1 and N, and
+over A2A at 1 and at N with tau2's threads in this process. With --ray it
+also runs A2A at N on a Ray instance started for the run (--ray local), so
+two engines at N come out side by side, labelled:
 
-- "1 process": tau2's threads in this process, scoring there too
-  (--a2a-workers 1 --a2a-scoring-processes 0);
-- "fork default": what `tau2-a2a run` does by default (worker and scoring
-  processes as the run's size asks);
-- "ray local": the same on a Ray instance started for the run (--ray local).
+- "1 process": tau2's threads in this process, scoring there too (the default);
+- "ray local": the same simulations on Ray's actors (`tau2-a2a run --ray local`).
 
---skip-serial leaves out the runs at 1 and the other runs in one process. It prints wall and
-CPU times, start-up (until the first simulation began), peak memory, request
-latencies on both sides, the connections the agent saw, and each speed-up
-against two ideals derived from the run at 1 (without it, from the agent's
-delay alone):
+The measurement of the fork-based engine (worker and scoring processes,
+since removed) against these two is in docs/ray.md, taken before its removal.
+
+--skip-serial leaves out the A2A run at concurrency 1, --skip-native the
+native runs: with --ray --skip-serial --skip-native it runs exactly "1 process"
+and "ray local". It prints wall and CPU times, start-up (until the first
+simulation began), peak memory, request latencies on both sides, the
+connections the agent saw, and each speed-up against two ideals derived from
+the run at 1 (without it, from the agent's delay alone):
 
 - latency only: each simulation takes what it took at concurrency 1, and N
   workers take them in order as tau2 does, without slowing each other. The
@@ -185,8 +186,8 @@ class MemorySampler:
     """Peak memory while a run goes on: this process's RSS, and the PSS of it with its helpers.
 
     PSS (proportional set size) counts a page shared by n processes as 1/n in
-    each, so the sum over the run's processes (scoring processes, workers,
-    forked with shared pages) is what they take together. The agent's
+    each, so the sum over the run's processes (with --ray local, Ray's own
+    processes and its actors) is what they take together. The agent's
     process (`exclude`) is not counted. The same samples keep each process's
     CPU time so far, so `tree_cpu` is the CPU of the run's processes (to the
     last sample, once a second), the machine's other work left out.
@@ -274,8 +275,7 @@ class SlowNativeOracle:
 
     @classmethod
     def register(cls) -> None:
-        from tau2.registry import registry
-
+        from tau2_a2a.tau2bench.distribution import registry
         from tau2_a2a.tau2bench.native_oracle import NativeOracleAgent
 
         class Agent(NativeOracleAgent):
@@ -289,7 +289,7 @@ class SlowNativeOracle:
 
 def machine_cpu_seconds() -> float:
     """CPU time spent by every process on this machine so far (Linux /proc/stat): this one,
-    its scoring and worker processes, and the agent, which share the cores."""
+    Ray's processes when it started them, and the agent, which share the cores."""
     with open("/proc/stat") as stat:
         fields = [int(v) for v in stat.readline().split()[1:]]
     idle = fields[3] + fields[4]  # idle + iowait
@@ -306,66 +306,50 @@ def list_schedule(durations: list[float], slots: int) -> float:
     return max(free_at)
 
 
+def run_settings(arm: str, url: str, domain: str, num_tasks: int | None, concurrency: int, delay: float,
+                 results_dir: Path, run_number: int) -> Any:
+    """The RunSettings of one run of `arm`: the slow oracle natively, or the A2A agent at `url` in this
+    process ("a2a") or on a local Ray instance ("ray"); the scripted user, no LLM anywhere."""
+    from tau2_a2a.client.config import A2AConfig
+    from tau2_a2a.runner.settings import RunSettings
+
+    common = dict(domain=domain, user="scripted_user", user_llm="scripted", user_llm_args={},
+                  num_tasks=num_tasks, max_concurrency=concurrency, results_dir=str(results_dir),
+                  save_to=f"{run_number}_{arm}")  # arms may share a label: never resume
+    if arm == "native":
+        return RunSettings(agent=SlowNativeOracle.NAME, a2a=None, agent_llm="slow-oracle",
+                           agent_llm_args={"delay": delay}, **common)
+    return RunSettings(a2a=A2AConfig(endpoint=url), ray="local" if arm == "ray" else None, agent_llm_args={},
+                       **common)
+
+
 def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency: int, delay: float,
-            results_dir: Path, agent_pid: int, workers: int | None = 1,
-            scoring_processes: int | None = None, run_number: int = 0, name: str | None = None) -> dict[str, Any]:
+            results_dir: Path, agent_pid: int, run_number: int = 0, name: str | None = None) -> dict[str, Any]:
     """One evaluation of `arm` ("native", "a2a" or "ray") at `concurrency`: times, memory, what the agent saw.
 
-    A2A runs score in `scoring_processes` processes (None: the default) and
-    with `workers` > 1 run in that many processes (--a2a-workers; None: the
-    default); "ray" runs on a local Ray instance started for the run. RSS
-    covers this process, PSS it and its helper processes (Ray's too), machine
-    CPU every process (`agent_pid`, the agent, is left out of PSS only). `name`
-    labels the run in the report (default: its arm and settings)."""
-    import tau2_a2a  # noqa: F401  (registers the agents and the user)
-    from tau2.data_model.simulation import RunConfig
-    from tau2.run import run_domain
-
-    from tau2_a2a.runner.run import evaluate, results_path_for
-    from tau2_a2a.runner.scoring import default_scoring_processes
-    from tau2_a2a.client.pool import sessions
-    from tau2_a2a.runner.shards import default_workers, evaluate_in_processes
-    from tau2_a2a.client.config import A2AConfig
-    from tau2_a2a.runner.ray_engine import evaluate_on_ray
+    "a2a" runs tau2's threads in this process, "ray" runs on a local Ray
+    instance started for the run. RSS covers this process, PSS it and its
+    helper processes (Ray's), machine CPU every process (`agent_pid`, the
+    agent, is left out of PSS only). `name` labels the run in the report
+    (default: its arm and concurrency)."""
+    import tau2_a2a.tau2bench  # noqa: F401  (registers the agents and the user)
+    from tau2_a2a.runner.run import evaluate
 
     httpx.post(f"{url}{RESET_PATH}").raise_for_status()
-    config = RunConfig(
-        domain=domain, agent=SlowNativeOracle.NAME, llm_agent="slow-oracle", llm_args_agent={"delay": delay},
-        user="scripted_user", llm_user="scripted", llm_args_user={}, llm_args_judge={}, num_tasks=num_tasks,
-        max_concurrency=concurrency, results_dir=str(results_dir),
-    )
-    if arm == "a2a" and scoring_processes is None:
-        scoring_processes = default_scoring_processes(config)
-    config.save_to = f"{run_number}_{arm}"  # arms may share a label: never resume
-    if arm == "a2a" and workers is None:
-        workers = default_workers(config, results_path_for(config))
-    workers = workers or 1
-    label = f"{arm} c{concurrency}" + (f" s{scoring_processes}" if arm == "a2a" else "") + (
-        f" w{workers}" if workers > 1 else "")
+    settings = run_settings(arm, url, domain, num_tasks, concurrency, delay, results_dir, run_number)
+    label = f"{arm} c{concurrency}"
     rss_before, load_before = rss_mb(), os.getloadavg()[0]
     cpu_before, machine_before = cpu_seconds(), machine_cpu_seconds()
     with MemorySampler(exclude=agent_pid) as memory:
         started, started_at = time.perf_counter(), datetime.now()
-        if arm == "native":
-            results, protocol = run_domain(config), None
-        else:
-            config.llm_args_agent = {}
-            if arm == "ray":
-                outcome = evaluate_on_ray(config, A2AConfig(endpoint=url), "local")
-            elif workers > 1:
-                outcome = evaluate_in_processes(config, A2AConfig(endpoint=url), workers, scoring_processes)
-            else:
-                outcome = evaluate(config, A2AConfig(endpoint=url), scoring_processes)
-            results, protocol = outcome.results, outcome.report["run"]
+        outcome = evaluate(settings)
         wall = time.perf_counter() - started
-    simulations = results.simulations
+    simulations = outcome.results.simulations
     measured = {
         "label": name or label,
         "settings": label,
         "arm": arm,
         "concurrency": concurrency,
-        "workers": workers,
-        "scoring_processes": scoring_processes,
         "simulations": len(simulations),
         "reward_1": sum(1 for s in simulations if s.reward_info and s.reward_info.reward == 1.0),
         "wall_s": wall,
@@ -381,12 +365,12 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
         "pss_peak_with_helpers_mb": memory.peak_tree,
         "rss_after_mb": rss_mb(),
     }
-    if protocol is not None:
+    if outcome.report is not None:
+        protocol = outcome.report["run"]
         measured["a2a_wait_s"] = protocol["a2a_time_s"]
         measured["a2a_request_ms_mean"] = round(1000 * protocol["a2a_time_s"] / protocol["requests"], 1)
         measured["a2a_request_ms_p50"] = protocol["latency_ms"]["p50"]
         measured["a2a_request_ms_p95"] = protocol["latency_ms"]["p95"]
-        measured["a2a_sessions"] = len(sessions._sessions)
         measured["simulation_requests"] = [s["summary"]["requests"] for s in outcome.report["simulations"]]
         measured["server"] = httpx.get(f"{url}{STATS_PATH}").json()
     return measured
@@ -421,7 +405,7 @@ def _or_dash(value: Any) -> Any:
 def report(runs: list[dict[str, Any]], n: int, delay: float) -> str:
     sims = runs[0]["simulations"]
     lines = [f"{sims} simulations per run; all runs side by side in this process; "
-             f"{os.cpu_count()} cores; s = scoring processes, w = worker processes",
+             f"{os.cpu_count()} cores",
              f"{'':38}" + "".join(f"{r['label']:>16}" for r in runs)]
 
     def row(label: str, value: Any) -> None:
@@ -441,7 +425,6 @@ def report(runs: list[dict[str, Any]], n: int, delay: float) -> str:
     row("peak PSS with helper processes (MiB)", lambda r: f"{r['pss_peak_with_helpers_mb']:.0f}")
     row("RSS after (MiB)", lambda r: f"{r['rss_after_mb']:.0f}")
     row("1-min load average at start", lambda r: f"{r['load_average_1min'][0]:.1f}")
-    row("A2A sessions (HTTP pools)", lambda r: r.get("a2a_sessions", "-"))
     row("A2A request, client, mean (ms)", lambda r: r.get("a2a_request_ms_mean", "-"))
     row("A2A request, client, p50 (ms)", lambda r: r.get("a2a_request_ms_p50", "-"))
     row("A2A request, client, p95 (ms)", lambda r: r.get("a2a_request_ms_p95", "-"))
@@ -454,7 +437,7 @@ def report(runs: list[dict[str, Any]], n: int, delay: float) -> str:
     row("agent: connections shared by workers", server("shared_connections"))
     row("agent: RSS after (MiB)", server("rss_mb"))
 
-    for arm in ("native", "a2a"):
+    for arm, engines in (("native", ("native",)), ("a2a", ("a2a", "ray"))):
         [one] = [r for r in runs if r["arm"] == arm and r["concurrency"] == 1] or [None]
         if one is None:
             continue
@@ -463,7 +446,7 @@ def report(runs: list[dict[str, Any]], n: int, delay: float) -> str:
         lines.append(f"{arm}: ideal speed-up at concurrency {n}: {ideal:.2f}x with latency only "
                      f"(naive bound min({n}, {sims}) = {min(n, sims)}x), {machine_ideal:.2f}x on this machine")
         for r in runs:
-            if r["arm"] == arm and r["concurrency"] == n:
+            if r["arm"] in engines and r["concurrency"] == n:
                 speedup = one["wall_s"] / r["wall_s"]
                 lines.append(f"  {r['label']:>16}: {speedup:.2f}x = {speedup / ideal:.0%} of the latency-only "
                              f"ideal, {speedup / machine_ideal:.0%} of this machine's")
@@ -478,26 +461,15 @@ def report(runs: list[dict[str, Any]], n: int, delay: float) -> str:
         for r in at_n:
             lines.append(f"  {r['label']:>16}: {r['wall_s']:.1f} s = {ideal / r['wall_s']:.0%} of that ideal, "
                          f"speed-up {serial / r['wall_s']:.1f}x")
-    shared = [r for r in runs if "server" in r and r["concurrency"] == n and r["workers"] == 1]
+    shared = [r for r in runs if "server" in r and r["concurrency"] == n and r["arm"] == "a2a"]
     if shared:
         stats = shared[-1]["server"]
         lines.append(
             f"connections at concurrency {n}: {stats['connections']} for {stats['requests']} requests, peak "
             f"{stats['peak_in_flight']} in flight; {stats['shared_connections']} moved to another simulation while "
-            "one they had served was still running, which a connection private to a worker never does"
+            "one they had served was still running, which a connection private to a thread never does"
         )
     return "\n".join(lines)
-
-
-def worker_arms(text: str) -> list[tuple[int, int | None]]:
-    """--workers "2,4,4:0" -> [(2, None), (4, None), (4, 0)]: worker processes, scoring processes (None: default)."""
-    arms = []
-    for item in text.split(","):
-        workers, _, scoring = item.partition(":")
-        if int(workers) < 2 or (scoring and int(scoring) < 0):
-            raise argparse.ArgumentTypeError(f"{item!r}: W must be at least 2, S at least 0")
-        arms.append((int(workers), int(scoring) if scoring else None))
-    return arms
 
 
 def main() -> int:
@@ -510,14 +482,9 @@ def main() -> int:
                         help="The agent server's keep-alive timeout in seconds (uvicorn's default: 5)")
     parser.add_argument("--results-dir", default=None, help="Keep the results here (default: a temp dir)")
     parser.add_argument("--skip-native", action="store_true", help="Only the A2A runs")
-    parser.add_argument("--skip-serial", action="store_true",
-                        help="Leave out the A2A runs at concurrency 1 and in one process at --concurrency")
+    parser.add_argument("--skip-serial", action="store_true", help="Leave out the A2A run at concurrency 1")
     parser.add_argument("--ray", action="store_true",
-                        help="Also compare three engines at --concurrency: one process (scoring in it), "
-                             "`tau2-a2a run`'s default (worker and scoring processes), and --ray local")
-    parser.add_argument("--workers", type=worker_arms, default=[],
-                        help="Also run A2A at --concurrency over W processes (--a2a-workers), one run per "
-                             "comma-separated W, or W:S for S scoring processes in all (e.g. 2,4,4:0)")
+                        help="Also run A2A at --concurrency on --ray local, beside the run in one process")
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -532,26 +499,23 @@ def main() -> int:
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--delay", str(args.delay),
                                "--keep-alive", str(args.keep_alive)])
     n = args.concurrency
-    # (arm, concurrency, workers, scoring processes, name); None: the default, as `tau2-a2a run` picks
-    plan: list[tuple[str, int, int | None, int | None, str | None]] = []
+    # (arm, concurrency, name); name None: the arm and the concurrency
+    plan: list[tuple[str, int, str | None]] = []
     if not args.skip_native:
-        plan += [("native", 1, 1, None, None), ("native", n, 1, None, None)]
+        plan += [("native", 1, None), ("native", n, None)]
     if not args.skip_serial:
-        plan += [("a2a", 1, 1, None, None)] + ([] if args.ray else [("a2a", n, 1, 0, None)]) + [
-            ("a2a", n, 1, None, None)]
-    plan += [("a2a", n, workers, scoring, None) for workers, scoring in args.workers]
+        plan += [("a2a", 1, None)]
+    plan += [("a2a", n, "1 process" if args.ray else None)]
     if args.ray:
-        plan += [("a2a", n, 1, 0, "1 process"), ("a2a", n, None, None, "fork default"),
-                 ("ray", n, 1, None, "ray local")]
+        plan += [("ray", n, "ray local")]
     runs = []
     try:
         wait_for_card(url, server)
         with tempfile.TemporaryDirectory() as scratch:
             results_dir = Path(args.results_dir or scratch)
-            for number, (arm, concurrency, workers, scoring, name) in enumerate(plan):
+            for number, (arm, concurrency, name) in enumerate(plan):
                 runs.append(measure(arm, url, args.domain, args.num_tasks, concurrency, args.delay, results_dir,
-                                    server.pid, workers=workers, scoring_processes=scoring, run_number=number,
-                                    name=name))
+                                    server.pid, run_number=number, name=name))
     finally:
         server.terminate()
         server.wait(timeout=30)

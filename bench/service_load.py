@@ -389,7 +389,7 @@ def main() -> int:
     from _common import oracle_process
 
     from tau2_a2a.protocol.hosting import free_port
-    from tests.postgres_server import PostgresServer
+    from testbed.postgres_server import PostgresServer
 
     server = PostgresServer()
     try:

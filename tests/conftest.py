@@ -1,11 +1,10 @@
-"""Shared fixtures: real A2A servers on loopback, real tau2 runs."""
+"""Shared fixtures: real A2A servers on loopback, real tau2 runs. Plain helpers are in tests/support."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -22,17 +21,9 @@ hypothesis_settings.register_profile("ci", derandomize=True, database=None, prin
 hypothesis_settings.register_profile("dev", print_blob=True)
 hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
-from tau2_a2a.client.config import A2AConfig, RetryPolicy  # noqa: E402
-from tau2_a2a.runner.outcome import RunOutcome  # noqa: E402
-from tau2_a2a.runner.run import evaluate  # noqa: E402
-from tau2_a2a.runner.settings import RunSettings  # noqa: E402
-from tau2_a2a.tau2bench.distribution import RunConfig, run_domain  # noqa: E402
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card  # noqa: E402
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port  # noqa: E402
-
-
-Serve = Callable[[Callable[[str], Any]], BackgroundServer]
-FAST = RetryPolicy(max_attempts=3, backoff_seconds=0.05)  # retries without slow tests
+from tests.support.paths import REPO  # noqa: E402
 
 
 @pytest.fixture
@@ -60,76 +51,12 @@ def oracle_url() -> Iterator[str]:
         yield url
 
 
-def run_a2a(url: str, results_dir: Path, domain: str = "airline", *,
-            a2a: A2AConfig | None = None, **run_args: Any) -> RunOutcome:
-    """Evaluate the A2A agent at `url` with the scripted user, results under `results_dir`."""
-    settings = RunSettings(
-        domain=domain, a2a=a2a or A2AConfig(endpoint=url, retry=FAST), agent_llm="a2a-test",
-        agent_llm_args={}, user="scripted_user", user_llm="scripted", user_llm_args={},
-        results_dir=str(results_dir), save_to=run_args.pop("save_to", "run"),
-        max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
-    )
-    return evaluate(settings)
-
-
-def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: Any):
-    """The same oracle, natively in tau2 (no A2A; tau2's own run_domain), for fidelity comparisons."""
-    config = RunConfig(
-        domain=domain, agent="oracle_agent", llm_agent="oracle", user="scripted_user",
-        llm_user="scripted", llm_args_user={}, llm_args_agent={}, llm_args_judge={},
-        results_dir=str(results_dir), save_to=run_args.pop("save_to", "native"),
-        max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
-    )
-    return run_domain(config)
-
-
-def descendants(pid: int) -> set[int]:
-    """The processes started by `pid`, and by those, and so on (Linux /proc)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        parents[int(stat.parent.name)] = int(fields[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def running() -> set[int]:
-    """Every process id on the machine (Linux /proc)."""
-    return {int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()}
-
-
-def saved_simulations(results_path: Path) -> list[dict] | None:
-    """A results file's simulations, or None while it is missing or being rewritten."""
-    try:
-        return json.loads(results_path.read_text())["simulations"]
-    except (FileNotFoundError, json.JSONDecodeError, KeyError):
-        return None
-
-
-def typed(value: Any) -> Any:
-    """A value with its Python types spelled out, so 100 and 100.0 compare unequal."""
-    if isinstance(value, dict):
-        return {k: typed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [typed(v) for v in value]
-    return (type(value).__name__, value)
-
-
-REPO = Path(__file__).resolve().parents[1]
 SDK03_PYTHON = REPO / ".venv-a2a03" / "bin" / "python"
-SERVICE_TOKEN = "svc-token-3c9d1e"  # the token of the `service_all_bindings` fixture
 
 
 @pytest.fixture(scope="session")
 def sdk03() -> Callable[..., dict[str, Any]]:
-    """Run tests/sdk03_client.py (a real a2a-sdk 0.3 client, in .venv-a2a03); its JSON result.
+    """Run testbed/sdk03_client.py (a real a2a-sdk 0.3 client, in .venv-a2a03); its JSON result.
 
     sdk03(url, text=..., data={...}, parts=[...], transport="JSONRPC" | "HTTP+JSON", token=...) -> dict
     sends a data part, then a text part, or `parts` (A2A 0.3 JSON) as they are.
@@ -143,7 +70,7 @@ def sdk03() -> Callable[..., dict[str, Any]]:
         if parts is None:
             parts = [{"kind": "data", "data": data}] if data is not None else []
             parts += [{"kind": "text", "text": text}] if text else []
-        args = [str(SDK03_PYTHON), str(REPO / "tests" / "sdk03_client.py"), url, "--parts", json.dumps(parts),
+        args = [str(SDK03_PYTHON), str(REPO / "testbed" / "sdk03_client.py"), url, "--parts", json.dumps(parts),
                 "--transport", transport, "--timeout", str(timeout)]
         args += ["--token", token] if token else []
         done = subprocess.run(args, capture_output=True, text=True, timeout=timeout + 60,
@@ -167,10 +94,11 @@ def oracle_all_bindings() -> Iterator[BackgroundServer]:
 
 @pytest.fixture(scope="session")
 def service_all_bindings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer]:
-    """`tau2-a2a serve --grpc-port` with bearer auth (SERVICE_TOKEN), every binding."""
+    """`tau2-a2a serve --grpc-port` with bearer auth (tests.support.service.SERVICE_TOKEN), every binding."""
     from tau2_a2a.service.app import build_app
     from tau2_a2a.service.evaluations import Limits
     from tau2_a2a.service.settings import ServiceSettings
+    from tests.support.service import SERVICE_TOKEN
 
     port, grpc_port = free_port(), free_port()
     settings = ServiceSettings(results_dir=tmp_path_factory.mktemp("service_all_bindings"),
@@ -184,7 +112,7 @@ def service_all_bindings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[B
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Any]:
     """A real PostgreSQL server on loopback for the session, started when a test first asks for it."""
-    from tests.postgres_server import PostgresServer, binaries
+    from testbed.postgres_server import PostgresServer, binaries
 
     if binaries() is None and not os.environ.get("CI"):
         pytest.skip("PostgreSQL is not installed here: `make install` installs the Debian package.")

@@ -1,0 +1,132 @@
+"""Bad input to `tau2-a2a run` gets one clear line and a truthful exit code, never a traceback.
+
+The command-line cases are real runs of the installed command against the oracle agent; the
+property test checks the flags' parsing and validation (what a run does first) over any value.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tau2_a2a.cli import parse_run_args
+from tau2_a2a.client.config import ConfigError
+from tests.support.cli import run_cli
+from tests.support.executors import OracleLike, agent_app
+from tests.support.middleware import FailFirst, NullResult, middleware
+from tests.support.records import records_of
+from tests.support.runs import Serve, run_a2a
+
+DOMAINS = "mock, airline, retail, telecom, telecom-workflow"
+
+
+def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    process = run_cli(["run", *args])
+    stdout, stderr = process.communicate(timeout=300)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def a2a_run(url: str, results: Path, *extra: str, domain: str = "airline") -> list[str]:
+    return [domain, "--agent", "a2a_agent", "--a2a-endpoint", url, "--user", "scripted_user",
+            "--results-dir", str(results), "--save-to", "run", *extra]
+
+
+@pytest.mark.parametrize(("domain", "extra", "line"), [
+    ("banking", [], f"error: Unknown domain 'banking': tau2 knows {DOMAINS}."),
+    ("airline", ["--num-tasks", "0"], "error: --num-tasks must be between 1 and 1000000, got 0."),
+    ("airline", ["--num-tasks", "-1"], "error: --num-tasks must be between 1 and 1000000, got -1."),
+    ("airline", ["--num-trials", "0"], "error: --num-trials must be between 1 and 1000000, got 0."),
+    ("airline", ["--a2a-timeout", "nan"],
+     "error: --a2a-timeout must be a number of seconds above 0 and at most 86400, got nan."),
+    ("airline", ["--a2a-timeout", "inf"],
+     "error: --a2a-timeout must be a number of seconds above 0 and at most 86400, got inf."),
+    ("airline", ["--num-tasks", "two"],
+     "error: argument --num-tasks: invalid int value: 'two' (see tau2-a2a run --help)"),
+    ("airline", ["--task-ids", "9999"],
+     "error: No tasks to run in airline: Not all tasks were found for task set airline - base: {'9999'}. "
+     "Check --task-ids and --task-split-name."),
+])
+def test_a_bad_flag_gets_one_line_and_exit_2(domain: str, extra: list[str], line: str, oracle_url: str,
+                                             tmp_path: Path) -> None:
+    done = run(a2a_run(oracle_url, tmp_path, *extra, domain=domain))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [line]
+    assert list(tmp_path.iterdir()) == []  # nothing ran, nothing written
+
+
+def test_a_results_directory_that_cannot_be_written_is_refused_before_any_simulation(oracle_url: str,
+                                                                                   tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    done = run(a2a_run(oracle_url, blocker / "results", "--task-ids", "0"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"error: Cannot write results in {blocker / 'results'} (Not a directory); pass a --results-dir you can "
+        "write to."]
+    assert "A2A agent:" not in done.stdout  # refused before the agent was even asked
+
+
+def test_an_interface_that_answers_501_fails_the_check_before_any_simulation(serve: Serve, tmp_path: Path) -> None:
+    """The card's JSON-RPC URL answers 501 Not Implemented: nothing serves the interface, so no run starts."""
+    server = serve(lambda url: agent_app(OracleLike(), url, [
+        middleware(FailFirst, status=501, count=1000, rpc_method="GetTask")]))
+    done = run(a2a_run(server.url, tmp_path, "--task-ids", "0"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"error: The agent card at {server.url} names {server.url} for JSON-RPC, but that URL answers HTTP 501: "
+        "it does not serve JSON-RPC. Fix the url in the agent's card, or choose another of its interfaces with "
+        "--a2a-transport."]
+    assert not (tmp_path / "run.json").exists()
+
+
+def test_a_null_json_rpc_result_is_a_malformed_reply_with_its_reason(serve: Serve, tmp_path: Path) -> None:
+    server = serve(lambda url: agent_app(OracleLike(), url, [middleware(NullResult)]))
+    outcome = run_a2a(server.url, tmp_path, task_ids=["0"])
+    [failed] = [r for r in records_of(outcome, "0") if r["error"]]
+    assert failed["error"] == "malformed-reply"
+    assert failed["error_message"] == (
+        f"SendMessage to {server.url}: the reply does not hold a valid A2A result (null where an A2A object "
+        "belongs, e.g. a JSON-RPC result of null)")
+    assert outcome.report["run"]["errors_by_category"] == {"malformed-reply": 1}
+
+
+# -- any value of the numeric flags: a run, or one clear line ---------------------------------------------------
+
+BOUNDS = {"--num-tasks": (1, 1_000_000), "--num-trials": (1, 1_000_000), "--max-steps": (1, 1_000_000),
+          "--max-concurrency": (1, 1_000_000), "--seed": (-(2**63), 2**63 - 1), "--a2a-workers": (1, 256),
+          "--a2a-scoring-processes": (0, 256)}
+AGENT = ["airline", "--agent", "a2a_agent", "--a2a-endpoint", "http://127.0.0.1:9"]
+
+numbers = st.one_of(
+    st.integers(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(["nan", "inf", "-inf", "1e309", "0x10", " 5", "5 ", "", "1_000", "٣", "+3", "-0", "1e3"]),
+    st.text(max_size=8),
+).map(str)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flag=st.sampled_from([*BOUNDS, "--a2a-timeout"]), value=numbers)
+def test_any_value_of_a_numeric_flag_is_taken_or_refused_in_one_line(flag: str, value: str, capsys) -> None:
+    try:
+        args = parse_run_args([*AGENT, f"{flag}={value}"])
+    except SystemExit as exit:  # argparse: not a number at all
+        assert exit.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.endswith("\n") and err.count("\n") == 1, err
+        return
+    except ConfigError as error:  # a number no run can use
+        assert "\n" not in str(error) and str(error).startswith(flag), str(error)
+        return
+    taken = getattr(args, flag[2:].replace("-", "_"))
+    if flag == "--a2a-timeout":
+        assert math.isfinite(taken) and 0 < taken <= 86400
+    else:
+        low, high = BOUNDS[flag]
+        assert low <= taken <= high

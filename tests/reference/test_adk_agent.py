@@ -1,0 +1,181 @@
+"""The ADK reference agent, served by google-adk's own to_a2a, backed by a real local stand-in LLM.
+
+The stand-in asks for tool calls the way the agent's instruction says, as
+`{"tool_calls": [...]}` text, so LiteLlm and ADK run unchanged between it and
+tau2: whatever ADK did to that text would show in the scores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from tau2.agent.llm_agent import LLMAgent
+from tau2.registry import registry
+from tau2.run import load_tasks
+
+from tau2_a2a.client.config import RetryPolicy
+from testbed.standin_llm import MODEL, StandinLLM, content_text
+from tests.support.cli import run_cli
+from tests.support.runs import run_a2a
+from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.reference.adk_agent import INSTRUCTION, adk_app
+from tau2_a2a.protocol.hosting import free_port, wait_for_card
+
+AIRLINE_TASKS = ["3", "7", "8", "12", "14"]  # reads, cancellations, a booking, baggage, what to tell the user
+RETAIL_TASKS = ["0", "5", "6"]  # exchanges and a return of delivered items
+DATA_START, DATA_END = "<a2a_datapart_json>", "</a2a_datapart_json>"
+EXAMPLE_APP = Path(__file__).parents[2] / "examples" / "adk_tau2_agent"
+
+
+@pytest.fixture
+def standin(serve) -> StandinLLM:
+    return StandinLLM.serve(serve, tool_calls_as_text=True)
+
+
+def prompt_and_tools(domain: str) -> tuple[str, list[dict]]:
+    """tau2's own system prompt and tool schemas for `domain`, as its llm_agent builds them."""
+    environment = registry.get_env_constructor(domain)()
+    agent = LLMAgent(tools=environment.get_tools(), domain_policy=environment.get_policy(), llm=MODEL)
+    return agent.system_prompt, [tool.openai_schema for tool in agent.tools]
+
+
+def golden_calls(domain: str, task_ids: list[str]) -> dict[str, list[tuple[str, dict]]]:
+    tasks = {task.id: task for task in load_tasks(domain)}
+    return {
+        task_id: [(a.name, a.arguments) for a in tasks[task_id].evaluation_criteria.actions
+                  if a.requestor == "assistant"]
+        for task_id in task_ids
+    }
+
+
+def trajectory_calls(outcome) -> dict[str, list[tuple[str, dict]]]:
+    return {
+        s.task_id: [(c.name, c.arguments) for m in s.messages for c in (getattr(m, "tool_calls", None) or [])]
+        for s in outcome.results.simulations
+    }
+
+
+@pytest.mark.parametrize(("domain", "task_ids"), [("airline", AIRLINE_TASKS), ("retail", RETAIL_TASKS)])
+def test_adk_agent_scores_the_golden_actions(serve, standin, tmp_path, domain, task_ids):
+    agent = serve(lambda url: adk_app(MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0}))
+
+    outcome = run_a2a(agent.url, tmp_path, domain, task_ids=task_ids)
+
+    golden = golden_calls(domain, task_ids)
+    assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(task_ids, 1.0)
+    assert trajectory_calls(outcome) == golden
+    # One model call per tau2 turn: each golden call, then the words for the user; ADK added none.
+    assert len(standin.requests) == sum(len(calls) + 1 for calls in golden.values())
+
+    system_prompt, tools = prompt_and_tools(domain)
+    first_turns = [body for body in standin.requests if len(body["messages"]) == 2]
+    assert len(first_turns) == len(task_ids)
+    for body in standin.requests:
+        assert "tools" not in body  # the agent declares none: tau2 runs them
+        assert body["messages"][0]["role"] == "system"
+        assert body["messages"][0]["content"].startswith(INSTRUCTION)
+        assert body["messages"][1]["role"] == "user"
+        blocks = [block["text"] for block in body["messages"][1]["content"]]
+        assert blocks[0] == system_prompt
+        assert blocks[1].startswith("<tools>\n") and all(f'"{t["function"]["name"]}"' in blocks[1] for t in tools)
+        assert blocks[2].startswith(DATA_START) and blocks[2].endswith(DATA_END)
+        assert json.loads(blocks[2][len(DATA_START):-len(DATA_END)]) == {"tools": tools}
+    # ADK keeps one session per A2A context: each call carries the conversation so far,
+    # the model's tool-call text and tau2's results in turn.
+    for body in standin.requests:
+        later = body["messages"][2:]
+        assert [m["role"] for m in later] == ["assistant", "user"] * (len(later) // 2)
+        assert all(json.loads(m["content"])["tool_calls"] for m in later[::2])
+        assert all(content_text(m["content"]).startswith("Tool result for ") for m in later[1::2])
+
+
+def test_adk_agent_streamed_scores_the_golden_actions(serve, standin, tmp_path):
+    """ADK's to_a2a streams (its card says so): with --a2a-streaming the reply is read off the stream."""
+    agent = serve(lambda url: adk_app(MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0}))
+    task_ids = AIRLINE_TASKS[:3]
+
+    outcome = run_a2a(agent.url, tmp_path, "airline", task_ids=task_ids,
+                      a2a=A2AConfig(endpoint=agent.url, streaming=True))
+
+    assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(task_ids, 1.0)
+    assert trajectory_calls(outcome) == golden_calls("airline", task_ids)
+    records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+    assert {(r["method"], r["error"]) for r in records} == {("SendStreamingMessage", None)}
+    assert min(r["events"] for r in records) >= 2  # the task and its updates, not one blocking reply
+
+
+def test_cli_serves_the_adk_agent_and_reports_llm_failures(serve, tmp_path):
+    """`tau2-a2a agent adk` in its own process: a card 1.0 and 0.3 clients read, a full score,
+    then, with the LLM gone, a failed task that names the error, logged without a traceback or the key."""
+    llm = StandinLLM(tool_calls_as_text=True)
+    llm_server = serve(lambda url: llm.app())
+    llm.api_base = f"{llm_server.url}/v1"
+    secret = "sk-standin-never-logged-7"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    process = run_cli(["agent", "adk", "--model", MODEL, "--api-base", llm.api_base,
+                       "--api-key-env", "STANDIN_KEY", "--port", str(port)], env={"STANDIN_KEY": secret})
+    try:
+        wait_for_card(url, process, timeout=90)
+        card = httpx.get(f"{url}/.well-known/agent-card.json").json()
+        assert card["supportedInterfaces"] == [
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        ]
+        assert (card["url"], card["preferredTransport"], card["protocolVersion"]) == (url, "JSONRPC", "0.3")
+        assert card["capabilities"]["streaming"] is True
+
+        served = run_a2a(url, tmp_path / "served", task_ids=["1"])
+        assert [s.reward_info.reward for s in served.results.simulations] == [1.0]
+        assert llm.requests[0]["temperature"] == 0.0
+
+        llm_server.stop()
+        failed = run_a2a(url, tmp_path / "failed", task_ids=["1"],
+                         a2a=A2AConfig(endpoint=url, retry=RetryPolicy(max_attempts=1)))
+        [simulation] = failed.results.simulations
+        assert simulation.termination_reason.value == "agent_error"
+        assert "TASK_STATE_FAILED: litellm." in simulation.messages[-1].content
+        assert "Connection error" in simulation.messages[-1].content
+    finally:
+        process.terminate()
+        stdout, stderr = process.communicate(timeout=30)
+    assert stdout.startswith(f"tau2 ADK agent ({MODEL}) at {url}")
+    assert "Error handling A2A request: litellm." in stderr
+    assert "Traceback" not in stdout + stderr
+    assert "[EXPERIMENTAL]" not in stderr
+    for text in (stdout, stderr, served.results_path.read_text(), failed.results_path.read_text()):
+        assert secret not in text
+
+
+def test_adk_api_server_serves_the_example_app(standin, tmp_path):
+    """examples/adk_tau2_agent under google-adk's own `adk api_server --a2a`, on a free port."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/a2a/adk_tau2_agent"
+    app = tmp_path / "agents" / "adk_tau2_agent"
+    shutil.copytree(EXAMPLE_APP, app, ignore=shutil.ignore_patterns("__pycache__"))
+    card = app / "agent.json"
+    card.write_text(card.read_text().replace("http://127.0.0.1:8000", f"http://127.0.0.1:{port}"))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "TAU2_ADK_MODEL": MODEL, "TAU2_ADK_API_BASE": standin.api_base, "OPENAI_API_KEY": "standin-key"}
+    log = (tmp_path / "adk.log").open("w")
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("adk")), "api_server", "--a2a", "--port", str(port),
+         "--session_service_uri", "memory://", str(app.parent)],
+        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
+    )
+    try:
+        wait_for_card(url, server, timeout=120)
+        outcome = run_a2a(url, tmp_path / "run", task_ids=["8"])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+    assert [s.reward_info.reward for s in outcome.results.simulations] == [1.0]
+    assert trajectory_calls(outcome) == golden_calls("airline", ["8"])

@@ -1,0 +1,157 @@
+"""The baseline LLM agent over A2A, backed by a real local OpenAI-compatible stand-in."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from google.protobuf.json_format import MessageToDict
+from tau2.agent.llm_agent import LLMAgent
+from tau2.registry import registry
+
+from tau2_a2a.client.config import RetryPolicy
+from testbed.standin_llm import MODEL, StandinLLM
+from tests.support.runs import run_a2a
+from tau2_a2a.client.errors import A2AFailure
+from tau2_a2a.client.session import A2ASession
+from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.protocol.messages import conversation_start, user_turn
+from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
+from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
+
+GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
+
+
+@pytest.fixture
+def standin(serve) -> StandinLLM:
+    return StandinLLM.serve(serve)
+
+
+def llm_args(standin: StandinLLM) -> dict:
+    return {"api_base": standin.api_base, "api_key": "standin-key", "temperature": 0.0}
+
+
+def airline_prompt_and_tools() -> tuple[str, list[dict]]:
+    environment = registry.get_env_constructor("airline")()
+    agent = LLMAgent(tools=environment.get_tools(), domain_policy=environment.get_policy(), llm=MODEL)
+    return agent.system_prompt, [tool.openai_schema for tool in agent.tools]
+
+
+def test_baseline_agent_scores_and_sends_tau2_prompt(serve, standin, tmp_path):
+    executor = LLMExecutor(MODEL, llm_args(standin))
+    agent = serve(lambda url: a2a_app(executor, llm_agent_card(url, MODEL)))
+
+    outcome = run_a2a(agent.url, tmp_path, task_ids=["1", "2", "3"])
+
+    rewards = {s.task_id: s.reward_info.reward for s in outcome.results.simulations}
+    assert rewards == {"1": 1.0, "2": 1.0, "3": 1.0}
+    system_prompt, tools = airline_prompt_and_tools()
+    assert standin.requests, "the agent never called the LLM"
+    for body in standin.requests:
+        assert body["messages"][0] == {"role": "system", "content": system_prompt}
+        assert body["messages"][1]["content"] == GREETING["content"]
+        assert body["tools"] == tools
+        assert body["tool_choice"] == "auto"
+        assert body["temperature"] == 0.0
+    # One conversation per context: each call carries the whole conversation so far.
+    task_1 = [b["messages"] for b in standin.requests if "id=1]" in b["messages"][2]["content"]]
+    assert [len(m) for m in task_1] == list(range(3, 3 + 2 * len(task_1), 2))
+    # Tool call ids chosen by the LLM reach tau2 unchanged.
+    calls = [c for s in outcome.results.simulations for m in s.messages for c in (getattr(m, "tool_calls", None) or [])]
+    assert calls and all(c.id.startswith("call_standin_") for c in calls)
+    assert executor.usage.calls == len(standin.requests)
+    assert executor.usage.cost == 0.0
+    assert "standin-key" not in outcome.results_path.read_text()
+
+
+def test_contexts_are_separate_and_idle_ones_forgotten(serve, standin):
+    now = [1000.0]
+    executor = LLMExecutor(MODEL, llm_args(standin), idle_timeout=60.0, clock=lambda: now[0])
+    agent = serve(lambda url: a2a_app(executor, llm_agent_card(url, MODEL)))
+    session = A2ASession(A2AConfig(endpoint=agent.url, retry=RetryPolicy(max_attempts=1)))
+    system_prompt, tools = airline_prompt_and_tools()
+
+    def start(task_id: str):
+        opening = user_turn(f"Hello.\n[tau2-task domain=airline id={task_id}]")
+        return session.send(conversation_start(system_prompt, tools, opening, [GREETING]), None, None, 0)
+
+    try:
+        first, second = start("0"), start("1")
+        assert first.context_id != second.context_id
+        assert set(executor.conversations) == {first.context_id, second.context_id}
+        assert executor.conversations[first.context_id].messages[2]["content"].endswith("id=0]")
+
+        now[0] += 61.0  # both idle past the limit; a new conversation sweeps them away
+        third = start("3")
+        assert set(executor.conversations) == {third.context_id}
+
+        with pytest.raises(A2AFailure, match="Unknown or expired context"):
+            session.send(user_turn("Are you there?"), first.context_id, None, 1)
+    finally:
+        session.close()
+
+
+def test_reply_follows_the_convention(serve, standin):
+    """Tool calls come back as a data part with the LLM's ids; text as a text part."""
+    executor = LLMExecutor(MODEL, llm_args(standin))
+    agent = serve(lambda url: a2a_app(executor, llm_agent_card(url, MODEL)))
+    session = A2ASession(A2AConfig(endpoint=agent.url))
+    system_prompt, tools = airline_prompt_and_tools()
+    try:
+        opening = user_turn("Hi.\n[tau2-task domain=airline id=3]")
+        exchange = session.send(conversation_start(system_prompt, tools, opening, [GREETING]), None, None, 0)
+        data = [MessageToDict(p.data) for p in exchange.reply.parts if p.HasField("data")]
+        assert data == [{"tool_calls": [{"id": "call_standin_0", "name": "get_reservation_details",
+                                         "arguments": {"reservation_id": "JMO1MG"}}]}]
+        usage = MessageToDict(exchange.reply.metadata)["llm_usage"]
+        assert usage["cost"] == 0.0 and usage["prompt_tokens"] > 0
+    finally:
+        session.close()
+
+
+def test_cli_serves_the_agent(standin, tmp_path):
+    """`tau2-a2a agent llm` in its own process, evaluated by `tau2-a2a run`."""
+    port = free_port()
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "STANDIN_KEY": "standin-key"}
+    cli = [sys.executable, "-m", "tau2_a2a.cli"]
+    server = subprocess.Popen(
+        [*cli, "agent", "llm", "--model", MODEL, "--api-base", standin.api_base,
+         "--api-key-env", "STANDIN_KEY", "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_card(url, server, timeout=60)
+        run = subprocess.run(
+            [*cli, "run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", url,
+             "--user", "scripted_user", "--task-ids", "1", "--max-concurrency", "1",
+             "--save-to", "cli", "--results-dir", str(tmp_path)],
+            env=env, capture_output=True, text=True, timeout=180,
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        results = json.loads((tmp_path / "cli.json").read_text())
+        assert [s["reward_info"]["reward"] for s in results["simulations"]] == [1.0]
+    finally:
+        server.terminate()
+        output = server.communicate(timeout=30)[0]
+    assert "standin-key" not in output
+
+
+def test_llm_failure_reaches_the_client_as_a_clear_error(serve, tmp_path):
+    """No LLM at the api_base: the simulation ends with an agent error naming the model; no key leaks."""
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    secret = "sk-never-in-results-42"
+    executor = LLMExecutor(MODEL, {"api_base": dead, "api_key": secret, "num_retries": 0})
+    agent = serve(lambda url: a2a_app(executor, llm_agent_card(url, MODEL)))
+
+    outcome = run_a2a(agent.url, tmp_path, task_ids=["1"],
+                      a2a=A2AConfig(endpoint=agent.url, retry=RetryPolicy(max_attempts=1)))
+
+    [simulation] = outcome.results.simulations
+    assert simulation.termination_reason.value == "agent_error"
+    assert f"LLM call to {MODEL} failed" in simulation.messages[-1].content
+    assert secret not in outcome.results_path.read_text()
+    assert secret not in outcome.metrics_path.read_text()

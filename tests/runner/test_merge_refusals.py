@@ -1,0 +1,107 @@
+"""`tau2-a2a merge` refuses, with one line and exit status 2, what it cannot merge honestly.
+
+Each case runs the command on a real results file (an oracle run of two
+airline tasks) and checks that nothing was written: the first as a process of
+its own, the rest through the same entry point in this process (starting a
+process costs seconds of imports each).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tau2_a2a.cli import main
+from tests.support.cli import run_cli
+from tests.support.runs import run_a2a
+
+
+@pytest.fixture(scope="module")
+def run_file(oracle_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    outcome = run_a2a(oracle_url, tmp_path_factory.mktemp("merge_input"), task_ids=["0", "1"])
+    assert {s.reward_info.reward for s in outcome.results.simulations} == {1.0}
+    return outcome.results_path
+
+
+@pytest.fixture
+def refused(capsys: pytest.CaptureFixture[str]) -> Any:
+    """refused(args, own_process=False) -> the one line a refused `tau2-a2a merge ARGS` printed."""
+
+    def run(args: list[str], own_process: bool = False) -> str:
+        if own_process:
+            process = run_cli(["merge", *args])
+            _, stderr = process.communicate(timeout=120)
+            return one_line(process.returncode, stderr)
+        code = main(["merge", *args])
+        return one_line(code, capsys.readouterr().err)
+
+    return run
+
+
+def one_line(code: int, stderr: str) -> str:
+    """Asserts status 2, no traceback, one line; returns it."""
+    assert code == 2, stderr[-2000:]
+    assert "Traceback" not in stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def test_the_same_simulations_twice(run_file: Path, tmp_path: Path, refused: Any) -> None:
+    copy = tmp_path / "copy.json"
+    shutil.copy(run_file, copy)
+    simulation_ids = [s["id"] for s in json.loads(run_file.read_text())["simulations"]]
+    line = refused([str(run_file), str(copy), "--save-to", "merged", "--results-dir", str(tmp_path)],
+                   own_process=True)
+    assert line.startswith("error: Simulation ") and line.endswith(
+        " appears twice (copy.json repeats another file's simulations): give each results file once.")
+    assert line.split()[2] in simulation_ids
+    assert not (tmp_path / "merged.json").exists()
+
+
+def test_the_same_file_twice(run_file: Path, tmp_path: Path, refused: Any) -> None:
+    line = refused([str(run_file), str(run_file), "--save-to", "merged", "--results-dir", str(tmp_path)])
+    assert line.endswith(f" appears twice ({run_file.name} repeats another file's simulations): give each "
+                         "results file once.")
+    assert not (tmp_path / "merged.json").exists()
+
+
+def test_an_existing_target(run_file: Path, tmp_path: Path, refused: Any) -> None:
+    other = tmp_path / "other.json"
+    shutil.copy(run_file, other)
+    existing = tmp_path / "merged.json"
+    existing.write_text("kept")
+    line = refused([str(run_file), str(other), "--save-to", "merged", "--results-dir", str(tmp_path)])
+    assert line == f"error: {existing} exists already; choose another --save-to or remove it."
+    assert existing.read_text() == "kept"
+
+
+def test_overwriting_an_input(run_file: Path, tmp_path: Path, refused: Any) -> None:
+    other = tmp_path / "other.json"
+    shutil.copy(run_file, other)
+    before = other.read_bytes()
+    line = refused([str(run_file), str(other), "--save-to", "other", "--results-dir", str(tmp_path)])
+    assert line == f"error: --save-to would overwrite the input {other}."
+    assert other.read_bytes() == before
+
+
+@pytest.mark.parametrize("content", ['{"simulations": []}', "not json at all\n", "[1, 2]"],
+                         ids=["other-json", "not-json", "a-list"])
+def test_a_file_that_is_not_a_results_file(run_file: Path, tmp_path: Path, refused: Any, content: str) -> None:
+    stray = tmp_path / "notes.json"
+    stray.write_text(content)
+    line = refused([str(run_file), str(stray), "--save-to", "merged", "--results-dir", str(tmp_path)])
+    assert line.startswith(f"error: {stray} is not a tau2 results file (")
+    assert not (tmp_path / "merged.json").exists()
+
+
+def test_a_missing_file_and_a_single_file(run_file: Path, tmp_path: Path, refused: Any) -> None:
+    missing = tmp_path / "missing.json"
+    assert refused([str(run_file), str(missing), "--save-to", "m", "--results-dir", str(tmp_path)]) == (
+        f"error: No results file at {missing}.")
+    assert refused([str(run_file), "--save-to", "m", "--results-dir", str(tmp_path)]) == (
+        "error: Give two or more results files to merge.")

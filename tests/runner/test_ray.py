@@ -1,0 +1,226 @@
+"""--ray: an evaluation's simulations on a real two-node Ray cluster on this machine.
+
+The cluster (a head and a second node, one CPU each) is started once for the
+module with Ray's own `Cluster`; `tau2-a2a run --ray` connects to it as any
+driver would, by its GCS address.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from starlette.middleware import Middleware
+from tau2.data_model.simulation import Results
+
+from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
+from tau2_a2a.tau2bench.fidelity import trajectory_differences
+from tau2_a2a.reference.oracle_agent import OracleExecutor
+from tau2_a2a.protocol.hosting import free_port
+from tau2_a2a.service.evaluations import EvaluationManager, Limits
+from tau2_a2a.service.spec import EvaluationSpec
+from tau2_a2a.service.settings import ServiceSettings
+from tests.support.executors import FailsTask, agent_app
+from tests.support.middleware import RequireBearer
+from tests.support.ray_cluster import NODE, TOKEN, env_with_token, log_files, run_on_ray
+from tests.support.runs import FAST, Serve, run_a2a, saved_simulations
+
+ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
+
+TASKS = [str(task) for task in range(20)]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """A head node and a second node, one CPU each."""
+    cluster = ray_cluster_utils.Cluster(initialize_head=True,
+                                        head_node_args={**NODE, "include_dashboard": False})
+    cluster.add_node(**NODE)
+    try:
+        yield cluster
+    finally:
+        cluster.shutdown()
+
+
+def request_records(simulations: list[dict]) -> list[dict]:
+    return [record for simulation in simulations for message in simulation["messages"]
+            for record in ((message.get("raw_data") or {}).get("a2a") or {}).get("requests", [])]
+
+
+def test_a_run_spreads_over_both_nodes_survives_a_killed_worker_and_matches_one_process(
+        cluster: Any, serve: Serve, tmp_path: Path) -> None:
+    server = serve(lambda url: agent_app(OracleExecutor(), url, [Middleware(RequireBearer, token=TOKEN)]))
+    command = run_on_ray(server.url, cluster.address, tmp_path, "ray", TASKS, "--num-trials", "2",
+                         "--max-concurrency", "8")
+    driver = subprocess.Popen(command, env=env_with_token(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    # Once a few simulations are in, kill the worker process of an actor that ran one.
+    deadline = time.monotonic() + 300
+    while len(saved_simulations(tmp_path / "ray.json") or []) < 4:
+        assert driver.poll() is None, driver.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "no 4 simulations within 300 s"
+        time.sleep(0.1)
+    killed = request_records(saved_simulations(tmp_path / "ray.json"))[-1]["process"]
+    os.kill(killed, signal.SIGKILL)
+    stdout, stderr = driver.communicate(timeout=600)
+    assert driver.returncode == 0, stderr[-3000:]
+    assert "Ray (" in stdout and "2 actors on 2 nodes, each running up to 4 simulations at once" in stdout
+
+    on_ray = Results.load(tmp_path / "ray.json")
+    assert sorted((s.trial, s.task_id) for s in on_ray.simulations) == sorted(
+        (trial, task) for trial in (0, 1) for task in TASKS)  # none lost, none twice
+    assert {s.reward_info.reward for s in on_ray.simulations} == {1.0}
+    report = json.loads((tmp_path / "ray_a2a_metrics.json").read_text())
+    records = [record for simulation in report["simulations"] for record in simulation["requests"]]
+    assert {record["node"] for record in records} == {cluster.head_node.node_id,
+                                                      next(iter(cluster.worker_nodes)).node_id}
+    processes = {record["process"] for record in records}
+    assert killed in processes and len(processes) >= 3  # the killed actor came back in a new process
+    assert report["run"]["simulations"] == 40 and report["run"]["simulations_ended_by_a2a_errors"] == {}
+
+    here = run_a2a(server.url, tmp_path / "here", task_ids=TASKS, num_trials=2, max_concurrency=8,
+                   scoring_processes=0, a2a=A2AConfig(endpoint=server.url, auth_token=TOKEN, retry=FAST))
+    assert {(s.task_id, s.trial): s.seed for s in on_ray.simulations} == {
+        (s.task_id, s.trial): s.seed for s in here.results.simulations}
+    assert trajectory_differences(on_ray, here.results) == []
+    for summary in ("results", "termination_summary"):
+        assert json.loads((tmp_path / f"ray_{summary}.json").read_text()) == json.loads(
+            (tmp_path / "here" / f"run_{summary}.json").read_text())
+
+    assert TOKEN not in stdout + stderr
+    assert not [path for path in tmp_path.rglob("*") if path.is_file() and TOKEN in path.read_text()]
+    assert not [path for path in log_files(cluster) if TOKEN.encode() in path.read_bytes()]
+
+
+def test_a_killed_driver_resumes_on_ray_and_without_it(cluster: Any, serve: Serve, tmp_path: Path) -> None:
+    server = serve(lambda url: agent_app(OracleExecutor(delay=0.3), url))
+    tasks = [str(task) for task in range(8)]
+    results = tmp_path / "resumed.json"
+    finished: list[dict] = []
+    for address in (cluster.address, cluster.address):  # killed twice on Ray, each time further on
+        driver = subprocess.Popen(run_on_ray(server.url, address, tmp_path, "resumed", tasks, "--max-concurrency",
+                                             "2"), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        while len(saved_simulations(results) or []) < len(finished) + 2:
+            assert driver.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline, "no two more simulations within 300 s"
+            time.sleep(0.05)
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+        kept = saved_simulations(results)
+        assert [s["id"] for s in kept[:len(finished)]] == [s["id"] for s in finished]
+        finished = kept
+    assert len(finished) < len(tasks)
+
+    done = subprocess.run(run_on_ray(server.url, None, tmp_path, "resumed", tasks, "--max-concurrency", "2"),
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    simulations = saved_simulations(results)
+    assert sorted(s["task_id"] for s in simulations) == sorted(tasks)  # each once: none redone
+    by_id = {s["id"]: s for s in simulations}
+    assert all(by_id[s["id"]] == s for s in finished)
+    assert {s["reward_info"]["reward"] for s in simulations} == {1.0}
+
+
+def test_an_agent_error_ends_its_simulation_once_as_in_one_process(cluster: Any, serve: Serve,
+                                                                   tmp_path: Path) -> None:
+    """Ray retries simulations whose worker died, never one the agent failed."""
+    server = serve(lambda url: agent_app(FailsTask("1", "no capacity"), url))
+    done = subprocess.run(run_on_ray(server.url, cluster.address, tmp_path, "failing", ["0", "1", "2"],
+                                     "--max-concurrency", "3"),
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 3, done.stderr[-3000:]
+    simulations = saved_simulations(tmp_path / "failing.json")
+    assert sorted((s["task_id"], s["termination_reason"]) for s in simulations) == [
+        ("0", "user_stop"), ("1", "agent_error"), ("2", "user_stop")]
+    failing = [s for s in simulations if s["task_id"] == "1"]
+    assert [r["error"] for r in request_records(failing)] == ["protocol"]
+    assert done.stderr.strip().splitlines()[-1].startswith("1 of 3 simulations ended with A2A errors")
+
+
+def test_an_unreachable_cluster_stops_the_run_before_any_simulation(oracle_url: str, tmp_path: Path) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    done = subprocess.run(run_on_ray(oracle_url, address, tmp_path, "nowhere", ["0"]), capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: Cannot reach the Ray cluster at {address} (Connection refused). Start it with `ray start --head` "
+        "on that machine (Ray Client listens on port 10001, the GCS on 6379), or pass --ray local to run on this "
+        "machine."]
+    assert not (tmp_path / "nowhere.json").exists()
+
+
+def test_the_token_is_not_taken_from_the_command_line_with_ray(oracle_url: str, tmp_path: Path) -> None:
+    done = subprocess.run(run_on_ray(oracle_url, "local", tmp_path, "flag", ["0"], "--a2a-auth-token", TOKEN),
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"error: With --ray, pass the agent's token in ${AUTH_TOKEN_ENV}, not "
+                                   "--a2a-auth-token: Ray keeps the driver's command line in its job table.")
+
+
+def test_the_service_runs_its_evaluations_on_ray_and_cancels_them(cluster: Any, serve: Serve,
+                                                                  tmp_path: Path) -> None:
+    assert ServiceSettings.from_env({"TAU2_EVAL_RAY_ADDRESS": cluster.address}).ray_address == cluster.address
+    slow = serve(lambda url: agent_app(OracleExecutor(delay=0.5), url))
+    manager = EvaluationManager(tmp_path, Limits(max_running=1), ray_address=cluster.address)
+    try:
+        done = manager.submit(EvaluationSpec(domain="airline", agent_endpoint=slow.url, total_simulations=2,
+                                             user="scripted_user", user_llm="scripted", task_ids=["0", "1"],
+                                             max_concurrency=2))
+        finished = manager.wait(done["evaluation_id"], timeout=600)
+        assert finished["status"] == "completed", finished["error"]
+        assert finished["progress"] == {"simulations_done": 2, "simulations_total": 2, "avg_reward_so_far": 1.0}
+        child_log = (tmp_path / done["evaluation_id"] / "child.log").read_text()
+        assert f"Ray ({cluster.address}): 2 actors on 2 nodes" in child_log
+
+        tasks = [str(task) for task in range(10)]
+        canceled = manager.submit(EvaluationSpec(domain="airline", agent_endpoint=slow.url, total_simulations=10,
+                                                 user="scripted_user", user_llm="scripted", task_ids=tasks,
+                                                 max_concurrency=1))
+        deadline = time.monotonic() + 300
+        while manager.get(canceled["evaluation_id"]).get("progress", {}).get("simulations_done", 0) < 1:
+            assert time.monotonic() < deadline, "no simulation within 300 s"
+            time.sleep(0.2)
+        stopped = manager.cancel(canceled["evaluation_id"])
+        assert stopped["status"] == "canceled"
+        kept = saved_simulations(manager.results_path(canceled["evaluation_id"]))
+        assert 1 <= len(kept) < len(tasks)
+        assert stopped["progress"]["simulations_done"] == len(kept)
+    finally:
+        manager.close()
+    restarted = EvaluationManager(tmp_path)
+    try:
+        assert restarted.get(canceled["evaluation_id"])["status"] == "canceled"  # persisted
+    finally:
+        restarted.close()
+
+
+def test_a_run_starts_as_few_actors_as_its_concurrency_needs_but_one_per_node() -> None:
+    from tau2_a2a.runner.ray_engine import actor_count
+
+    assert actor_count(cpus=2, nodes=1, concurrency=32, simulations=50) == 1  # --ray local on 2 cores
+    assert actor_count(cpus=64, nodes=1, concurrency=100, simulations=500) == 4  # 32 simulations each
+    assert actor_count(cpus=2, nodes=2, concurrency=8, simulations=40) == 2  # every node works
+    assert actor_count(cpus=2, nodes=2, concurrency=1, simulations=40) == 1  # one simulation at a time
+    assert actor_count(cpus=3, nodes=8, concurrency=64, simulations=3) == 3  # no more than CPUs or simulations
+
+
+def test_serve_ray_passes_the_address_to_each_evaluation_run(tmp_path: Path) -> None:
+    from tau2_a2a.cli import build_parser
+    from tau2_a2a.cli.serve import settings_from_args
+    from tests.support.service import child_given
+
+    settings = settings_from_args(build_parser().parse_args(["serve", "--ray", "ray://head:10001"]))
+    assert settings.ray_address == "ray://head:10001"
+    spec = EvaluationSpec(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
+    command = child_given(tmp_path / "ray", spec, ray_address=settings.ray_address)["command"]
+    assert command[command.index("--ray") + 1] == "ray://head:10001" and "--a2a-workers" not in command
+    without = child_given(tmp_path / "in-process", spec)["command"]
+    assert "--ray" not in without and without[without.index("--a2a-workers") + 1] == "1"

@@ -1,0 +1,267 @@
+"""A run killed with SIGKILL keeps its finished simulations; the same command resumes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tau2.data_model.simulation import Results
+
+from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
+from tests.support.cli import run_cli
+from tests.support.processes import descendants, running
+from tests.support.runs import Serve, saved_simulations
+
+TASKS = ["1", "2", "3", "5"]
+CLI = [sys.executable, "-m", "tau2_a2a.cli"]
+ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def test_killed_run_resumes_without_redoing_finishedsaved_simulations(tmp_path):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    oracle = subprocess.Popen([*CLI, "agent", "oracle", "--delay", "0.3", "--port", str(port)],
+                              env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = [*CLI, "run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", url,
+           "--user", "scripted_user", "--task-ids", *TASKS, "--max-concurrency", "1",
+           "--a2a-scoring-processes", "2", "--save-to", "killed", "--results-dir", str(tmp_path)]
+    results_path = tmp_path / "killed.json"
+    try:
+        wait_for_card(url, oracle, timeout=60)
+        first = subprocess.Popen(run, env=ENV, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 180
+        while len(saved_simulations(results_path) or []) < 2:
+            assert first.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline, "no two simulations within 180 s"
+            time.sleep(0.05)
+        helpers = descendants(first.pid)  # its scoring processes
+        assert helpers, "the run started no scoring process"
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(timeout=30) == -signal.SIGKILL
+        while helpers & running():
+            assert time.monotonic() < deadline + 30, "scoring processes outlived the killed run"
+            time.sleep(0.1)
+
+        finished = saved_simulations(results_path)
+        assert finished is not None and 2 <= len(finished) < len(TASKS)
+        assert not (tmp_path / "killed_a2a_metrics.json").exists()
+
+        second = subprocess.run(run, env=ENV, stdin=subprocess.DEVNULL, capture_output=True,
+                                text=True, timeout=300)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert "Scoring: in 2 processes of its own" in second.stdout
+    finally:
+        oracle.kill()
+        oracle.wait(timeout=30)
+
+    simulations = saved_simulations(results_path)
+    assert sorted(s["task_id"] for s in simulations) == sorted(TASKS)  # each task once: none redone
+    by_id = {s["id"]: s for s in simulations}
+    for before in finished:
+        assert by_id[before["id"]] == before  # kept as it was: same id, same trajectory, same times
+    assert all(s["reward_info"]["reward"] == 1.0 for s in simulations)
+
+    metrics = json.loads((tmp_path / "killed_a2a_metrics.json").read_text())
+    assert {m["simulation_id"] for m in metrics["simulations"]} == set(by_id)
+    assert all(m["summary"]["requests"] > 0 and m["summary"]["failed_requests"] == 0
+               for m in metrics["simulations"])
+    assert metrics["run"]["simulations"] == len(TASKS)
+
+
+def test_results_file_is_replaced_whole_never_cut_short(tmp_path: Path) -> None:
+    """tau2.run writes its results through an open that only replaces a complete file."""
+    import tau2.run
+
+    target = tmp_path / "run.json"
+    target.write_text('{"simulations": ["finished"]}')
+    with tau2.run.open(target, "w") as handle:
+        handle.write('{"simulations": ["finished", "half-writ')
+        assert target.read_text() == '{"simulations": ["finished"]}'  # a kill here loses nothing
+        handle.write('ten"]}')
+    assert target.read_text() == '{"simulations": ["finished", "half-written"]}'
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+    with tau2.run.open(target, "r") as handle:
+        assert handle.read().startswith('{"simulations"')
+
+
+# -- a resume continues only a run with the same settings ---------------------------------------------------------
+
+BASE = ["--agent", "a2a_agent", "--user", "scripted_user", "--num-tasks", "2",
+        "--max-concurrency", "1", "--save-to", "run"]
+
+
+def cli(url: str, results: Path, *extra: str, domain: str = "airline") -> subprocess.CompletedProcess[str]:
+    """`tau2-a2a run` of the first two tasks (of airline) against `url`, saving to results/run.json."""
+    process = run_cli(["run", domain, *BASE, "--a2a-endpoint", url, "--results-dir", str(results), *extra])
+    stdout, stderr = process.communicate(timeout=300)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+@pytest.fixture(scope="module")
+def finished_run(oracle_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of tasks 0 and 1, made once; each test resumes a copy."""
+    results = tmp_path_factory.mktemp("finished")
+    done = cli(oracle_url, results)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return results
+
+
+def stopped_after_one(finished: Path, tmp_path: Path) -> Path:
+    """A copy of the finished run as if it had stopped after its first simulation."""
+    data = json.loads((finished / "run.json").read_text())
+    data["simulations"] = [s for s in data["simulations"] if s["task_id"] == "0"]
+    (tmp_path / "run.json").write_text(json.dumps(data, indent=2))
+    return tmp_path / "run.json"
+
+
+def card_shown(url: str) -> str:
+    return json.dumps({"name": "tau2 oracle", "url": url, "version": "0.1.0"}, sort_keys=True)
+
+
+@pytest.mark.parametrize(("domain", "change", "differs"), [
+    ("airline", ["--seed", "301"], "seed 300 in the file, 301 now"),
+    ("airline", ["--num-tasks", "3"], "tasks 2 in the file, 3 now (new: 2)"),
+    ("retail", [], "domain airline in the file, retail now"),
+    ("airline", ["--user-llm-args", '{"temperature": 0.5}'],
+     'user LLM args {"temperature": 0.0} in the file, {"temperature": 0.5} now'),
+    ("airline", ["--user-llm", "gpt-4.1-mini"], "user LLM gpt-4.1 in the file, gpt-4.1-mini now"),
+])
+def test_a_resume_with_other_settings_is_refused_and_the_same_settings_resume(
+        domain: str, change: list[str], differs: str, finished_run: Path, oracle_url: str, tmp_path: Path) -> None:
+    path = stopped_after_one(finished_run, tmp_path)
+    before = path.read_bytes()
+    refused = cli(oracle_url, tmp_path, *change, domain=domain)
+    assert refused.returncode == 2
+    assert "Traceback" not in refused.stderr
+    assert refused.stderr.splitlines() == [
+        f"error: {path} holds a run with other settings, so it cannot be resumed: {differs}. "
+        f"Use another --save-to, or delete {path} to start over."]
+    assert path.read_bytes() == before  # untouched, and still a results file tau2 reads
+    assert [s.task_id for s in Results.load(path).simulations] == ["0"]
+
+    resumed = cli(oracle_url, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    simulations = Results.load(path).simulations
+    assert sorted(s.task_id for s in simulations) == ["0", "1"]  # each once: only task 1 ran
+    assert {s.reward_info.reward for s in simulations} == {1.0}
+
+
+def test_a_resume_against_another_agent_is_refused(finished_run: Path, oracle_url: str, tmp_path: Path,
+                                                  serve: Serve) -> None:
+    """Another endpoint would report the first agent's scores under the second's name."""
+    other = serve(lambda url: a2a_app(OracleExecutor(), oracle_card(url))).url
+    path = stopped_after_one(finished_run, tmp_path)
+    refused = cli(other, tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        f"error: {path} holds a run with other settings, so it cannot be resumed: "
+        f"A2A endpoint {oracle_url} in the file, {other} now; "
+        f"agent card {card_shown(oracle_url)} in the file, {card_shown(other)} now. "
+        f"Use another --save-to, or delete {path} to start over."]
+    assert [s.task_id for s in Results.load(path).simulations] == ["0"]
+
+
+def test_a_results_file_left_broken_by_an_older_run_gets_one_line(finished_run: Path, oracle_url: str,
+                                                                tmp_path: Path) -> None:
+    """A file holding simulations of tasks it does not list (what a resume with more tasks used to leave)."""
+    path = stopped_after_one(finished_run, tmp_path)
+    data = json.loads(path.read_text())
+    data["tasks"] = [t for t in data["tasks"] if t["id"] != "0"]
+    path.write_text(json.dumps(data))
+    refused = cli(oracle_url, tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        f"error: {path} holds simulations of tasks it does not list (0), so it cannot be resumed; delete it, "
+        "or use another --save-to."]
+
+
+def test_a_native_agent_resumes_only_its_own_run(tmp_path: Path) -> None:
+    native = ["run", "airline", "--agent", "oracle_agent", "--user", "scripted_user", "--task-ids", "3",
+              "--results-dir", str(tmp_path), "--save-to", "native"]
+    first = run_cli(native)
+    assert first.wait(timeout=300) == 0, first.communicate()[1][-3000:]
+    refused = run_cli([*native, "--max-steps", "50"])
+    _, stderr = refused.communicate(timeout=300)
+    path = tmp_path / "native.json"
+    assert refused.returncode == 2
+    assert stderr.splitlines() == [
+        f"error: {path} holds a run with other settings, so it cannot be resumed: max steps 200 in the file, "
+        f"50 now. Use another --save-to, or delete {path} to start over."]
+    again = run_cli(native)  # the same settings: nothing left to run, no prompt
+    assert again.wait(timeout=300) == 0
+    assert [s.task_id for s in Results.load(path).simulations] == ["3"]
+
+
+# -- Ctrl-C ---------------------------------------------------------------------------------------------------------
+
+STOPPED = re.compile(r"Stopped by Ctrl-C: (\d+) finished simulations? kept in (\S+) \(protocol metrics: (\S+)\); "
+                     r"to resume, run: (.+)")
+
+
+def all_saved(results: Path) -> int:
+    """Simulations saved so far in any results file under `results` (a run's file or its workers' parts)."""
+    return sum(len(saved_simulations(path) or []) for path in results.rglob("*.json"))
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_keeps_what_finished_writes_its_metrics_and_says_how_to_resume(workers: str, serve: Serve,
+                                                                              tmp_path: Path) -> None:
+    slow = serve(lambda url: a2a_app(OracleExecutor(delay=0.5), oracle_card(url))).url
+    run = ["run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", slow, "--user", "scripted_user",
+           "--task-ids", *TASKS, "--max-concurrency", "2", "--a2a-workers", workers,
+           "--results-dir", str(tmp_path)]  # no --save-to: the run's own name must be in the command printed
+    process = run_cli(run, new_session=True)
+    deadline = time.monotonic() + 240
+    while all_saved(tmp_path) < 1:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "no simulation finished within 240 s"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C at a terminal: the run and every process it started
+    _, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 130
+    assert "Traceback" not in stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr[-3000:]
+    stopped = STOPPED.fullmatch(lines[0])
+    assert stopped is not None, lines[0]
+    kept, results_path, metrics_file = int(stopped[1]), Path(stopped[2]), Path(stopped[3])
+    finished = Results.load(results_path).simulations
+    assert 1 <= kept == len(finished) < len(TASKS)
+    metrics = json.loads(metrics_file.read_text())
+    assert {m["simulation_id"] for m in metrics["simulations"]} == {s.id for s in finished}
+
+    command = shlex.split(stopped[4])
+    assert command[0] == "tau2-a2a"
+    resumed = run_cli(command[1:])
+    _, stderr = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, stderr[-3000:]
+    simulations = Results.load(results_path).simulations
+    assert sorted(s.task_id for s in simulations) == sorted(TASKS)  # each task exactly once
+    assert {s.id for s in finished} <= {s.id for s in simulations}
+    assert {s.reward_info.reward for s in simulations} == {1.0}
+
+
+def test_the_printed_resume_command_holds_no_secret(tmp_path: Path) -> None:
+    from tau2_a2a.cli import resume_command
+    from tau2_a2a.runner.interrupt import RunInterrupted
+
+    stopped = RunInterrupted(1, tmp_path / "run.json", None)
+    argv = ["run", "airline", "--a2a-auth-token", "tok-1", "--a2a-auth-token=tok-2",
+            "--user-llm-args", '{"temperature": 0.5, "api_key": "sk-3", "extra_headers": {"Authorization": "b-4"}}',
+            '--agent-llm-args={"token": "tok-5", "seed": 7}', "--user-llm-args", "not json"]
+    words = shlex.split(resume_command(argv, stopped))
+    assert words == ["tau2-a2a", "run", "airline", "--a2a-auth-token", "<token>", "--a2a-auth-token=<token>",
+                     "--user-llm-args", '{"temperature": 0.5, "api_key": "<secret>", "extra_headers": "<secret>"}',
+                     '--agent-llm-args={"token": "<secret>", "seed": 7}', "--user-llm-args", "not json",
+                     "--save-to", "run"]

@@ -1,0 +1,16 @@
+"""Test-only helpers, one concept per module; the pytest fixtures are in tests/conftest.py.
+
+executors    agents that misbehave on purpose (the oracle but for one fault), and the apps serving them
+middleware   ASGI middleware that records or disturbs HTTP, a gRPC interceptor that aborts
+proxy        a TCP relay in front of an agent that can die like its host
+cli          `tau2-a2a` as a real process
+runs         real tau2 runs: an A2A agent with the scripted user, the native oracle, a results file
+records      reading a run: task markers, simulations by task, protocol metrics records
+processes    processes on this machine (/proc), waiting for a condition
+values       values compared with their types
+paths        the repository root
+service      the evaluation service on loopback or as a process, its requests and replies
+assessments  AgentBeats assessments and the result its gateway reads
+ray_cluster  `tau2-a2a run --ray` against a test cluster
+report_runs  the runs the report tests read
+"""
