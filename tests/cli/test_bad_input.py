@@ -98,8 +98,7 @@ def test_a_null_json_rpc_result_is_a_malformed_reply_with_its_reason(serve: Serv
 # -- any value of the numeric flags: a run, or one clear line ---------------------------------------------------
 
 BOUNDS = {"--num-tasks": (1, 1_000_000), "--num-trials": (1, 1_000_000), "--max-steps": (1, 1_000_000),
-          "--max-concurrency": (1, 1_000_000), "--seed": (-(2**63), 2**63 - 1), "--a2a-workers": (1, 256),
-          "--a2a-scoring-processes": (0, 256)}
+          "--max-concurrency": (1, 1_000_000), "--seed": (-(2**63), 2**63 - 1)}
 AGENT = ["airline", "--agent", "a2a_agent", "--a2a-endpoint", "http://127.0.0.1:9"]
 
 numbers = st.one_of(

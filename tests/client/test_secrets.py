@@ -128,7 +128,7 @@ def test_wrong_token_stops_the_run_before_any_simulation(serve: Serve, tmp_path:
     assert f"Authorization: Bearer {WRONG}".encode() in wire[-1].response_body  # the server did echo it
     assert WRONG not in client_log(caplog) and TOKEN not in client_log(caplog)
     assert "Authorization: Bearer ***" in client_log(caplog)  # the debug log showed the echo, masked
-    assert WRONG not in repr(a2a) and WRONG not in str(a2a.to_llm_args())
+    assert WRONG not in repr(a2a) and WRONG not in str(a2a.as_record())
 
 
 @pytest.mark.parametrize(
@@ -179,4 +179,4 @@ def test_token_never_reaches_the_results_of_an_in_process_run(serve: Serve, tmp_
     # What tau2 keeps of the agent's settings: ours (no token) and its own retry count.
     # and the card's identity, so a resume can tell it is the same agent.
     card = {"name": "misbehaving test agent", "url": server.url, "version": "0.1.0"}
-    assert outcome.results.info.agent_info.llm_args == {**a2a.to_llm_args(), "a2a_card": card, "num_retries": 3}
+    assert outcome.results.info.agent_info.llm_args == {**a2a.as_record(), "a2a_card": card, "num_retries": 3}

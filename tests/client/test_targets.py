@@ -8,6 +8,7 @@ resolver seam), and a real server sending 40 MB replies.
 
 from __future__ import annotations
 
+import json
 import asyncio
 import ipaddress
 import socket
@@ -102,17 +103,18 @@ def test_public_allows_only_globally_routable_addresses_and_judges_translated_fo
         both.check("http://10.0.0.1")
 
 
-def test_a_policy_travels_through_llm_args_as_data() -> None:
+def test_a_policy_travels_with_the_config_as_data() -> None:
     config = A2AConfig(endpoint="http://127.0.0.1:9", targets=TargetPolicy.parse("Public, loopback,10.0.0.0/8"),
-                       max_reply_bytes=1000)
-    args = config.to_llm_args()
-    assert args["a2a_allowed_targets"] == ["public", "loopback", "10.0.0.0/8"]
-    assert args["a2a_max_reply_bytes"] == 1000
-    assert A2AConfig.from_llm_args(args) == config
-    plain = A2AConfig(endpoint="http://127.0.0.1:9").to_llm_args()  # the defaults leave llm_args as they were
+                       max_reply_bytes=1000, auth_token="t0ken")
+    record = config.as_record()
+    assert record["a2a_allowed_targets"] == ["public", "loopback", "10.0.0.0/8"]
+    assert record["a2a_max_reply_bytes"] == 1000
+    assert "t0ken" not in json.dumps(record)
+    assert A2AConfig.from_record(record, "t0ken") == config
+    plain = A2AConfig(endpoint="http://127.0.0.1:9").as_record()  # the defaults leave earlier records as they were
     assert "a2a_allowed_targets" not in plain and "a2a_max_reply_bytes" not in plain
-    assert A2AConfig.from_llm_args(plain).targets is None
-    assert A2AConfig.from_llm_args(plain).max_reply_bytes == DEFAULT_MAX_REPLY_BYTES == 8 << 20
+    assert A2AConfig.from_record(plain).targets is None
+    assert A2AConfig.from_record(plain).max_reply_bytes == DEFAULT_MAX_REPLY_BYTES == 8 << 20
 
 
 # -- a card that points elsewhere: `tau2-a2a run` refuses before any simulation -----------------------------
@@ -141,7 +143,7 @@ def connections(listener: socket.socket) -> int:
 def run_refused(endpoint: str, results: Path, *flags: str) -> tuple[int, list[str], str]:
     process = run_cli(["run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", endpoint, "--user",
                        "scripted_user", "--task-ids", "1", "--results-dir", str(results), "--save-to", "run",
-                       "--a2a-workers", "1", *flags], cwd=results)
+                       *flags], cwd=results)
     stdout, stderr = process.communicate(timeout=300)
     return process.returncode, stderr.strip().splitlines(), stdout
 
@@ -396,11 +398,10 @@ def test_serve_passes_its_policy_to_each_evaluation_run(tmp_path: Path, monkeypa
         tools = settings.tools()
         try:
             assert tools.targets.entries == tuple(entries.split(","))
-            command = child_given(tmp_path / f"child-{entries}", spec,
-                                  allowed_targets=tools.manager.allowed_targets)["command"]
+            given = child_given(tmp_path / f"child-{entries}", spec, allowed_targets=tools.manager.allowed_targets)
         finally:
             tools.manager.close()
-        assert command[-1] == f"--a2a-allowed-targets={entries}"
+        assert given["request"]["settings"]["a2a"]["a2a_allowed_targets"] == entries.split(",")
 
 
 @pytest.mark.parametrize("flags, line", [

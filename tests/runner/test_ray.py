@@ -85,7 +85,7 @@ def test_a_run_spreads_over_both_nodes_survives_a_killed_worker_and_matches_one_
     assert report["run"]["simulations"] == 40 and report["run"]["simulations_ended_by_a2a_errors"] == {}
 
     here = run_a2a(server.url, tmp_path / "here", task_ids=TASKS, num_trials=2, max_concurrency=8,
-                   scoring_processes=0, a2a=A2AConfig(endpoint=server.url, auth_token=TOKEN, retry=FAST))
+                   a2a=A2AConfig(endpoint=server.url, auth_token=TOKEN, retry=FAST))
     assert {(s.task_id, s.trial): s.seed for s in on_ray.simulations} == {
         (s.task_id, s.trial): s.seed for s in here.results.simulations}
     assert trajectory_differences(on_ray, here.results) == []
@@ -220,7 +220,7 @@ def test_serve_ray_passes_the_address_to_each_evaluation_run(tmp_path: Path) -> 
     settings = settings_from_args(build_parser().parse_args(["serve", "--ray", "ray://head:10001"]))
     assert settings.ray_address == "ray://head:10001"
     spec = EvaluationSpec(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
-    command = child_given(tmp_path / "ray", spec, ray_address=settings.ray_address)["command"]
-    assert command[command.index("--ray") + 1] == "ray://head:10001" and "--a2a-workers" not in command
-    without = child_given(tmp_path / "in-process", spec)["command"]
-    assert "--ray" not in without and without[without.index("--a2a-workers") + 1] == "1"
+    given = child_given(tmp_path / "ray", spec, ray_address=settings.ray_address)
+    assert given["command"][1:] == ["-m", "tau2_a2a.runner"]
+    assert given["request"]["settings"]["ray"] == "ray://head:10001"
+    assert child_given(tmp_path / "in-process", spec)["request"]["settings"]["ray"] is None

@@ -75,7 +75,7 @@ def test_a_run_through_ray_client_matches_one_process(client_cluster: tuple[Any,
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"Ray ({address}): 2 actors on 2 nodes" in done.stdout
     on_ray = Results.load(tmp_path / "client.json")
-    here = run_a2a(server.url, tmp_path / "here", task_ids=tasks, max_concurrency=4, scoring_processes=0,
+    here = run_a2a(server.url, tmp_path / "here", task_ids=tasks, max_concurrency=4,
                    a2a=A2AConfig(endpoint=server.url, auth_token=TOKEN, retry=FAST))
     assert {s.reward_info.reward for s in on_ray.simulations} == {1.0}
     assert trajectory_differences(on_ray, here.results) == []

@@ -310,7 +310,6 @@ def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> N
     assert "pw" not in str(refused.value) and "must not carry a user name or password" in str(refused.value)
     spec = EvaluationSpec(domain="airline", agent_endpoint="http://a", total_simulations=1, user_llm="openai/a",
                           user_llm_args={"temperature": 0.5})
-    command = child_given(tmp_path / "child", spec, user_llm_api_base=policy.api_base)["command"]
-    assert json.loads(command[command.index("--user-llm-args") + 1]) == {"temperature": 0.5,
-                                                                         "api_base": "http://10.0.0.5:8000/v1"}
+    given = child_given(tmp_path / "child", spec, user_llm_api_base=policy.api_base)
+    assert given["request"]["settings"]["user_llm_args"] == {"temperature": 0.5, "api_base": "http://10.0.0.5:8000/v1"}
     assert spec.user_llm_args == {"temperature": 0.5}  # the stored request holds the caller's choice only

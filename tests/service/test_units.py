@@ -137,11 +137,14 @@ def test_arguments_as_a2a_doubles_are_accepted(tools: EvaluationTools, tmp_path:
                           task_ids=[3.0, 1.0], task_split="base", max_steps=50.0, max_concurrency=2.0)
     assert (spec.task_ids, spec.num_trials, spec.total_simulations, spec.max_steps) == (["3", "1"], 2, 4, 50)
     given = child_given(tmp_path / "r", spec, token="s3cret-target-token")
-    command = given["command"]
-    assert "s3cret-target-token" not in " ".join(command) and given["token"] == "s3cret-target-token"
-    assert command[3:5] == ["run", "airline"]
-    assert command[command.index("--a2a-workers") + 1] == "1"  # progress and cancel read its one results file
-    assert (given["cwd"], given["umask"], given["stdin"]) == (str((tmp_path / "r").resolve()), 0o077, "")
+    assert given["command"][1:] == ["-m", "tau2_a2a.runner"]  # the runner's entry point, its settings as data
+    assert given["token"] is None and given["request"]["auth_token"] == "s3cret-target-token"  # stdin only
+    settings = given["request"]["settings"]
+    assert (settings["domain"], settings["task_ids"], settings["num_trials"], settings["max_steps"]) == (
+        "airline", ["3", "1"], 2, 50)
+    assert settings["ray"] is None  # its simulations in its one process: progress and cancel read its results file
+    assert (settings["results_dir"], settings["save_to"]) == (str(tmp_path / "r"), "results")
+    assert (given["cwd"], given["umask"]) == (str((tmp_path / "r").resolve()), 0o077)
 
 
 def test_list_domains_reports_tasks_splits_and_tools(tools: EvaluationTools) -> None:

@@ -77,13 +77,16 @@ json.dump({{"command": sys.argv, "stdin": sys.stdin.read(), "cwd": os.getcwd(), 
 
 def child_given(directory: Path, spec: EvaluationSpec, token: str | None = None, **settings: Any) -> dict[str, Any]:
     """What an evaluation's child is given when the service starts it (service/child.py's start_child):
-    its command line ("command", the interpreter first), standard input, directory, umask, the target's
-    token in its environment, and the names of the service's TAU2_EVAL_* variables it can see."""
+    its command line ("command", the interpreter first), standard input ("stdin", and "request" read from it
+    as JSON), directory, umask, the target's token if its environment had one, and the names of the
+    service's TAU2_EVAL_* variables it can see."""
     recorder = directory.parent / f"{directory.name}-recorder"
     recorder.write_text(_RECORDER.format(python=sys.executable))
     recorder.chmod(0o755)
     assert start_child(spec, directory, token, python=str(recorder), **settings).wait() == 0
-    return json.loads((directory / "given.json").read_text())
+    given = json.loads((directory / "given.json").read_text())
+    given["request"] = json.loads(given["stdin"]) if given["stdin"] else None
+    return given
 
 
 async def ask(url: str, tool: str | None = None, arguments: dict[str, Any] | None = None, *,
