@@ -29,7 +29,7 @@ from tau2_a2a.client.errors import (
     AgentCardError,
     AgentUnreachable,
 )
-from tau2_a2a.runner.protocol_metrics import format_summary
+from tau2_a2a.runner.outcome import format_summary
 from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.runner.protocol_metrics import format_summary, write_report
+from tau2_a2a.runner.outcome import format_summary
+from tau2_a2a.runner.protocol_metrics import write_report
 from tau2_a2a.tau2bench.distribution import DATA_DIR, Results
 from tau2_a2a.tau2bench.results_file import read_results
 from tau2_a2a.tau2bench.runs import save_results

@@ -19,7 +19,6 @@ from typing import Any
 from tau2_a2a.client.errors import A2AFailure, AgentAuthError
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.interrupt import EXIT_INTERRUPTED
-from tau2_a2a.runner.protocol_metrics import a2a_error_line, format_summary
 
 __all__ = ["EXIT_A2A_ERRORS", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "RunOutcome",
            "RunStopped", "SimulationLost", "exit_code_for", "report_outcome"]
@@ -67,3 +66,36 @@ def exit_code_for(error: BaseException) -> int | None:
     if isinstance(error, SimulationLost):
         return EXIT_FAILED
     return None
+
+
+def a2a_error_line(report: dict[str, Any], metrics_file: Path | None) -> str | None:
+    """'3 of 10 simulations ended with A2A errors (timeout=2, http=1): ...', or None when none did."""
+    ended = report["run"].get("simulations_ended_by_a2a_errors") or {}
+    if not ended:
+        return None
+    kinds = ", ".join(f"{kind}={count}" for kind, count in sorted(ended.items(), key=lambda item: (-item[1], item[0])))
+    where = f"; see {metrics_file}" if metrics_file else ""
+    return (f"{sum(ended.values())} of {report['run']['simulations']} simulations ended with A2A errors "
+            f"({kinds}): they score 0{where}")
+
+
+def format_summary(report: dict[str, Any]) -> str:
+    """The short summary printed at the end of a run."""
+    run = report["run"]
+    latency = run["latency_ms"]
+    errors = ", ".join(f"{k}={v}" for k, v in sorted(run["errors_by_category"].items())) or "none"
+    return "\n".join(
+        [
+            "A2A protocol metrics",
+            f"  simulations: {run['simulations']}   requests: {run['requests']}"
+            f"   failed: {run['failed_requests']} ({errors})",
+            f"  latency ms: p50 {latency['p50']}   p95 {latency['p95']}   max {latency['max']}"
+            f"   first event p50 {run['first_event_ms']['p50']}",
+            f"  transports: {', '.join(f'{k}={v}' for k, v in sorted(run['transports'].items())) or '-'}"
+            f"   events: {run['events']}",
+            f"  tokens: in {run['tokens']['input']}   out {run['tokens']['output']}"
+            f"   bytes: sent {run['bytes']['request']}   received {run['bytes']['response']}",
+            f"  time in A2A calls: {run['a2a_time_s']} s   local simulation time: {run['local_time_s']} s",
+            f"  unknown tool calls: {run['unknown_tool_calls']}",
+        ]
+    )

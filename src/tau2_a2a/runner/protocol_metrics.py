@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
-from tau2_a2a.tau2bench.results_file import read_results
 
 METRICS_SUFFIX = "_a2a_metrics.json"
 
@@ -26,11 +25,11 @@ def metrics_path(results_path: Path) -> Path:
     return results_path.parent / f"{results_path.stem}{METRICS_SUFFIX}"
 
 
-def simulation_records(simulation: Any) -> list[dict[str, Any]]:
-    """All request records of one tau2 SimulationRun, in order."""
+def simulation_records(simulation: dict[str, Any]) -> list[dict[str, Any]]:
+    """All request records of one simulation of a results file, in order."""
     records: list[dict[str, Any]] = []
-    for message in simulation.messages:
-        raw = getattr(message, "raw_data", None) or {}
+    for message in simulation["messages"]:
+        raw = message.get("raw_data") or {}
         records.extend(raw.get(RAW_DATA_KEY, {}).get("requests", []))
     return records
 
@@ -77,9 +76,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def build_report(results: Any, simulations: Iterable[Any] | None = None,
-                 discovery: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The metrics file's content for a tau2 Results object.
+def build_report(results: dict[str, Any], discovery: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The metrics file's content for a tau2 results file's content (its JSON).
 
     "run" aggregates the requests of all simulations; "discovery" holds the
     requests made before them; "simulations" has each simulation's records.
@@ -88,27 +86,27 @@ def build_report(results: Any, simulations: Iterable[Any] | None = None,
     all_records: list[dict[str, Any]] = []
     ended_by: dict[str, int] = {}
     local_seconds = 0.0
-    for simulation in simulations if simulations is not None else results.simulations:
+    for simulation in results["simulations"]:
         records = [
-            {"simulation_id": simulation.id, "task_id": simulation.task_id,
-             "trial": simulation.trial, **record}
+            {"simulation_id": simulation["id"], "task_id": simulation["task_id"],
+             "trial": simulation["trial"], **record}
             for record in simulation_records(simulation)
         ]
         summary = summarize(records)
         a2a_seconds = summary["latency_ms"]["total"] / 1000.0
-        local = max(float(simulation.duration) - a2a_seconds, 0.0)
+        local = max(float(simulation["duration"]) - a2a_seconds, 0.0)
         local_seconds += local
         error = ending_error(simulation)
         if error:
             ended_by[error] = ended_by.get(error, 0) + 1
         per_simulation.append(
             {
-                "simulation_id": simulation.id,
-                "task_id": simulation.task_id,
-                "trial": simulation.trial,
-                "termination_reason": _value(simulation.termination_reason),
+                "simulation_id": simulation["id"],
+                "task_id": simulation["task_id"],
+                "trial": simulation["trial"],
+                "termination_reason": simulation["termination_reason"],
                 "a2a_error": error,
-                "duration_s": round(float(simulation.duration), 3),
+                "duration_s": round(float(simulation["duration"]), 3),
                 "a2a_time_s": round(a2a_seconds, 3),
                 "local_time_s": round(local, 3),
                 "summary": summary,
@@ -129,29 +127,14 @@ def build_report(results: Any, simulations: Iterable[Any] | None = None,
     }
 
 
-def ending_error(simulation: Any) -> str | None:
+def ending_error(simulation: dict[str, Any]) -> str | None:
     """The A2A error category that ended a simulation (see tau2bench/orchestration.py), or None."""
-    for message in reversed(simulation.messages):
-        raw = getattr(message, "raw_data", None) or {}
+    for message in reversed(simulation["messages"]):
+        raw = message.get("raw_data") or {}
         error = raw.get(RAW_DATA_KEY, {}).get("error")
         if error:
             return str(error)
     return None
-
-
-def a2a_error_line(report: dict[str, Any], metrics_file: Path | None) -> str | None:
-    """'3 of 10 simulations ended with A2A errors (timeout=2, http=1): ...', or None when none did."""
-    ended = report["run"].get("simulations_ended_by_a2a_errors") or {}
-    if not ended:
-        return None
-    kinds = ", ".join(f"{kind}={count}" for kind, count in sorted(ended.items(), key=lambda item: (-item[1], item[0])))
-    where = f"; see {metrics_file}" if metrics_file else ""
-    return (f"{sum(ended.values())} of {report['run']['simulations']} simulations ended with A2A errors "
-            f"({kinds}): they score 0{where}")
-
-
-def _value(reason: Any) -> str:
-    return getattr(reason, "value", str(reason))
 
 
 def write_report(results_path: Path, discovery_records: Iterable[RequestRecord] = ()) -> dict[str, Any]:
@@ -160,7 +143,7 @@ def write_report(results_path: Path, discovery_records: Iterable[RequestRecord] 
     Discovery records already in the file are kept, and `discovery_records` (the run's session's, not yet
     written) are added.
     """
-    results = read_results(results_path)
+    results = json.loads(results_path.read_text())
     path = metrics_path(results_path)
     discovery: list[dict[str, Any]] = []
     if path.exists():
@@ -172,25 +155,3 @@ def write_report(results_path: Path, discovery_records: Iterable[RequestRecord] 
     report = build_report(results, discovery=discovery)
     path.write_text(json.dumps(report, indent=2))
     return report
-
-
-def format_summary(report: dict[str, Any]) -> str:
-    """The short summary printed at the end of a run."""
-    run = report["run"]
-    latency = run["latency_ms"]
-    errors = ", ".join(f"{k}={v}" for k, v in sorted(run["errors_by_category"].items())) or "none"
-    return "\n".join(
-        [
-            "A2A protocol metrics",
-            f"  simulations: {run['simulations']}   requests: {run['requests']}"
-            f"   failed: {run['failed_requests']} ({errors})",
-            f"  latency ms: p50 {latency['p50']}   p95 {latency['p95']}   max {latency['max']}"
-            f"   first event p50 {run['first_event_ms']['p50']}",
-            f"  transports: {', '.join(f'{k}={v}' for k, v in sorted(run['transports'].items())) or '-'}"
-            f"   events: {run['events']}",
-            f"  tokens: in {run['tokens']['input']}   out {run['tokens']['output']}"
-            f"   bytes: sent {run['bytes']['request']}   received {run['bytes']['response']}",
-            f"  time in A2A calls: {run['a2a_time_s']} s   local simulation time: {run['local_time_s']} s",
-            f"  unknown tool calls: {run['unknown_tool_calls']}",
-        ]
-    )

@@ -30,7 +30,7 @@ from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
 from tau2_a2a.tau2bench.environments import install as install_environments
 from tau2_a2a.tau2bench.orchestration import on_session
 from tau2_a2a.tau2bench.resume import CARD_KEY
-from tau2_a2a.tau2bench.runs import RunPlan, plan_run, simulations_saved
+from tau2_a2a.tau2bench.runs import plan_run, simulations_saved
 
 log = logging.getLogger("tau2_a2a.runner")
 
@@ -38,63 +38,48 @@ log = logging.getLogger("tau2_a2a.runner")
 def evaluate(settings: RunSettings) -> RunOutcome:
     """Run `settings`: a tau2 agent as `tau2 run` would, or the A2A agent of `settings.a2a`.
 
-    A Ctrl-C (see `interrupt`) raises RunInterrupted once what finished is saved; the A2A agent refusing
-    our credentials mid-run raises RunStopped, also keeping what finished.
+    An A2A run checks the agent's card before any simulation, records who answered, runs its simulations in
+    this process on its one session (or on Ray's actors), and writes the protocol metrics of what finished,
+    however it ended. A Ctrl-C (see `interrupt`) raises RunInterrupted once what finished is saved; the A2A
+    agent refusing our credentials mid-run raises RunStopped, also keeping what finished.
     """
     install_environments()
-    plan = plan_run(settings.tau2_fields())  # tasks that do not exist: said now, not after the agent's check
-    if settings.a2a is None:
-        return _evaluate_native(plan)
-    with A2ASession(settings.a2a) as session:
-        return _evaluate_a2a(plan, session, settings.ray, name_after_card=settings.agent_llm is None)
-
-
-def _evaluate_a2a(plan: RunPlan, session: A2ASession, ray: str | None, name_after_card: bool) -> RunOutcome:
-    """The A2A agent's run, its simulations in this process (on its session) or on Ray's actors; the protocol
-    metrics file of what finished, however it ended."""
-    card = session.card
-    print(f"A2A agent: {card.name} at {session.config.endpoint} ({describe_binding(session)})", flush=True)
-    plan.point_at(A2A_AGENT, {**session.config.as_record(), CARD_KEY: card_identity(card)},
-                  agent_model_name(card.name) if name_after_card else None)
-    path = plan.results_path
-    results, ended = None, None
-    try:
-        with ExitStack() as engine:
-            if ray:
+    plan = plan_run(settings.tau2)  # tasks that do not exist: said now, not after the agent's check
+    with ExitStack() as run:
+        session = run.enter_context(A2ASession(settings.a2a)) if settings.a2a else None
+        if session is not None:
+            card = session.card
+            print(f"A2A agent: {card.name} at {session.config.endpoint} ({describe_binding(session)})", flush=True)
+            plan.point_at(A2A_AGENT, {**session.config.as_record(), CARD_KEY: card_identity(card)},
+                          agent_model_name(card.name) if settings.agent_llm is None else None)
+            if settings.ray:
                 from tau2_a2a.runner.ray_engine import simulations_on_ray
 
-                engine.enter_context(simulations_on_ray(ray, session.config, plan.config.max_concurrency,
-                                                        plan.simulations, path))
+                run.enter_context(simulations_on_ray(settings.ray, session.config, plan.config.max_concurrency,
+                                                      plan.simulations, plan.results_path))
             else:
-                engine.enter_context(on_session(session))
-            results = plan.run()
-    except (AgentAuthError, KeyboardInterrupt) as error:
-        freeze_writes()  # after Ctrl-C: no write of an abandoned simulation from now on
-        ended = error
-    report = write_report(path, session.discovery) if path.exists() else None
-    if ended is not None:
-        raise ending(ended, session.config.endpoint, path, report) from None
-    return RunOutcome(results, path, metrics_path(path), report)
+                run.enter_context(on_session(session))
+        path = plan.results_path
+        try:
+            results, ended = plan.run(), None
+        except (AgentAuthError, KeyboardInterrupt) as error:
+            freeze_writes()  # after Ctrl-C: no write of an abandoned simulation from now on
+            results, ended = None, error
+        report = write_report(path, session.discovery) if session and path.exists() else None
+        if ended is not None:
+            raise ending(ended, path, report, session) from None
+        return RunOutcome(results, path, metrics_path(path) if report else None, report)
+    raise AssertionError("not reached")  # ExitStack does not swallow what the run raises
 
 
-def _evaluate_native(plan: RunPlan) -> RunOutcome:
-    """A tau2 agent run as `tau2 run` would, resuming only a run with the same settings, without a prompt."""
-    path = plan.results_path
-    try:
-        results = plan.run()
-    except KeyboardInterrupt:
-        freeze_writes()
-        raise RunInterrupted(simulations_saved(path), path, None) from None
-    return RunOutcome(results, path, None, None)
-
-
-def ending(error: BaseException, endpoint: str, path: Path, report: dict[str, Any] | None) -> Exception:
+def ending(error: BaseException, path: Path, report: dict[str, Any] | None,
+           session: A2ASession | None) -> Exception:
     """What stopped the run early, for its caller: the simulations finished before it are kept in `path`."""
-    finished = len(report["simulations"]) if report else 0
-    if not isinstance(error, AgentAuthError):
+    finished = len(report["simulations"]) if report else simulations_saved(path)
+    if not isinstance(error, AgentAuthError) or session is None:
         return RunInterrupted(finished, path, metrics_path(path) if report else None)
     return RunStopped(
-        f"The agent at {endpoint} refused our credentials mid-run "
+        f"The agent at {session.config.endpoint} refused our credentials mid-run "
         f"({f'HTTP {error.status}' if error.status else 'gRPC UNAUTHENTICATED'}), so the run stopped; its "
         f"{finished} finished simulations are kept in {path}. Pass a valid bearer token with "
         "--a2a-auth-token or TAU2_A2A_AUTH_TOKEN and re-run the same command to resume.",

@@ -74,9 +74,9 @@ class RunSettings:
 
     def with_changes(self, **changes: Any) -> RunSettings:
         return replace(self, **changes)
-
-    def tau2_fields(self) -> dict[str, Any]:
-        """The settings tau2 itself takes (all but how the A2A agent is reached and where the run is spread)."""
+    @property
+    def tau2(self) -> dict[str, Any]:
+        """The settings tau2 itself takes: all but how the A2A agent is reached and where the run is spread."""
         return {item.name: deepcopy(getattr(self, item.name)) for item in fields(self)
                 if item.name not in ("a2a", "ray")}
 
