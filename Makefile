@@ -73,7 +73,7 @@ $(TAU2_SRC)/pyproject.toml:
 
 # One resolver run for upstream and this project (README, "Installing"). A venv made by an
 # older run is kept; `make clean` starts over.
-$(STAMP313): pyproject.toml scripts/python313.sh $(TAU2_SRC)/pyproject.toml
+$(STAMP313): pyproject.toml $(TAU2_SRC)/pyproject.toml
 	test -x $(VENV313)/bin/python || { py=$$(scripts/python313.sh) && $$py -m venv $(VENV313); }
 	$(VENV313)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV313)/bin/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,ray,upstream]'

@@ -61,7 +61,7 @@ download() {
     local dest=$1
     say "downloading $URL"
     if command -v curl >/dev/null; then
-        curl -fsSL --retry 3 -o "$dest" "$URL" || die "download failed: $URL (set PYTHON313_MIRROR to another Debian mirror)"
+        curl -fsL --retry 3 -o "$dest" "$URL" || die "download failed: $URL (set PYTHON313_MIRROR to another Debian mirror)"
     else
         wget -q -O "$dest" "$URL" || die "download failed: $URL (set PYTHON313_MIRROR to another Debian mirror)"
     fi
@@ -107,7 +107,11 @@ main() {
     exec 9>"$PREFIX.lock"
     flock 9
     if ! { [ -f "$PREFIX/.complete" ] && usable "$python"; }; then
-        say "no Python 3.12 or 3.13 found (PATH, ~/.pyenv); building one"
+        if [ "${PYTHON313_BUILD:-0}" = 1 ]; then
+            say "PYTHON313_BUILD=1: building CPython $VERSION instead of searching PATH and ~/.pyenv"
+        else
+            say "no Python 3.12 or 3.13 found (PATH, ~/.pyenv); building CPython $VERSION"
+        fi
         build
     fi
     echo "$python"
