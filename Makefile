@@ -7,16 +7,27 @@ STAMP := $(VENV)/.installed
 # own virtualenv: 0.3 and 1.x share the import name `a2a`.
 VENV03 := .venv-a2a03
 STAMP03 := $(VENV03)/.installed
+# Python 3.12/3.13 with upstream tau2-bench v1.0.1, which is not on PyPI. scripts/python313.sh
+# finds such a Python (PATH, ~/.pyenv) or builds CPython 3.13 once into ~/.cache/tau2-a2a.
+# Upstream is installed editable from its source in $(VENV313)/src, so it reads its data/ there:
+# from the vendored archive when this machine has it (TAU2_ARCHIVE), else from its git tag.
+VENV313 := .venv313
+STAMP313 := $(VENV313)/.installed
+TAU2_TAG := v1.0.1
+TAU2_SRC := $(VENV313)/src/tau2-bench-1.0.1
+TAU2_ARCHIVE ?= $(firstword $(wildcard $(CURDIR)/../shared/vendor/tau2-bench-1.0.1.tar.gz \
+                                       /work/shared/vendor/tau2-bench-1.0.1.tar.gz))
+TAU2_ARCHIVE_SHA256 := db0cce6ab478577526606abfa6d9408f3642442b14f4fbe318b3fed0558503f6
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test bench install clean postgres chromium
+.PHONY: demo test bench install clean postgres chromium python313 install313 .venv313 test313
 
 install: $(STAMP) $(STAMP03) postgres chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[test,ray,nvidia]'
 	touch $(STAMP)
 
 $(STAMP03):
@@ -43,6 +54,37 @@ chromium:
 	  || { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq \
 	       --no-install-recommends chromium; }; }
 
+# Prints the Python 3.12/3.13 that $(VENV313) uses (building CPython 3.13 first if there is none).
+python313:
+	@scripts/python313.sh
+
+$(TAU2_SRC)/pyproject.toml:
+	mkdir -p $(VENV313)/src
+	@if [ -n "$(TAU2_ARCHIVE)" ]; then \
+	  echo "Unpacking $(TAU2_ARCHIVE) into $(VENV313)/src"; \
+	  echo "$(TAU2_ARCHIVE_SHA256)  $(TAU2_ARCHIVE)" | sha256sum -c --status \
+	    || { echo "$(TAU2_ARCHIVE): sha256 is not $(TAU2_ARCHIVE_SHA256); set TAU2_ARCHIVE to tau2-bench $(TAU2_TAG)'s archive"; exit 1; }; \
+	  tar -xzf "$(TAU2_ARCHIVE)" -C $(VENV313)/src; \
+	else \
+	  echo "Cloning tau2-bench $(TAU2_TAG) into $(TAU2_SRC)"; \
+	  git clone --quiet --depth 1 --branch $(TAU2_TAG) https://github.com/sierra-research/tau2-bench $(TAU2_SRC); \
+	fi
+	test -f $@
+
+# One resolver run for upstream and this project (README, "Installing"). A venv made by an
+# older run is kept; `make clean` starts over.
+$(STAMP313): pyproject.toml $(TAU2_SRC)/pyproject.toml
+	test -x $(VENV313)/bin/python || { py=$$(scripts/python313.sh) && $$py -m venv $(VENV313); }
+	$(VENV313)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV313)/bin/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,ray,upstream]'
+	touch $(STAMP313)
+
+install313 .venv313: $(STAMP313)
+
+# The tests marked `upstream`, on Python 3.12/3.13 with upstream tau2-bench v1.0.1.
+test313: $(STAMP313)
+	$(VENV313)/bin/python -m pytest -q -m upstream
+
 demo: $(STAMP)
 	$(BIN)/tau2-a2a demo
 
@@ -58,4 +100,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/service_load.py
 
 clean:
-	rm -rf $(VENV) $(VENV03) results
+	rm -rf $(VENV) $(VENV03) $(VENV313) results
