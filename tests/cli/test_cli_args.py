@@ -48,7 +48,7 @@ def test_token_from_the_environment(serve, tmp_path, monkeypatch, capsys) -> Non
                  "--task-ids", "0", "--results-dir", str(tmp_path), "--save-to", "env"])
     out = capsys.readouterr()
     assert code == 0
-    assert "A2A agent: tau2 oracle at" in out.out
+    assert "A2A agent: misbehaving test agent at" in out.out
     assert "env-token-value" not in out.out + out.err
     assert "env-token-value" not in "".join(p.read_text() for p in tmp_path.iterdir())
     results = json.loads((tmp_path / "env.json").read_text())
