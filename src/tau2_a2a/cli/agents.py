@@ -22,12 +22,7 @@ def add_agent_command(commands: Any) -> None:
     oracle.add_argument("--delay", type=float, default=0.0, help="Seconds to wait before each reply")
     oracle.set_defaults(func=oracle_command)
     llm = agent_kinds.add_parser("llm", help="The baseline LLM agent (tau2's llm_agent over A2A), any LiteLLM model")
-    llm.add_argument("--model", required=True, help="LiteLLM model name, e.g. gpt-4.1 or openai/my-model")
-    llm.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint")
-    llm.add_argument("--api-key-env", default=None,
-                     help="Name of the environment variable holding the API key (default: LiteLLM's own)")
-    llm.add_argument("--llm-args", type=json.loads, default={"temperature": 0.0},
-                     help="JSON of extra LiteLLM arguments (default: %(default)s, as tau2's llm_agent)")
+    add_model_args(llm)
     llm.add_argument("--max-retries", type=int, default=3,
                      help="Retries of a failed or empty LLM call (default: %(default)s, as tau2 run)")
     llm.add_argument("--idle-timeout", type=float, default=3600.0,
@@ -37,15 +32,20 @@ def add_agent_command(commands: Any) -> None:
     llm.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
     llm.set_defaults(func=llm_agent_command)
     adk = agent_kinds.add_parser("adk", help="A Google ADK agent served by ADK's to_a2a, any LiteLLM model")
-    adk.add_argument("--model", required=True, help="LiteLLM model name, e.g. gpt-4.1 or openai/my-model")
-    adk.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint")
-    adk.add_argument("--api-key-env", default=None,
-                     help="Name of the environment variable holding the API key (default: LiteLLM's own)")
-    adk.add_argument("--llm-args", type=json.loads, default={"temperature": 0.0},
-                     help="JSON of extra LiteLLM arguments (default: %(default)s, as tau2's llm_agent)")
+    add_model_args(adk)
     adk.add_argument("--host", default="127.0.0.1")
     adk.add_argument("--port", type=int, default=9102)
     adk.set_defaults(func=adk_agent_command)
+
+
+def add_model_args(parser: Any) -> None:
+    """The flags of an agent backed by a LiteLLM model."""
+    parser.add_argument("--model", required=True, help="LiteLLM model name, e.g. gpt-4.1 or openai/my-model")
+    parser.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint")
+    parser.add_argument("--api-key-env", default=None,
+                        help="Name of the environment variable holding the API key (default: LiteLLM's own)")
+    parser.add_argument("--llm-args", type=json.loads, default={"temperature": 0.0},
+                        help="JSON of extra LiteLLM arguments (default: %(default)s, as tau2's llm_agent)")
 
 
 def oracle_command(args: argparse.Namespace) -> int:
