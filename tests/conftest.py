@@ -26,7 +26,8 @@ from tau2_a2a.client.config import A2AConfig, RetryPolicy  # noqa: E402
 from tau2_a2a.runner.outcome import RunOutcome  # noqa: E402
 from tau2_a2a.runner.run import evaluate  # noqa: E402
 from tau2_a2a.runner.settings import RunSettings  # noqa: E402
-from tau2_a2a.tau2bench.distribution import RunConfig, run_domain  # noqa: E402
+from tau2_a2a.tau2bench.distribution import RunConfig  # noqa: E402
+from tau2_a2a.tau2bench.runs import run  # noqa: E402
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card  # noqa: E402
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port  # noqa: E402
 
@@ -73,14 +74,14 @@ def run_a2a(url: str, results_dir: Path, domain: str = "airline", *,
 
 
 def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: Any):
-    """The same oracle, natively in tau2 (no A2A; tau2's own run_domain), for fidelity comparisons."""
+    """The same oracle, natively in tau2 (no A2A; tau2's own run), for fidelity comparisons."""
     config = RunConfig(
         domain=domain, agent="oracle_agent", llm_agent="oracle", user="scripted_user",
         llm_user="scripted", llm_args_user={}, llm_args_agent={}, llm_args_judge={},
         results_dir=str(results_dir), save_to=run_args.pop("save_to", "native"),
         max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
     )
-    return run_domain(config)
+    return run(config)
 
 
 def descendants(pid: int) -> set[int]:

