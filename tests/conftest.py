@@ -33,6 +33,10 @@ from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port  # no
 
 
 Serve = Callable[[Callable[[str], Any]], BackgroundServer]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "upstream: runs on upstream tau2-bench (v1.0.1, Python 3.12+) only")
 FAST = RetryPolicy(max_attempts=3, backoff_seconds=0.05)  # retries without slow tests
 
 

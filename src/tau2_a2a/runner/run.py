@@ -37,7 +37,7 @@ from tau2_a2a.tau2bench.runs import (
     results_path_for,
     run,
     run_config,
-    scrub_secrets,
+    seal,
     simulations_saved,
 )
 
@@ -78,10 +78,10 @@ def _evaluate_a2a(settings: RunSettings, config: RunConfig, session: A2ASession,
                 engine.enter_context(on_session(session))
             results = run(config)
     except AgentAuthError as refusal:
-        raise stopped_by_refusal(refusal, session, path) from None
+        raise stopped_by_refusal(refusal, session, path, config) from None
     except KeyboardInterrupt:
-        raise interrupted(path, session) from None
-    scrub_secrets(path)
+        raise interrupted(path, config, session) from None
+    seal(path, config)
     report = write_report(path, session.discovery)
     return RunOutcome(results, path, metrics_path(path), report)
 
@@ -109,8 +109,8 @@ def _evaluate_native(config: RunConfig) -> RunOutcome:
     try:
         results = run(config)
     except KeyboardInterrupt:
-        raise interrupted(path) from None
-    scrub_secrets(path)
+        raise interrupted(path, config) from None
+    seal(path, config)
     return RunOutcome(results, path, None, None)
 
 
@@ -132,23 +132,23 @@ def describe_binding(session: A2ASession) -> str:
             + (", streaming" if session.streaming else ""))
 
 
-def interrupted(path: Path, session: A2ASession | None = None) -> RunInterrupted:
+def interrupted(path: Path, config: RunConfig, session: A2ASession | None = None) -> RunInterrupted:
     """The run stopped by Ctrl-C: freeze its results file and write the metrics of what it holds."""
     freeze_writes()
     if not path.exists():
         return RunInterrupted(0, path, None)
-    scrub_secrets(path)
+    seal(path, config)
     if session is None:
         return RunInterrupted(simulations_saved(path), path, None)
     report = write_report(path, session.discovery)
     return RunInterrupted(len(report["simulations"]), path, metrics_path(path))
 
 
-def stopped_by_refusal(refusal: AgentAuthError, session: A2ASession, path: Path) -> RunStopped:
+def stopped_by_refusal(refusal: AgentAuthError, session: A2ASession, path: Path, config: RunConfig) -> RunStopped:
     """The run stopped when the agent refused our credentials: keep what finished, say what to pass."""
     finished = 0
     if path.exists():
-        scrub_secrets(path)
+        seal(path, config)
         finished = len(write_report(path, session.discovery)["simulations"])
     return RunStopped(
         f"The agent at {session.config.endpoint} refused our credentials mid-run "

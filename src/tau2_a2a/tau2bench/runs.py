@@ -25,6 +25,7 @@ from tau2_a2a.tau2bench.distribution import (
     run_to,
     save_summaries,
 )
+from tau2_a2a.tau2bench import provenance
 from tau2_a2a.tau2bench.orchestration import RunRefused
 from tau2_a2a.tau2bench.resume import planned_task_ids
 from tau2_a2a.tau2bench.results_file import atomic_open
@@ -104,6 +105,12 @@ def read_results(path: Path) -> Results:
 
 def simulations_saved(path: Path) -> int:
     return len(json.loads(path.read_text())["simulations"])
+
+
+def seal(results_path: Path, config: RunConfig) -> None:
+    """A run's results file as it is left: no credential in it, and its provenance (see `provenance`) in it."""
+    scrub_secrets(results_path)
+    provenance.record(results_path, provenance.provenance(config.task_set_name or config.domain))
 
 
 def scrub_secrets(results_path: Path) -> None:
