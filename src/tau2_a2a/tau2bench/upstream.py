@@ -11,6 +11,7 @@ Imported only by `distribution`.
 
 from __future__ import annotations
 
+import asyncio.base_events
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,24 @@ __all__ = [
 ]
 
 _stock_run_single_task = tau2_batch.run_single_task
+
+
+def _quiet_loop_del(original: Callable[[Any], None]) -> Callable[[Any], None]:
+    """An event loop's `__del__` as upstream's batch module patches it, without the traceback it prints when
+    a loop is collected at interpreter exit (its patch reads a module global that is gone by then); the
+    original is held in a closure, which outlives the module."""
+
+    def __del__(self: Any) -> None:
+        try:
+            original(self)
+        except (AttributeError, TypeError):
+            pass
+
+    return __del__
+
+
+asyncio.base_events.BaseEventLoop.__del__ = _quiet_loop_del(  # type: ignore[method-assign]
+    getattr(tau2_batch, "_original_del", asyncio.base_events.BaseEventLoop.__del__))
 
 
 class RunConfig(TextRunConfig):
