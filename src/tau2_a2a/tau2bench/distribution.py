@@ -61,7 +61,6 @@ DISTRIBUTION, VERSION = _installed()
 _sink = _quiet_sink()
 
 from tau2.agent.llm_agent import LLMAgent  # noqa: E402
-from tau2.cli import add_run_args  # noqa: E402
 from tau2.config import (  # noqa: E402
     DEFAULT_LLM_AGENT,
     DEFAULT_LLM_TEMPERATURE_USER,
@@ -125,7 +124,7 @@ __all__ = [
     "FlightDB", "Info", "LLMAgent", "MOCK_DB_PATH", "Message", "MockDB", "MultiToolMessage", "NVIDIA",
     "Orchestrator", "RETAIL_DB_PATH", "Results", "RetailDB", "SimulationRun", "TELECOM_DB_PATH",
     "TELECOM_USER_DB_PATH", "Task", "TelecomDB", "TelecomUserDB", "TerminationReason", "Tool", "ToolCall",
-    "ToolKitBase", "ToolMessage", "UPSTREAM", "UserMessage", "VERSION", "add_run_args", "airline_environment",
+    "ToolKitBase", "ToolMessage", "UPSTREAM", "UserMessage", "VERSION", "airline_environment",
     "as_tool", "compute_metrics", "evaluate_simulation", "get_dict_hash", "get_options", "get_tasks",
     "is_successful", "load_task_splits", "load_tasks", "make_run_name", "mock_environment", "pass_hat_k",
     "registry", "retail_environment", "run_domain", "telecom_environment", *_differing,

