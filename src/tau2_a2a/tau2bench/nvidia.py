@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import tau2.run as tau2_run
-from tau2.agent.base import ValidAgentInputMessage
+from tau2.agent.base import ValidAgentInputMessage, is_valid_agent_history_message
 from tau2.agent.llm_agent import LLMGTAgent, LLMSoloAgent
 from tau2.cli import add_run_args
 from tau2.data_model.simulation import Results, RunConfig, SimulationRun
@@ -25,7 +25,7 @@ from tau2.utils.display import ConsoleDisplay
 
 __all__ = [
     "STOP", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage", "ValidUserInputMessage",
-    "add_run_args", "agent_task_filter", "register_agent", "run_to", "save_summaries", "set_simulation_function",
+    "add_run_args", "agent_task_filter", "is_valid_agent_history_message", "register_agent", "run_to", "save_summaries", "set_simulation_function",
     "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
     "use_results_io",
 ]

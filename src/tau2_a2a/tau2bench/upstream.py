@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 import tau2.runner.batch as tau2_batch
 import tau2.runner.build as tau2_build
-from tau2.agent.base_agent import ValidAgentInputMessage
+from tau2.agent.base_agent import ValidAgentInputMessage, is_valid_agent_history_message
 from tau2.cli import add_run_args as _add_upstream_run_args
 from tau2.data_model.simulation import Results, SimulationRun, TextRunConfig
 from tau2.data_model.tasks import Task
@@ -31,7 +31,7 @@ from tau2.utils.display import ConsoleDisplay
 
 __all__ = [
     "STOP", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage", "ValidUserInputMessage",
-    "add_run_args", "agent_task_filter", "register_agent", "run_to", "save_summaries", "set_simulation_function",
+    "add_run_args", "agent_task_filter", "is_valid_agent_history_message", "register_agent", "run_to", "save_summaries", "set_simulation_function",
     "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
     "use_results_io",
 ]
