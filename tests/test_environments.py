@@ -27,7 +27,7 @@ from tau2.domains.airline.utils import AIRLINE_DB_PATH
 from tau2.domains.retail.data_model import RetailDB
 from tau2.domains.retail.utils import RETAIL_DB_PATH
 from tau2.registry import registry
-from tau2.run import load_tasks
+from tau2_a2a.tau2bench.distribution import load_tasks
 from tau2.utils import get_dict_hash
 
 from tau2_a2a.runner.run import evaluate

@@ -199,7 +199,7 @@ def test_history_keeps_the_floats_of_number_arguments() -> None:
 
 def test_real_task_history_round_trip() -> None:
     """The mock domain ships tasks that start mid-conversation, with tool calls and results."""
-    from tau2.run import load_tasks
+    from tau2_a2a.tau2bench.distribution import load_tasks
 
     from tau2_a2a.tau2bench.a2a_agent import _history_entry
 
