@@ -88,6 +88,13 @@ def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: An
     return run(config)
 
 
+def scored_offline(task: Any) -> bool:
+    """Whether tau2 scores `task` without an LLM: upstream judges some retail tasks' NL assertions with one."""
+    criteria = task.evaluation_criteria
+    basis = [str(getattr(b, "value", b)).upper() for b in (criteria.reward_basis or [])] if criteria else []
+    return not (criteria and criteria.nl_assertions and "NL_ASSERTION" in basis)
+
+
 def descendants(pid: int) -> set[int]:
     """The processes started by `pid`, and by those, and so on (Linux /proc)."""
     parents: dict[int, int] = {}

@@ -40,7 +40,7 @@ from tau2_a2a.tau2bench.environments import (
     installed,
     template_for,
 )
-from tests.conftest import REPO, run_native_oracle, typed
+from tests.conftest import REPO, run_native_oracle, scored_offline, typed
 
 SAMPLE = {"airline": 12, "retail": 20, "telecom": 20}
 ALL_TASKS = os.environ.get("TAU2_A2A_TEST_ALL_TASKS") == "1"
@@ -48,7 +48,7 @@ ALL_TASKS = os.environ.get("TAU2_A2A_TEST_ALL_TASKS") == "1"
 
 def spread_sample(domain: str) -> list[str]:
     """Every k-th task of the base split, so the sample covers the whole split."""
-    ids = [task.id for task in load_tasks(domain, task_split_name="base")]
+    ids = [task.id for task in load_tasks(domain, task_split_name="base") if scored_offline(task)]
     if ALL_TASKS:
         return ids
     step = max(1, len(ids) // SAMPLE[domain])
