@@ -23,7 +23,9 @@ def oracle_process(port: int, delay: float = 0.0, grpc_port: int | None = None) 
     With `grpc_port` (e.g. a `free_port()`) it serves gRPC there too, declared in its card;
     the gRPC server starts before the HTTP one, so it is up once the card answers.
     """
-    command = [str(BIN / "tau2-a2a"), "agent", "oracle", "--port", str(port), "--delay", str(delay)]
+    script = BIN / "tau2-a2a"  # without the script (tau2-a2a on PYTHONPATH only), the module
+    cli = [str(script)] if script.exists() else [sys.executable, "-m", "tau2_a2a.cli"]
+    command = [*cli, "agent", "oracle", "--port", str(port), "--delay", str(delay)]
     if grpc_port is not None:
         command += ["--grpc-port", str(grpc_port)]
     with serving_process(command, port) as url:

@@ -28,7 +28,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from tau2.user.base import STOP
+from tau2_a2a.tau2bench.distribution import STOP
 
 from tau2_a2a.tau2bench.oracle_script import find_marker, find_task, oracle_steps, task_marker
 
@@ -156,6 +156,6 @@ def user_scenario_task(messages: list[dict[str, Any]]) -> tuple[str, str] | None
 @lru_cache(maxsize=1)
 def scenarios() -> dict[tuple[str, str], str]:
     """Every recognised task's scenario as tau2 writes it into the user simulator's prompt."""
-    from tau2.run import load_tasks
+    from tau2_a2a.tau2bench.distribution import load_tasks
 
     return {(domain, task.id): str(task.user_scenario) for domain in USER_DOMAINS for task in load_tasks(domain)}

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from tau2.agent.llm_agent import LLMAgent
 from tau2.registry import registry
-from tau2.run import load_tasks
+from tau2_a2a.tau2bench.distribution import load_tasks
 
 from tau2_a2a.client.config import RetryPolicy
 from testbed.standin_llm import MODEL, StandinLLM, content_text

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from tau2_a2a.cli import main
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
+from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY, task_set_sha256
 from tests.support.cli import run_cli
 from tests.support.runs import run_a2a
 
@@ -105,3 +107,50 @@ def test_a_missing_file_and_a_single_file(run_file: Path, tmp_path: Path, refuse
         f"error: No results file at {missing}.")
     assert refused([str(run_file), "--save-to", "m", "--results-dir", str(tmp_path)]) == (
         "error: Give two or more results files to merge.")
+
+
+def _another_run(run_file: Path, path: Path, change: Any) -> Path:
+    """`run_file` as another run's file (its own simulation ids), changed by `change(data)`."""
+    data = json.loads(run_file.read_text())
+    for simulation in data["simulations"]:
+        simulation["id"] = f"other-{simulation['id']}"
+    change(data)
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def test_runs_of_other_task_sets_name_both(run_file: Path, tmp_path: Path, refused: Any) -> None:
+    ours = json.loads(run_file.read_text())[PROVENANCE_KEY]
+    assert ours == {"tau2_distribution": DISTRIBUTION, "tau2_version": VERSION, "task_set": "airline",
+                    "task_set_sha256": task_set_sha256("airline")}
+    elsewhere = {"tau2_distribution": "tau2-elsewhere", "tau2_version": "0.9", "task_set": "airline",
+                 "task_set_sha256": "0" * 64}
+    other = _another_run(run_file, tmp_path / "other.json", lambda data: data.update({PROVENANCE_KEY: elsewhere}))
+    line = refused([str(run_file), str(other), "--save-to", "merged", "--results-dir", str(tmp_path)])
+    assert line == ("error: These results files were not made with the same settings, so they cannot be scored "
+                    f"together: task sets differ ({run_file.name}: airline of {DISTRIBUTION} {VERSION}, sha256 "
+                    f"{ours['task_set_sha256'][:12]}; other.json: airline of tau2-elsewhere 0.9, sha256 000000000000).")
+    assert not (tmp_path / "merged.json").exists()
+
+
+def test_a_task_that_differs_between_files_without_provenance(run_file: Path, tmp_path: Path,
+                                                              refused: Any) -> None:
+    def edited(data: dict[str, Any]) -> None:
+        data.pop(PROVENANCE_KEY)
+        data["tasks"][0]["description"] = {"purpose": "an edited task"}
+
+    plain = _another_run(run_file, tmp_path / "plain.json", lambda data: data.pop(PROVENANCE_KEY))
+    other = _another_run(run_file, tmp_path / "other.json", edited)
+    task_id = json.loads(run_file.read_text())["tasks"][0]["id"]
+    line = refused([str(plain), str(other), "--save-to", "merged", "--results-dir", str(tmp_path)])
+    assert line == ("error: These results files were not made with the same settings, so they cannot be scored "
+                    f"together: task {task_id} differs between plain.json and other.json, so their task sets differ.")
+    assert not (tmp_path / "merged.json").exists()
+
+
+def test_a_merge_records_the_provenance_of_its_inputs(run_file: Path, tmp_path: Path) -> None:
+    other = _another_run(run_file, tmp_path / "other.json", lambda data: None)
+    assert main(["merge", str(run_file), str(other), "--save-to", "merged", "--results-dir", str(tmp_path)]) == 0
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert merged[PROVENANCE_KEY] == json.loads(run_file.read_text())[PROVENANCE_KEY]
+    assert len(merged["simulations"]) == 4

@@ -11,7 +11,7 @@ import pytest
 from tau2_a2a import api
 from tau2_a2a.runner.protocol_metrics import metrics_path
 from tau2_a2a.tau2bench import registration
-from tau2_a2a.tau2bench.distribution import RunConfig, registry, run_domain
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, RunConfig, registry, run_domain
 
 
 def test_registering_twice_registers_once() -> None:
@@ -49,6 +49,8 @@ def test_settings_travel_as_json_without_the_token(oracle_url: str) -> None:
         api.RunSettings.from_dict({**data, "colour": "blue"})
 
 
+@pytest.mark.skipif(DISTRIBUTION != NVIDIA, reason="upstream records a simulation's exception as an infrastructure "
+                    "error rather than raising it, and writes under its data directory only")
 def test_tau2s_own_run_domain_cannot_reach_an_a2a_agent_alone(tmp_path: Path) -> None:
     config = RunConfig(domain="airline", agent="a2a_agent", llm_agent="remote", user="scripted_user",
                        llm_user="scripted", llm_args_agent={}, llm_args_user={}, llm_args_judge={},

@@ -10,7 +10,7 @@ from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.runner.outcome import RunOutcome
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.distribution import RunConfig, run_domain
+from tau2_a2a.tau2bench.distribution import RunConfig, run_to
 from tau2_a2a.protocol.hosting import BackgroundServer
 
 
@@ -31,14 +31,21 @@ def run_a2a(url: str, results_dir: Path, domain: str = "airline", *,
 
 
 def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: Any):
-    """The same oracle, natively in tau2 (no A2A; tau2's own run_domain), for fidelity comparisons."""
+    """The same oracle, natively in tau2 (no A2A; tau2's own run), for fidelity comparisons."""
     config = RunConfig(
         domain=domain, agent="oracle_agent", llm_agent="oracle", user="scripted_user",
         llm_user="scripted", llm_args_user={}, llm_args_agent={}, llm_args_judge={},
         results_dir=str(results_dir), save_to=run_args.pop("save_to", "native"),
         max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
     )
-    return run_domain(config)
+    return run_to(config, results_dir / f"{config.save_to}.json")
+
+
+def scored_offline(task: Any) -> bool:
+    """Whether tau2 scores `task` without an LLM: upstream judges some retail tasks' NL assertions with one."""
+    criteria = task.evaluation_criteria
+    basis = [str(getattr(b, "value", b)).upper() for b in (criteria.reward_basis or [])] if criteria else []
+    return not (criteria and criteria.nl_assertions and "NL_ASSERTION" in basis)
 
 
 def saved_simulations(results_path: Path) -> list[dict] | None:

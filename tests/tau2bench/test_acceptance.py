@@ -14,7 +14,7 @@ from tests.support.runs import run_a2a, run_native_oracle
 
 SUBSETS = {
     "airline": ["0", "1", "2", "7", "9", "13"],
-    "retail": ["0", "1", "2", "5"],
+    "retail": ["0", "1", "5", "7"],  # scored without an LLM in every tau2 (upstream judges NL assertions of task 2)
     "mock": None,
 }
 

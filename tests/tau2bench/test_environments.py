@@ -27,7 +27,7 @@ from tau2.domains.airline.utils import AIRLINE_DB_PATH
 from tau2.domains.retail.data_model import RetailDB
 from tau2.domains.retail.utils import RETAIL_DB_PATH
 from tau2.registry import registry
-from tau2.run import load_tasks
+from tau2_a2a.tau2bench.distribution import load_tasks
 from tau2.utils import get_dict_hash
 
 from tau2_a2a.runner.run import evaluate
@@ -40,7 +40,7 @@ from tau2_a2a.tau2bench.environments import (
     template_for,
 )
 from tests.support.paths import REPO
-from tests.support.runs import run_native_oracle
+from tests.support.runs import run_native_oracle, scored_offline
 from tests.support.values import typed
 
 SAMPLE = {"airline": 12, "retail": 20, "telecom": 20}
@@ -49,7 +49,7 @@ ALL_TASKS = os.environ.get("TAU2_A2A_TEST_ALL_TASKS") == "1"
 
 def spread_sample(domain: str) -> list[str]:
     """Every k-th task of the base split, so the sample covers the whole split."""
-    ids = [task.id for task in load_tasks(domain, task_split_name="base")]
+    ids = [task.id for task in load_tasks(domain, task_split_name="base") if scored_offline(task)]
     if ALL_TASKS:
         return ids
     step = max(1, len(ids) // SAMPLE[domain])

@@ -19,12 +19,16 @@ from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import Message as A2AMessage
 from google.protobuf.json_format import MessageToDict
-from tau2.agent.base import is_valid_agent_history_message
-from tau2.agent.llm_agent import LLMAgent
-from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
-from tau2.data_model.tasks import Task
-from tau2.registry import registry
-from tau2.run import load_tasks
+from tau2_a2a.tau2bench.distribution import (
+    AssistantMessage,
+    LLMAgent,
+    Task,
+    ToolMessage,
+    UserMessage,
+    is_valid_agent_history_message,
+    load_tasks,
+    registry,
+)
 
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.protocol.messages import read_turn

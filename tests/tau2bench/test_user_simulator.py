@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 from a2a.types import TaskState
-from tau2.data_model.simulation import Results
-from tau2.user.base import STOP
+from tau2_a2a.tau2bench.distribution import STOP, Results
 
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from testbed.standin_llm import MODEL, StandinLLM, user_opening

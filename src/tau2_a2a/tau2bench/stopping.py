@@ -19,7 +19,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
-from tau2_a2a.tau2bench.distribution import tau2_run
+from tau2_a2a.tau2bench.distribution import use_executor
 
 stopping = threading.Event()  # set by the first Ctrl-C of this process's run
 writes = threading.RLock()  # held by every results file write (see results_file.atomic_open)
@@ -50,5 +50,5 @@ class RunExecutor(ThreadPoolExecutor):
 
 
 def install() -> None:
-    """Shadow `ThreadPoolExecutor` in tau2.run's module globals only."""
-    tau2_run.ThreadPoolExecutor = RunExecutor  # type: ignore[attr-defined]
+    """tau2's run uses this thread pool (nothing else does)."""
+    use_executor(RunExecutor)

