@@ -4,7 +4,8 @@
 
 Reads src/tau2_a2a's imports as written (every `import` and `from ... import`,
 at any depth, also inside functions and TYPE_CHECKING blocks), nothing run:
-- the modules that import tau2 itself (the target: tau2bench/distribution.py alone);
+- the modules that import tau2 itself (the target: the seam's distribution.py, which the rest of the code
+  calls, and its two halves for the two tau2 distributions, nvidia.py and upstream.py; none elsewhere);
 - import circles between modules of the package (the target: none);
 - rooms (folders) importing each other both ways (the target: none);
 - source files over 500 lines (the target: none).
@@ -20,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "tau2_a2a"
 MAX_LINES = 500
-SEAM = "tau2_a2a.tau2bench.distribution"
+SEAM = ["tau2_a2a.tau2bench.distribution", "tau2_a2a.tau2bench.nvidia", "tau2_a2a.tau2bench.upstream"]
 
 
 def module_name(path: Path) -> str:
@@ -118,7 +119,9 @@ def main() -> int:
     long_files = [(len(path.read_text().splitlines()), path.relative_to(ROOT)) for path in files]
     long_files = sorted((item for item in long_files if item[0] > MAX_LINES), reverse=True)
 
-    print(f"modules that import tau2: {len(tau2_importers)} ({', '.join(tau2_importers) or '-'})")
+    outside = [name for name in tau2_importers if name not in SEAM]
+    print(f"modules that import tau2: {len(tau2_importers)} ({', '.join(tau2_importers) or '-'}); "
+          f"outside the seam: {len(outside)}")
     print(f"import circles between modules: {len(module_circles)}")
     for circle in module_circles:
         print(f"  {' <-> '.join(circle)}")
@@ -130,7 +133,7 @@ def main() -> int:
         print(f"  {path}: {lines}")
     largest = max((len(path.read_text().splitlines()), path.relative_to(ROOT)) for path in files)
     print(f"largest source file: {largest[1]} ({largest[0]} lines); {len(files)} source files")
-    missed = tau2_importers != [SEAM] or module_circles or room_circles or long_files
+    missed = outside or module_circles or room_circles or long_files
     return 1 if missed else 0
 
 
