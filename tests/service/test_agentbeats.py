@@ -21,6 +21,8 @@ from tau2.metrics.agent_metrics import compute_metrics
 from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import AssessmentRejected, Shard, parse
 from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
+from tau2_a2a.tau2bench.provenance import task_set_sha256
 from tau2_a2a.service.result import ARTIFACT_NAME, schema
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.support.assessments import assess, request, result_of
@@ -81,7 +83,9 @@ def test_a_text_request_streams_progress_and_completes_with_a_result_artifact(te
                               "termination_reasons": ["user_stop", "user_stop"], "avg_reward": 1.0}
                              for t in ("0", "1")]
     assert data["termination_reasons"] == {"user_stop": 4} and data["a2a_requests"] >= 4
-    assert data["tau2_version"] == "26.3" and data["participant"].startswith("http://127.0.0.1:")
+    assert (data["tau2_distribution"], data["tau2_version"]) == (DISTRIBUTION, VERSION)
+    assert data["task_set_sha256"] == task_set_sha256("airline")  # the task set the run drew from
+    assert data["participant"].startswith("http://127.0.0.1:")
 
 
 async def test_the_same_request_as_a_data_part(service: BackgroundServer, oracle_url: str) -> None:

