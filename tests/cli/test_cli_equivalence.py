@@ -1,5 +1,5 @@
 """`tau2-a2a run` with a non-A2A agent is `tau2 run`: same config, files and output, but for the API key
-tau2 copies into the results file, which tau2-a2a never leaves there."""
+tau2 copies into the results file, which tau2-a2a never leaves there, and the provenance it adds."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY
 
 BIN = Path(sys.executable).parent
 VOLATILE = {"timestamp", "start_time", "end_time", "duration", "id", "git_commit"}
@@ -53,6 +55,7 @@ def test_non_a2a_agent_runs_exactly_like_tau2_run(tmp_path: Path) -> None:
             ours_args, theirs_args = ours["info"]["agent_info"]["llm_args"], theirs["info"]["agent_info"]["llm_args"]
             assert theirs_args["api_key"] == "dummy_key" and ours_args["api_key"] == "***"
             ours_args["api_key"] = theirs_args["api_key"]
+            assert ours.pop(PROVENANCE_KEY)["task_set"] == "airline" and PROVENANCE_KEY not in theirs
         assert _stable(ours) == _stable(theirs), name
     assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == sorted(
         p.name for p in (tmp_path / "tau2").iterdir()
