@@ -2,7 +2,7 @@
 
 Why a child process per evaluation: tau2 keeps process-wide state (run_tasks
 resets loguru's sinks, a shared rich console, an interactive resume prompt,
-the in-memory credential store). In its own process every evaluation gets its
+its Ctrl-C handling). In its own process every evaluation gets its
 own, evaluations cannot see each other, and the service's logging is never
 touched. The child is the runner's own entry point, `python -m tau2_a2a.runner`,
 given the evaluation's RunSettings as JSON on its stdin: the run `tau2-a2a run`
