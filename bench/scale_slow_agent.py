@@ -43,11 +43,9 @@ import argparse
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -56,6 +54,9 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import httpx  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _process_stats import MemorySampler, cpu_seconds, machine_cpu_seconds, rss_mb  # noqa: E402
 
 STATS_PATH = "/_bench/stats"
 RESET_PATH = "/_bench/reset"
@@ -158,13 +159,6 @@ async def _send_json(send: Any, payload: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def rss_mb() -> float:
-    """This process's resident memory now (Linux /proc), in MiB."""
-    with open("/proc/self/statm") as statm:
-        pages = int(statm.read().split()[1])
-    return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
-
-
 def oracle_app(url: str, delay: float) -> ConnectionCounter:
     """The reference oracle, `delay` seconds per reply, behind the counter."""
     from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
@@ -180,92 +174,6 @@ def serve(port: int, delay: float, keep_alive: float) -> None:
     url = f"http://127.0.0.1:{port}"
     uvicorn.run(oracle_app(url, delay), host="127.0.0.1", port=port, log_level="warning",
                 timeout_keep_alive=keep_alive)
-
-
-class MemorySampler:
-    """Peak memory while a run goes on: this process's RSS, and the PSS of it with its helpers.
-
-    PSS (proportional set size) counts a page shared by n processes as 1/n in
-    each, so the sum over the run's processes (with --ray local, Ray's own
-    processes and its actors) is what they take together. The agent's
-    process (`exclude`) is not counted. The same samples keep each process's
-    CPU time so far, so `tree_cpu` is the CPU of the run's processes (to the
-    last sample, once a second), the machine's other work left out.
-    """
-
-    def __init__(self, exclude: int, interval: float = 0.1, tree_every: int = 10) -> None:
-        self.interval = interval
-        self.tree_every = tree_every  # the PSS of every process costs more: once a second
-        self.exclude = exclude
-        self.peak = rss_mb()
-        self.cpu_at_start = tree_cpu_seconds(exclude)
-        self.cpu_by_process = dict(self.cpu_at_start)
-        self.peak_tree = tree_pss_mb(exclude)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        ticks = 0
-        while not self._stop.wait(self.interval):
-            self.peak = max(self.peak, rss_mb())
-            ticks += 1
-            if ticks % self.tree_every == 0:
-                self.peak_tree = max(self.peak_tree, tree_pss_mb(self.exclude))
-                self.cpu_by_process.update(tree_cpu_seconds(self.exclude))
-
-    @property
-    def tree_cpu(self) -> float:
-        """CPU seconds the run's processes (this one and its helpers, not the agent) spent during the run."""
-        return sum(seconds - self.cpu_at_start.get(pid, 0.0) for pid, seconds in self.cpu_by_process.items())
-
-    def __enter__(self) -> "MemorySampler":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, rss_mb())
-        self.cpu_by_process.update(tree_cpu_seconds(self.exclude))
-
-
-def tree_pss_mb(exclude: int) -> float:
-    """PSS of this process and every process it started (but `exclude`), in MiB (Linux smaps_rollup)."""
-    import psutil  # a dependency of tau2
-
-    me = psutil.Process()
-    total_kb = 0
-    for process in [me, *me.children(recursive=True)]:
-        if process.pid == exclude:
-            continue
-        try:
-            rollup = Path(f"/proc/{process.pid}/smaps_rollup").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        total_kb += next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
-    return round(total_kb / 1024, 1)
-
-
-def tree_cpu_seconds(exclude: int) -> dict[int, float]:
-    """CPU seconds so far of this process and every process it started (but `exclude`), by process id."""
-    import psutil
-
-    me = psutil.Process()
-    seconds = {}
-    for process in [me, *me.children(recursive=True)]:
-        if process.pid == exclude:
-            continue
-        try:
-            times = process.cpu_times()
-        except psutil.Error:
-            continue  # gone meanwhile
-        seconds[process.pid] = times.user + times.system
-    return seconds
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 class SlowNativeOracle:
@@ -285,15 +193,6 @@ class SlowNativeOracle:
 
         if cls.NAME not in registry.get_info().agents:
             registry.register_agent(Agent, cls.NAME)
-
-
-def machine_cpu_seconds() -> float:
-    """CPU time spent by every process on this machine so far (Linux /proc/stat): this one,
-    Ray's processes when it started them, and the agent, which share the cores."""
-    with open("/proc/stat") as stat:
-        fields = [int(v) for v in stat.readline().split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def list_schedule(durations: list[float], slots: int) -> float:
