@@ -112,7 +112,7 @@ _STOCK = simulation_function()  # tau2's own, before anything replaced it
 
 class RunRefused(BaseException):
     """The agent refused our credentials: stops the run, past tau2's retries and error handling (which catch
-    Exception only); the run unwraps it (see `runs.run`)."""
+    Exception only); the run unwraps it (see `runs.RunPlan.run`)."""
 
     def __init__(self, refusal: AgentAuthError) -> None:
         super().__init__(str(refusal))
