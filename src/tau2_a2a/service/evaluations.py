@@ -177,11 +177,16 @@ class EvaluationManager:
             rows, key=lambda r: (r.record["created_at"], r.evaluation_id))]
 
     def wait(self, evaluation_id: str, timeout: float | None = None) -> dict[str, Any]:
-        """Block until the evaluation ends (or `timeout`); its snapshot."""
+        """Block until the evaluation ends (or `timeout`); its snapshot. An evaluation of this replica has
+        ended when its end is recorded and the queue has moved on (the next evaluation started)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             snapshot = self.get(evaluation_id)
-            if snapshot["status"] in TERMINAL or (deadline is not None and time.monotonic() >= deadline):
+            if snapshot["status"] in TERMINAL:
+                with self._lock:  # its watcher records the end and starts the next one under this lock
+                    pass
+                return snapshot
+            if deadline is not None and time.monotonic() >= deadline:
                 return snapshot
             job = self._jobs.get(evaluation_id)
             pause = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
