@@ -22,8 +22,9 @@ def run_a2a(url: str, results_dir: Path, domain: str = "airline", *,
             a2a: A2AConfig | None = None, **run_args: Any) -> RunOutcome:
     """Evaluate the A2A agent at `url` with the scripted user, results under `results_dir`."""
     settings = RunSettings(
-        domain=domain, a2a=a2a or A2AConfig(endpoint=url, retry=FAST), agent_llm="a2a-test",
-        agent_llm_args={}, user="scripted_user", user_llm="scripted", user_llm_args={},
+        domain=domain, a2a=a2a or A2AConfig(endpoint=url, retry=FAST),
+        agent_llm=run_args.pop("agent_llm", "a2a-test"), agent_llm_args={}, user="scripted_user",
+        user_llm="scripted", user_llm_args={},
         results_dir=str(results_dir), save_to=run_args.pop("save_to", "run"),
         max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
     )
