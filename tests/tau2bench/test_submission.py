@@ -3,8 +3,8 @@ and `tau2 submit validate` as they are, and the submission says what the run mea
 
 Upstream's verification wants every task of a domain's base split, each run `num_trials` times, so the runs
 cover airline's 50 and telecom's 114 base tasks (the two domains scored without an LLM), two trials each,
-against one A2A agent that gets some of them wrong: pass^1 and pass^2 differ. docs/leaderboard.md tells the
-same steps.
+against one A2A agent that gets some of them wrong: pass^1 and pass^2 differ. Domains whose A2A settings
+differ are refused by upstream, as docs/leaderboard.md (the same steps, for users) says.
 """
 
 from __future__ import annotations
@@ -89,8 +89,10 @@ def prepared(runs: dict[str, RunOutcome], tmp_path_factory: pytest.TempPathFacto
     work = tmp_path_factory.mktemp("submission")
     files = [str(runs[domain].results_path) for domain in DOMAINS]
     done = submit("prepare", *files, "--output", "out", cwd=work, answers=ANSWERS)
-    [directory] = (work / "out").iterdir()
-    return {"process": done, "directory": directory}
+    made = list((work / "out").iterdir()) if (work / "out").is_dir() else []
+    if len(made) != 1:
+        pytest.fail(f"tau2 submit prepare made {len(made)} submissions:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    return {"process": done, "directory": made[0]}
 
 
 def test_upstream_prepare_accepts_the_runs(prepared: dict[str, Any]) -> None:
@@ -140,3 +142,18 @@ def test_the_submitted_trajectories_keep_their_provenance(runs: dict[str, RunOut
         submitted = prepared["directory"] / "trajectories" / f"acme_{domain}.json"
         assert submitted.read_bytes() == runs[domain].results_path.read_bytes()
         assert json.loads(submitted.read_text())[PROVENANCE_KEY] == provenance(domain)
+
+
+def test_upstream_refuses_domains_run_with_other_a2a_settings(runs: dict[str, RunOutcome], tmp_path: Path) -> None:
+    """The agent's A2A settings are its llm_args, which upstream compares across domains (docs/leaderboard.md):
+    telecom's file as a run with a longer --a2a-timeout would have written it."""
+    telecom = json.loads(runs["telecom"].results_path.read_text())
+    telecom["info"]["agent_info"]["llm_args"]["a2a_timeout"] = 600.0
+    (tmp_path / "acme_telecom.json").write_text(json.dumps(telecom))
+    done = submit("prepare", str(runs["airline"].results_path), str(tmp_path / "acme_telecom.json"), "--output",
+                  "out", "--no-verify", cwd=tmp_path, answers=ANSWERS)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ("❌ Submission set validation failed: Agent / User Simulator should be the same for all results. "
+            in done.stdout), done.stdout[-3000:]
+    assert "'a2a_timeout': 600.0" in done.stdout
+    assert not (tmp_path / "out").exists()
