@@ -24,6 +24,11 @@ quantities, tracking numbers) is met when the agent said each of them; one
 that tells the user something in words is met when the agent said its last
 word; one that asks the agent to act is met when the agent acted (a tool
 result) and then spoke.
+
+Run on its own for benchmarks and by hand (it prints its api base, the value
+for OPENAI_API_BASE or a model's `api_base`, and serves until stopped):
+
+    python -m testbed.standin_llm --port 8765
 """
 
 from __future__ import annotations
@@ -260,3 +265,28 @@ def judge_reply(turns: list[tuple[str, str]], expected: list[str]) -> dict[str, 
         met, reasoning = verdict(turns, outcome)
         results.append({"expectedOutcome": outcome, "reasoning": reasoning, "metExpectation": met})
     return {"role": "assistant", "content": json.dumps({"results": results})}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve on loopback until stopped, printing the api base to point LiteLLM at."""
+    import argparse
+    import time
+
+    from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+
+    parser = argparse.ArgumentParser(description="A deterministic stand-in for an OpenAI-compatible LLM provider.")
+    parser.add_argument("--port", type=int, default=0, help="loopback port (default: a free one)")
+    parser.add_argument("--tool-calls-as-text", action="store_true", help="as the agent, write tool calls as text")
+    args = parser.parse_args(argv)
+    llm = StandinLLM(args.tool_calls_as_text)
+    with BackgroundServer(llm.app(), port=args.port or free_port()) as server:
+        print(f"{server.url}/v1", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
