@@ -7,7 +7,7 @@ loopback, whose verdicts are a pure function of the prompt (docs/judge.md).
 The oracle over A2A and the native oracle must get the same verdicts, rewards
 and trajectories; an agent that does not say what an assertion asks for scores
 0 on the judge alone; an unreachable judge leaves its simulations unscored as
-upstream's infrastructure errors, said in one line, and a second run scores them.
+upstream's infrastructure errors, said in one line and in `tau2-a2a report`, and a second run scores them.
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from a2a.helpers import new_text_part
 
+from tau2_a2a.compare.output import write
+from tau2_a2a.compare.report import schema
 from tau2_a2a.protocol.hosting import a2a_app, free_port
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, Results, load_tasks
 from tau2_a2a.tau2bench.environments import VERIFY_ENV, environments
@@ -162,6 +165,11 @@ def test_an_unreachable_judge_leaves_its_simulations_unscored_and_a_rerun_scores
     metrics = json.loads((tmp_path / "judged_a2a_metrics.json").read_text())
     assert {s["task_id"]: s["termination_reason"] for s in metrics["simulations"]} == {
         "2": "infrastructure_error", "0": "user_stop"}
+    report, _, _ = write([str(path)], tmp_path / "report.html", resamples=100)
+    jsonschema.validate(report, schema())
+    [domain] = report["runs"][0]["domains"]
+    assert {row["task_id"]: [(c["group"], c["kind"]) for c in row["cells"]] for row in domain["grid"]} == {
+        "0": [("pass", "pass")], "2": [("infrastructure", "tau2")]}
 
     judge = StandinLLM.serve(serve)
     process = run_cli(command, env={**dead, "OPENAI_API_BASE": judge.api_base}, cwd=tmp_path)
