@@ -15,12 +15,29 @@ It also plays tau2's LLM user simulator (`user_simulator`): a request whose
 system prompt holds a task's `<scenario>` gets, as the user's first words, the
 task's reason for calling plus its marker (so an oracle agent can play the task),
 and `###STOP###` once the agent has spoken again.
+
+And it plays upstream tau2-bench's judge of natural-language assertions
+(`judge_reply`): a request holding a conversation and its `expectedOutcomes`
+gets one verdict per outcome in the JSON upstream's judge asks for. A verdict
+is a pure function of the prompt: an outcome naming figures (amounts,
+quantities, tracking numbers) is met when the agent said each of them; one
+that tells the user something in words is met when the agent said its last
+word; one that asks the agent to act is met when the agent acted (a tool
+result) and then spoke.
+
+Run on its own for benchmarks and by hand (it prints its api base, the value
+for OPENAI_API_BASE or a model's `api_base`, and serves until stopped):
+
+    python -m testbed.standin_llm --port 8765
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import threading
+from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -84,12 +101,20 @@ class StandinLLM:
             },
         })
 
+    def judge_requests(self) -> list[dict[str, Any]]:
+        """The requests it answered as upstream's judge of natural-language assertions."""
+        return [body for body in self.requests if judge_prompt(body.get("messages", [])) is not None]
+
     def user_requests(self) -> list[dict[str, Any]]:
         """The requests it answered as tau2's user simulator."""
         return [body for body in self.requests if user_scenario_task(body.get("messages", [])) is not None]
 
     def reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """As the user when the system prompt holds a task's scenario, else as the agent."""
+        """As the judge when asked for verdicts, as the user when the system prompt holds a task's scenario,
+        else as the agent."""
+        prompt = judge_prompt(messages)
+        if prompt is not None:
+            return judge_reply(*prompt)
         task = user_scenario_task(messages)
         if task is not None:
             return user_reply(messages, *task)
@@ -159,3 +184,109 @@ def scenarios() -> dict[tuple[str, str], str]:
     from tau2_a2a.tau2bench.distribution import load_tasks
 
     return {(domain, task.id): str(task.user_scenario) for domain in USER_DOMAINS for task in load_tasks(domain)}
+
+
+# -- upstream's judge of natural-language assertions (tau2.evaluator.evaluator_nl_assertions) --
+
+JUDGE_FORMAT_WORD = "metExpectation"  # in the judge's system prompt: the JSON field of each verdict
+_CONVERSATION = "conversation:"
+_OUTCOMES = "expectedOutcomes:"
+_TURN = re.compile(r"^\s*(assistant|user|tool|system): ", re.MULTILINE)
+# A figure stands alone: "$8,276.23", "64GB", "20 hours"; not the digits of an id such as "#W2702727".
+_FIGURE = re.compile(r"(?<![\w#.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w#.,])\d+(?:\.\d+)?")
+_TOLD = re.compile(r"\b(?:tell|inform)s? the user\b", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z][A-Za-z-]*")
+
+
+def judge_prompt(messages: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[str]] | None:
+    """(conversation turns as (role, text), expected outcomes) of a judge request, else None."""
+    system = " ".join(content_text(m.get("content")) for m in messages if m.get("role") == "system")
+    user = "\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "user")
+    if JUDGE_FORMAT_WORD not in system or _CONVERSATION not in user or _OUTCOMES not in user:
+        return None
+    conversation, _, outcomes = user.partition(_CONVERSATION)[2].rpartition(_OUTCOMES)
+    try:
+        expected = ast.literal_eval(outcomes.strip())
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(expected, list) or not all(isinstance(e, str) for e in expected):
+        return None
+    return conversation_turns(conversation), expected
+
+
+def conversation_turns(text: str) -> list[tuple[str, str]]:
+    """Upstream writes each message as "role: content"; a content's own lines continue its message."""
+    starts = list(_TURN.finditer(text))
+    return [(start[1], text[start.end():end.start() if end else len(text)].strip())
+            for start, end in zip(starts, starts[1:] + [None])]
+
+
+def figures(text: str) -> set[Decimal]:
+    """The numbers `text` states, by value: "$1,126.04" and "1126.04" are one figure, "481.5" and "481.50" too."""
+    found: set[Decimal] = set()
+    for match in _FIGURE.finditer(text):
+        try:
+            found.add(Decimal(match[0].replace(",", "")).normalize())
+        except InvalidOperation:
+            pass
+    return found
+
+
+def says_something(text: str) -> bool:
+    """Whether a message said something: upstream writes a tool call's empty content as "None"."""
+    return text not in ("", "None")
+
+
+def verdict(turns: list[tuple[str, str]], outcome: str) -> tuple[bool, str]:
+    """Whether the agent met `outcome` in `turns`, and why, in one sentence."""
+    said = "\n".join(text for role, text in turns if role == "assistant" and says_something(text))
+    stated = figures(outcome)
+    if stated:
+        missing = sorted(stated - figures(said))
+        if missing:
+            return False, "The agent never said " + ", ".join(format(f, "f") for f in missing) + "."
+        return True, "The agent said " + ", ".join(format(f, "f") for f in sorted(stated)) + "."
+    if _TOLD.search(outcome):
+        words = _WORD.findall(outcome)
+        last = words[-1].lower() if words else ""
+        if last and re.search(rf"\b{re.escape(last)}\b", said, re.IGNORECASE):
+            return True, f"The agent told the user '{last}'."
+        return False, f"The agent never told the user '{last}'."
+    tool_results = [i for i, (role, _) in enumerate(turns) if role == "tool"]
+    if tool_results and any(role == "assistant" and says_something(text) for role, text in turns[tool_results[-1]:]):
+        return True, "The agent acted with its tools and then told the user."
+    return False, "The agent did not act with its tools and then tell the user."
+
+
+def judge_reply(turns: list[tuple[str, str]], expected: list[str]) -> dict[str, Any]:
+    """One verdict per expected outcome, in the order given, as upstream's judge parses them."""
+    results = []
+    for outcome in expected:
+        met, reasoning = verdict(turns, outcome)
+        results.append({"expectedOutcome": outcome, "reasoning": reasoning, "metExpectation": met})
+    return {"role": "assistant", "content": json.dumps({"results": results})}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve on loopback until stopped, printing the api base to point LiteLLM at."""
+    import argparse
+    import time
+
+    from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+
+    parser = argparse.ArgumentParser(description="A deterministic stand-in for an OpenAI-compatible LLM provider.")
+    parser.add_argument("--port", type=int, default=0, help="loopback port (default: a free one)")
+    parser.add_argument("--tool-calls-as-text", action="store_true", help="as the agent, write tool calls as text")
+    args = parser.parse_args(argv)
+    llm = StandinLLM(args.tool_calls_as_text)
+    with BackgroundServer(llm.app(), port=args.port or free_port()) as server:
+        print(f"{server.url}/v1", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

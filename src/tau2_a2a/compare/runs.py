@@ -219,7 +219,7 @@ def failure_kind(simulation: dict[str, Any]) -> tuple[str, str]:
     """(group, kind) of a simulation: ('pass', 'pass') or why it failed.
 
     Groups: agent (A2A error categories), infrastructure (the agent unreachable, the user
-    simulator crashed, a skipped sample), user-stop (the user simulator ended the
+    simulator crashed, a skipped sample, upstream's infrastructure error), user-stop (the user simulator ended the
     conversation and the task was not done), agent-stop, max-steps, too-many-errors.
     """
     if stats.is_success(reward_of(simulation)):
@@ -234,6 +234,8 @@ def failure_kind(simulation: dict[str, Any]) -> tuple[str, str]:
         return "agent", error or "agent"
     if reason == "user_error":
         return "infrastructure", "user-simulator"
+    if reason == "infrastructure_error":  # upstream gave up on the simulation (e.g. its LLM judge unreachable)
+        return "infrastructure", "tau2"
     if reason == "user_stop":
         return "user-stop", "user-stop"
     return reason.replace("_", "-"), reason.replace("_", "-")

@@ -7,6 +7,12 @@ not start or was stopped (bad setting, agent unreachable, card invalid, token
 refused, before or during the run; finished simulations are kept); 1 a
 simulation's Ray worker died three times; 130 stopped by Ctrl-C (finished
 simulations are kept).
+
+A simulation tau2 itself could not finish or score (upstream's infrastructure
+error: e.g. its LLM judge of natural-language assertions unreachable, after
+its retries) does not change the exit code, as in `tau2 run`; a line on
+stderr says how many, for which tasks and why, since tau2 leaves them out of
+its metrics and still ends with "Successfully completed all simulations!".
 """
 
 from __future__ import annotations
@@ -45,18 +51,45 @@ class SimulationLost(RuntimeError):
     """A simulation's Ray worker died more than its retries allow; the finished simulations are kept."""
 
 
+INFRASTRUCTURE_ERROR = "infrastructure_error"  # upstream's TerminationReason for a simulation it gave up on
+JUDGE_MODULE = "evaluator_nl_assertions"  # where upstream's judge of natural-language assertions raises
+
+
 def report_outcome(outcome: RunOutcome) -> int:
     """Print the protocol summary and where the files are; the last line and exit code say if A2A errors
     ended simulations."""
+    unscored = infrastructure_error_line(outcome.results)
     if outcome.report is None:  # a tau2 agent: tau2 printed its metrics
+        if unscored:
+            print(unscored, file=sys.stderr, flush=True)
         return EXIT_OK
     print(format_summary(outcome.report))
     print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}", flush=True)
+    if unscored:
+        print(unscored, file=sys.stderr, flush=True)
     failed = a2a_error_line(outcome.report, outcome.metrics_path)
     if failed:
         print(failed, file=sys.stderr)
         return EXIT_A2A_ERRORS
     return EXIT_OK
+
+
+def infrastructure_error_line(results: Any) -> str | None:
+    """'1 of 4 simulations were not scored: ...' for the simulations tau2 ended as infrastructure errors, or None."""
+    simulations = list(getattr(results, "simulations", None) or [])
+    failed = [s for s in simulations if getattr(s.termination_reason, "value", s.termination_reason)
+              == INFRASTRUCTURE_ERROR]
+    if not failed:
+        return None
+    which = ", ".join(f"task {s.task_id} trial {s.trial}" for s in failed[:5]) + (", ..." if len(failed) > 5 else "")
+    info = failed[0].info or {}
+    error = (str(info.get("error") or "").strip().splitlines() or ["no error recorded"])[0][:300].rstrip(".")
+    if JUDGE_MODULE in str(info.get("error_traceback") or ""):
+        error = (f"tau2's LLM judge of natural-language assertions failed with {error}; point LiteLLM at the judge "
+                 "with OPENAI_API_KEY, and OPENAI_API_BASE for another endpoint (see docs/judge.md)")
+    return (f"{len(failed)} of {len(simulations)} simulations were not scored (tau2 ended them as infrastructure "
+            f"errors and leaves them out of its metrics: {which}): {error}; running the same command again retries "
+            "them.")
 
 
 def exit_code_for(error: BaseException) -> int | None:
