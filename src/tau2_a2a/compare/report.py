@@ -24,6 +24,7 @@ from tau2_a2a.compare.runs import (
     failed_components,
     failure_kind,
     reward_of,
+    task_order,
     task_set_hash,
     task_trials,
 )
@@ -78,7 +79,8 @@ def small_sample_warnings(reward: stats.Estimate, curve: dict[str, dict[int, sta
 
 def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
                        ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-    """The task x trial grid, the counts of why simulations failed, and per-simulation protocol figures."""
+    """The task x trial grid (every simulation, also those tau2 leaves out of its metrics), the counts of why
+    simulations failed, and per-simulation protocol figures."""
     cells: dict[str, list[dict[str, Any]]] = {task: [] for task in trials}
     by_kind: dict[str, int] = {}
     by_group: dict[str, int] = {}
@@ -102,13 +104,13 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
                 first_event.append(float(record["first_event_ms"]))
         figures = simulation_protocol(records)
         per_simulation.append({"index": index, **figures})
-        cells[str(simulation["task_id"])].append({
+        cells.setdefault(str(simulation["task_id"]), []).append({
             "trial": simulation.get("trial"), "index": index, "reward": reward_of(simulation),
             "group": group, "kind": kind, "components": components,
             "termination": str(simulation.get("termination_reason")),
         })
     grid = [{"task_id": task, "cells": sorted(row, key=lambda c: (c["trial"] is None, c["trial"] or 0))}
-            for task, row in cells.items()]
+            for task, row in sorted(cells.items(), key=lambda item: task_order(item[0]))]
     failed = sum(by_group.values())
     failures = {"simulations": len(run.results["simulations"]), "failed": failed, "by_group": by_group,
                 "by_kind": by_kind, "by_component": by_component}

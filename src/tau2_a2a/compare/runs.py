@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from tau2_a2a.client.records import RAW_DATA_KEY
+from tau2_a2a.runner.outcome import left_out_of_metrics
 from tau2_a2a.runner.protocol_metrics import METRICS_SUFFIX
 from tau2_a2a.compare import stats
 
@@ -166,9 +167,12 @@ def parse_runs(arguments: list[str]) -> list[Run]:
 
 
 def task_trials(run: DomainRun) -> dict[str, stats.TaskTrials]:
-    """Each simulated task's rewards in trial order (a simulation with no reward scores 0, as in tau2)."""
+    """Each simulated task's rewards in trial order, as tau2 counts them: a simulation with no reward scores 0,
+    and one tau2 gave up on (an infrastructure error) is left out."""
     by_task: dict[str, list[tuple[int, float]]] = {}
     for index, simulation in enumerate(run.results["simulations"]):
+        if left_out_of_metrics(simulation):
+            continue
         trial = simulation.get("trial")
         by_task.setdefault(str(simulation["task_id"]), []).append(
             (trial if trial is not None else index, reward_of(simulation)))

@@ -56,22 +56,27 @@ JUDGE_MODULE = "evaluator_nl_assertions"  # where upstream's judge of natural-la
 
 
 def report_outcome(outcome: RunOutcome) -> int:
-    """Print the protocol summary and where the files are; the last line and exit code say if A2A errors
-    ended simulations."""
+    """Print the protocol summary and where the files are; the last lines and exit code say if A2A errors
+    ended simulations (3) or tau2 could not score some (1: the run is incomplete, and running it again
+    retries those)."""
     unscored = infrastructure_error_line(outcome.results)
-    if outcome.report is None:  # a tau2 agent: tau2 printed its metrics
-        if unscored:
-            print(unscored, file=sys.stderr, flush=True)
-        return EXIT_OK
-    print(format_summary(outcome.report))
-    print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}", flush=True)
+    failed = None
+    if outcome.report is not None:  # an A2A agent (tau2 printed its metrics for its own agents)
+        print(format_summary(outcome.report))
+        print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}", flush=True)
+        failed = a2a_error_line(outcome.report, outcome.metrics_path)
+    for line in (failed, unscored):
+        if line:
+            print(line, file=sys.stderr, flush=True)
     if unscored:
-        print(unscored, file=sys.stderr, flush=True)
-    failed = a2a_error_line(outcome.report, outcome.metrics_path)
-    if failed:
-        print(failed, file=sys.stderr)
-        return EXIT_A2A_ERRORS
-    return EXIT_OK
+        return EXIT_FAILED
+    return EXIT_A2A_ERRORS if failed else EXIT_OK
+
+
+def left_out_of_metrics(simulation: dict[str, Any]) -> bool:
+    """A simulation tau2 leaves out of its metrics and pass^k: one it gave up on (upstream's infrastructure
+    error), which has no reward."""
+    return simulation.get("termination_reason") == INFRASTRUCTURE_ERROR
 
 
 def infrastructure_error_line(results: Any) -> str | None:

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tau2_a2a.runner.outcome import left_out_of_metrics
 from tau2_a2a.tau2bench.distribution import is_successful, pass_hat_k
 
 
@@ -36,7 +37,7 @@ def is_success(reward: float) -> bool:
 def progress(results: dict[str, Any] | None, total: int) -> dict[str, Any]:
     """Simulations done out of `total`, and the average reward so far."""
     simulations = (results or {}).get("simulations") or []
-    rewards = [_reward(s) for s in simulations]
+    rewards = [_reward(s) for s in simulations if not left_out_of_metrics(s)]
     return {
         "simulations_done": len(simulations),
         "simulations_total": total,
@@ -45,7 +46,9 @@ def progress(results: dict[str, Any] | None, total: int) -> dict[str, Any]:
 
 
 def metrics(simulations: list[dict[str, Any]]) -> dict[str, Any]:
-    """avg_reward, pass^k for k up to the smallest trial count of a task, avg_agent_cost."""
+    """avg_reward, pass^k for k up to the smallest trial count of a task, avg_agent_cost: over the simulations
+    tau2 counts (not those it gave up on as infrastructure errors)."""
+    simulations = [s for s in simulations if not left_out_of_metrics(s)]
     if not simulations:
         return {"avg_reward": None, "pass_hat_k": {}, "num_simulations": 0, "avg_agent_cost": None}
     by_task: dict[str, list[float]] = {}
@@ -80,9 +83,9 @@ def intervals(simulations: list[dict[str, Any]]) -> dict[str, Any] | None:
     from tau2_a2a.compare import stats
     from tau2_a2a.compare.runs import DomainRun, task_trials
 
-    if not simulations:
-        return None
     tasks = list(task_trials(DomainRun(Path(), {"simulations": simulations}, None)).values())
+    if not tasks:
+        return None
 
     def interval(estimate: stats.Estimate) -> dict[str, float]:
         return {"low": round(estimate.low, 6), "high": round(estimate.high, 6)}
