@@ -1,9 +1,9 @@
 """CPU per simulation with tau2's stock environments against ours (databases read once per process).
 
 One process, one thread, per domain: N simulations of the native oracle
-(`oracle_agent`, an instant agent) with the scripted user through tau2's
-`run_task` (the conversation and tau2's scoring, which builds two more
-environments and hashes both databases), first with stock environments, then
+(`oracle_agent`, an instant agent) with the scripted user, each made and
+scored as the installed tau2's run makes one (the conversation and tau2's
+scoring, which builds two more environments and hashes both databases), first with stock environments, then
 with `tau2_a2a.tau2bench.environments` installed. It prints the process CPU
 time per simulation (time.process_time), simulations per second of wall time,
 and the memory one more live environment holds (allocated bytes, tracemalloc,
@@ -26,28 +26,37 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import tau2_a2a.tau2bench  # noqa: E402,F401  (registers tau2-a2a's agents and user with tau2)
-import tau2.run  # noqa: E402
+import tempfile  # noqa: E402
+
 from loguru import logger  # noqa: E402
-from tau2.data_model.tasks import Task  # noqa: E402
-from tau2.registry import registry  # noqa: E402
 
+from tau2_a2a.runner.settings import RunSettings  # noqa: E402
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION, Task, load_tasks, registry, simulate  # noqa: E402
 from tau2_a2a.tau2bench.environments import environments  # noqa: E402
+from tau2_a2a.tau2bench.fidelity import scored_offline  # noqa: E402
+from tau2_a2a.tau2bench.runs import RunPlan, plan_run  # noqa: E402
 
-def simulate(domain: str, task: Task) -> Any:
-    return tau2.run.run_task(domain=domain, task=task, agent="oracle_agent", user="scripted_user",
-                             llm_agent="oracle", llm_args_agent={}, llm_user="scripted", llm_args_user={},
-                             judge_llm_args={}, seed=300)
+RESULTS_DIR = tempfile.mkdtemp(prefix="bench-environments-")
+
+
+def oracle_plan(domain: str) -> RunPlan:
+    """The native oracle with the scripted user on `domain`, as `tau2-a2a run` plans it."""
+    return plan_run(RunSettings(domain=domain, agent="oracle_agent", user="scripted_user", agent_llm="oracle",
+                                user_llm="scripted", task_split_name="base", results_dir=RESULTS_DIR).tau2)
+
+
+def simulate_oracle(domain: str, task: Task) -> Any:
+    return simulate(oracle_plan(domain).config, task, seed=300)
 
 
 def arm(domain: str, tasks: list[Task], cached: bool) -> dict[str, Any]:
     """Time one arm; the first simulation (template build, warm caches) is timed apart."""
     with environments(cached):
         start = time.process_time()
-        simulate(domain, tasks[0])
+        simulate_oracle(domain, tasks[0])
         once = time.process_time() - start
         start, wall = time.process_time(), time.perf_counter()
-        rewards = [simulate(domain, task).reward_info.reward for task in tasks]
+        rewards = [simulate_oracle(domain, task).reward_info.reward for task in tasks]
         cpu, wall = time.process_time() - start, time.perf_counter() - wall
         per_env = environment_memory(domain, tasks[0])
     return {"once": once, "cpu": cpu / len(tasks), "rate": len(tasks) / wall, "rewards": rewards,
@@ -78,12 +87,13 @@ def environment_memory(domain: str, task: Task, count: int = 5) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--domains", nargs="+", default=["airline", "retail", "telecom"])
-    parser.add_argument("-n", type=int, default=10, help="simulations per arm and domain (first N base tasks)")
+    parser.add_argument("-n", type=int, default=10, help="simulations per arm and domain (the first N base tasks scored without an LLM)")
     args = parser.parse_args()
     logger.remove()
+    print(f"tau2: {DISTRIBUTION} {VERSION}")
     print(f"{'domain':9} {'arm':7} {'once s':>7} {'CPU s/sim':>10} {'sims/s':>7} {'KB/env':>8}")
     for domain in args.domains:
-        tasks = tau2.run.load_tasks(domain, task_split_name="base")[: args.n]
+        tasks = [task for task in load_tasks(domain, task_split_name="base") if scored_offline(task)][: args.n]
         stock, cached = arm(domain, tasks, cached=False), arm(domain, tasks, cached=True)
         for name, result in (("stock", stock), ("cached", cached)):
             print(f"{domain:9} {name:7} {result['once']:7.2f} {result['cpu']:10.4f} {result['rate']:7.1f} "

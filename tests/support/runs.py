@@ -42,13 +42,6 @@ def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: An
     return run_to(config, results_dir / f"{config.save_to}.json")
 
 
-def scored_offline(task: Any) -> bool:
-    """Whether tau2 scores `task` without an LLM: upstream judges some retail tasks' NL assertions with one."""
-    criteria = task.evaluation_criteria
-    basis = [str(getattr(b, "value", b)).upper() for b in (criteria.reward_basis or [])] if criteria else []
-    return not (criteria and criteria.nl_assertions and "NL_ASSERTION" in basis)
-
-
 def saved_simulations(results_path: Path) -> list[dict] | None:
     """A results file's simulations, or None while it is missing or being rewritten."""
     try:

@@ -40,7 +40,8 @@ from tau2_a2a.tau2bench.environments import (
     template_for,
 )
 from tests.support.paths import REPO
-from tests.support.runs import run_native_oracle, scored_offline
+from tau2_a2a.tau2bench.fidelity import scored_offline
+from tests.support.runs import run_native_oracle
 from tests.support.values import typed
 
 SAMPLE = {"airline": 12, "retail": 20, "telecom": 20}

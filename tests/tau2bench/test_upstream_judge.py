@@ -26,13 +26,13 @@ from tau2_a2a.compare.report import schema
 from tau2_a2a.protocol.hosting import a2a_app, free_port
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, Results, compute_metrics, load_tasks
 from tau2_a2a.tau2bench.environments import VERIFY_ENV, environments
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.fidelity import scored_offline, trajectory_differences
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from tau2_a2a.reference.oracle_agent import oracle_card
 from testbed.standin_llm import StandinLLM
 from tests.support.cli import run_cli
 from tests.support.executors import ReplyOnTask
-from tests.support.runs import Serve, run_a2a, run_native_oracle, scored_offline
+from tests.support.runs import Serve, run_a2a, run_native_oracle
 
 pytestmark = [
     pytest.mark.upstream,

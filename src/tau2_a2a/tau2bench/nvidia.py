@@ -27,7 +27,7 @@ __all__ = [
     "STOP", "TOOL_LISTS_CACHEABLE", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
     "ValidUserInputMessage", "add_run_args", "agent_task_filter", "is_valid_agent_history_message",
     "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
-    "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
+    "simulate", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_task = tau2_run.run_task
@@ -76,6 +76,17 @@ def set_simulation_function(function: Callable[..., SimulationRun] | None) -> No
 def stock_simulation(**arguments: Any) -> SimulationRun:
     """tau2's own simulation function, whatever replaces it."""
     return _stock_run_task(**arguments)
+
+
+def simulate(config: RunConfig, task: Task, seed: int) -> SimulationRun:
+    """One simulation of `task` under `config`, made and scored as tau2's run makes each."""
+    return tau2_run.run_task(
+        domain=config.domain, task=task, agent=config.agent, user=config.user, llm_agent=config.llm_agent,
+        llm_args_agent=config.llm_args_agent, llm_user=config.llm_user, llm_args_user=config.llm_args_user,
+        judge_llm=config.llm_judge, judge_llm_args=config.llm_args_judge or {},
+        judge_window_size=config.judge_window_size, judge_system_prompt=config.judge_system_prompt,
+        max_steps=config.max_steps, max_errors=config.max_errors, seed=seed,
+        enforce_communication_protocol=config.enforce_communication_protocol)
 
 
 def simulation_agent(arguments: dict[str, Any]) -> str:

@@ -33,7 +33,7 @@ __all__ = [
     "STOP", "TOOL_LISTS_CACHEABLE", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
     "ValidUserInputMessage", "add_run_args", "agent_task_filter", "is_valid_agent_history_message",
     "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
-    "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
+    "simulate", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_single_task = tau2_batch.run_single_task
@@ -140,6 +140,11 @@ def set_simulation_function(function: Callable[..., SimulationRun] | None) -> No
 def stock_simulation(**arguments: Any) -> SimulationRun:
     """Upstream's own simulation function, whatever replaces it."""
     return _stock_run_single_task(**arguments)
+
+
+def simulate(config: RunConfig, task: Task, seed: int) -> SimulationRun:
+    """One simulation of `task` under `config`, made and scored as upstream's batch run makes each."""
+    return tau2_batch.run_single_task(config, task, seed=seed)
 
 
 def simulation_agent(arguments: dict[str, Any]) -> str:
