@@ -12,6 +12,7 @@ Imported only by `distribution`.
 from __future__ import annotations
 
 import asyncio.base_events
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -23,15 +24,18 @@ from tau2.agent.base_agent import ValidAgentInputMessage, is_valid_agent_history
 from tau2.cli import add_run_args as _add_upstream_run_args
 from tau2.data_model.simulation import Results, SimulationRun, TextRunConfig
 from tau2.data_model.tasks import Task
+from tau2.domains.banking_knowledge.retrieval import RETRIEVAL_VARIANT_ALIASES, get_all_variant_names
 from tau2.metrics.agent_metrics import compute_metrics
 from tau2.registry import registry
 from tau2.runner import get_tasks
-from tau2.user.user_simulator_base import STOP, HalfDuplexUser, UserState, ValidUserInputMessage
+from tau2.user.user_simulator_base import OUT_OF_SCOPE, STOP, TRANSFER, HalfDuplexUser, UserState, ValidUserInputMessage
 from tau2.utils.display import ConsoleDisplay
 
+from tau2_a2a.errors import ConfigError
+
 __all__ = [
-    "STOP", "TOOL_LISTS_CACHEABLE", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "is_valid_agent_history_message",
+    "OUT_OF_SCOPE", "STOP", "TOOL_LISTS_CACHEABLE", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
+    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields", "is_valid_agent_history_message",
     "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
     "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
@@ -86,6 +90,43 @@ def add_run_args(parser: Any) -> None:
     parser.add_argument("--results-dir", type=str, default=None,
                         help="Directory for the results file (default: tau2's data/simulations).")
     parser.set_defaults(**_NVIDIA_ONLY_FLAGS)
+
+
+KNOWLEDGE_DOMAIN = "banking_knowledge"  # the domain whose environment takes a retrieval config
+
+
+def check_run_fields(fields: dict[str, Any]) -> None:
+    """Refuse, in one line, a value of upstream's own settings no run can use (RunSettings' names)."""
+    _check_seconds("--timeout", fields.get("timeout"), above_zero=True)
+    _check_seconds("--retry-delay", fields.get("retry_delay"), above_zero=False)
+    _check_retrieval(fields)
+
+
+def _check_seconds(flag: str, value: Any, above_zero: bool) -> None:
+    if value is None:
+        return
+    bound = "above 0" if above_zero else "0 or more"
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or value < 0 or (above_zero and value == 0)):
+        raise ConfigError(f"{flag} must be a finite number of seconds, {bound}, got {value!r}.")
+
+
+def _check_retrieval(fields: dict[str, Any]) -> None:
+    """A retrieval config upstream knows, for the domain that takes one (upstream would hand it to any
+    domain's environment, which then fails in every simulation)."""
+    name, arguments = fields.get("retrieval_config"), fields.get("retrieval_config_kwargs")
+    if name is None and arguments is None:
+        return
+    flag = "--retrieval-config" if name is not None else "--retrieval-config-kwargs"
+    if fields.get("domain") != KNOWLEDGE_DOMAIN:
+        raise ConfigError(f"{flag} applies to the {KNOWLEDGE_DOMAIN} domain only; leave it out for "
+                          f"{fields.get('domain')}.")
+    known = sorted(get_all_variant_names()) + sorted(RETRIEVAL_VARIANT_ALIASES)
+    if name is not None and name not in known:
+        raise ConfigError(f"Unknown --retrieval-config {name!r}: upstream tau2-bench knows {', '.join(known)}.")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise ConfigError(f"--retrieval-config-kwargs must be a JSON object, e.g. '{{\"top_k\": 10}}', got "
+                          f"{arguments!r}.")
 
 
 class UserBase(HalfDuplexUser):
