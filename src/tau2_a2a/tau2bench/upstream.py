@@ -220,9 +220,33 @@ def run_to(config: RunConfig, path: Path) -> Results:
     if keep is not None:
         tasks = [task for task in tasks if keep(task)]
     config.auto_resume = True
+    prepare_knowledge_base(config)
     results = tau2_batch.run_tasks(config, tasks, save_path=path)
     ConsoleDisplay.display_agent_metrics(compute_metrics(results))
     return results
+
+
+def prepare_knowledge_base(config: RunConfig) -> None:
+    """banking_knowledge's documents and the embeddings its retrieval config searches, made before any
+    simulation as upstream's batch run makes them (it then finds them made); one line, not a traceback, when
+    they cannot be (the default, alltools, computes OpenAI embeddings: without OPENAI_API_KEY it cannot)."""
+    if config.domain != KNOWLEDGE_DOMAIN:
+        return
+    from tau2.knowledge.embeddings_cache import get_unique_embedder_configs_for_retrieval_configs, warm_kb_cache
+
+    name = config.retrieval_config
+    try:
+        warm_kb_cache(get_unique_embedder_configs_for_retrieval_configs([name], config.retrieval_config_kwargs or {}))
+    except Exception as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise ConfigError(f"The knowledge base of {KNOWLEDGE_DOMAIN} cannot be prepared for retrieval config {name} "
+                          f"({type(error).__name__}: {first}); set what it needs (its embeddings need their "
+                          "provider's API key, e.g. OPENAI_API_KEY), or pass an offline --retrieval-config: "
+                          f"{', '.join(OFFLINE_RETRIEVAL_CONFIGS)}.") from None
+
+
+# Retrieval configs that need no network, key or sandbox (upstream's `tau2 run --help` names them so).
+OFFLINE_RETRIEVAL_CONFIGS = ("bm25_grep", "bm25", "grep_only", "full_kb", "golden_retrieval", "no_knowledge")
 
 
 def save_summaries(results: Results, metrics: Any, path: Path) -> None:
