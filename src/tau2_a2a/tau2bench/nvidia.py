@@ -28,6 +28,7 @@ from tau2_a2a.errors import ConfigError
 __all__ = [
     "OUT_OF_SCOPE", "STOP", "TOOL_LISTS_CACHEABLE", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
     "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields", "is_valid_agent_history_message",
+    "listing_environment",
     "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
     "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
@@ -82,6 +83,11 @@ def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
     if "solo" in agent:
         return LLMSoloAgent.check_valid_task
     return None
+
+
+def listing_environment(domain: str) -> Any:
+    """A domain's environment, to list its tools."""
+    return registry.get_env_constructor(domain)()
 
 
 def use_orchestrator(orchestrator_class: type) -> None:

@@ -36,6 +36,7 @@ from tau2_a2a.errors import ConfigError
 __all__ = [
     "OUT_OF_SCOPE", "STOP", "TOOL_LISTS_CACHEABLE", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
     "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields", "is_valid_agent_history_message",
+    "listing_environment",
     "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
     "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
@@ -243,6 +244,13 @@ def prepare_knowledge_base(config: RunConfig) -> None:
                           f"({type(error).__name__}: {first}); set what it needs (its embeddings need their "
                           "provider's API key, e.g. OPENAI_API_KEY), or pass an offline --retrieval-config: "
                           f"{', '.join(OFFLINE_RETRIEVAL_CONFIGS)}.") from None
+
+
+def listing_environment(domain: str) -> Any:
+    """A domain's environment, to list its tools: banking_knowledge's with no retrieval config's tools
+    (`no_knowledge`), since its default config computes OpenAI embeddings when built."""
+    constructor = registry.get_env_constructor(domain)
+    return constructor(retrieval_variant="no_knowledge") if domain == KNOWLEDGE_DOMAIN else constructor()
 
 
 # Retrieval configs that need no network, key or sandbox (upstream's `tau2 run --help` names them so).
