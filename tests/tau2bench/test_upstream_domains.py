@@ -4,17 +4,21 @@ The oracle over A2A scores exactly what the same oracle scores in upstream's
 own run (stock environments, the scripted user both times), with the same
 trajectories, on a sample of each domain's task shapes; `--retrieval-config`
 reaches upstream (the tools and policy the agent is sent, the results file),
-and a value no run can use is refused in one line before anything runs.
+and so does `--timeout`; a value no run can use is refused in one line before
+anything runs; the service lists both domains with no API key.
 bench/oracle_fidelity.py runs every task (docs/domains.md has the figures).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
+from a2a.server.agent_execution import RequestContext
+from a2a.server.events import EventQueue
 
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.run import evaluate
@@ -24,7 +28,7 @@ from tau2_a2a.tau2bench.environments import VERIFY_ENV, environments
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.client.config import A2AConfig
 from tests.support.cli import run_cli
-from tests.support.executors import OracleLike, agent_app
+from tests.support.executors import OracleLike, Seen, agent_app
 from tests.support.runs import FAST, Serve, run_a2a, run_native_oracle
 
 pytestmark = [
@@ -102,7 +106,7 @@ def _tools_and_policy_seen(serve: Serve, tmp_path: Path, retrieval_config: str) 
     _, stderr = process.communicate(timeout=600)
     assert process.returncode == 0, stderr[-3000:]
     first = agent.seen[0].turn
-    tools = {tool["function"]["name"] if "function" in tool else tool["name"] for tool in first.tools or []}
+    tools = {tool["function"]["name"] for tool in first.tools or []}
     return tools, first.system or "", json.loads((tmp_path / f"{retrieval_config}.json").read_text())
 
 
@@ -201,3 +205,23 @@ def test_the_service_lists_both_domains_without_any_api_key(monkeypatch: pytest.
     assert not {"KB_search", "grep", "KB_search_dense", "shell"} & set(knowledge.tools)
     assert {"apply_for_credit_card", "request_human_agent_transfer"} <= set(knowledge.user_tools)
     assert (workflow.task_count, len(workflow.tools), len(workflow.user_tools)) == (114, 13, 30)
+
+
+class _Slow(OracleLike):
+    """The oracle, half a second per reply."""
+
+    async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
+        await asyncio.sleep(0.5)
+        await super().respond(context, event_queue, seen)
+
+
+def test_the_timeout_reaches_upstream(serve: Serve, tmp_path: Path) -> None:
+    """An agent that takes 0.5 s per reply cannot finish a task of four or more golden actions in 1 s: upstream
+    ends the simulation as a timeout; without a timeout the same agent finishes it."""
+    task = next(task for task in load_tasks("airline") if len(task.evaluation_criteria.actions or []) >= 4)
+    slow = serve(lambda url: agent_app(_Slow(), url)).url
+    cut = run_a2a(slow, tmp_path / "cut", "airline", task_ids=[task.id], timeout=1.0).results
+    whole = run_a2a(slow, tmp_path / "whole", "airline", task_ids=[task.id]).results
+    assert [s.termination_reason.value for s in cut.simulations] == ["timeout"]
+    assert [(s.termination_reason.value, s.reward_info.reward) for s in whole.simulations] == [("user_stop", 1.0)]
+
