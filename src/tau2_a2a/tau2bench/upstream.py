@@ -6,7 +6,9 @@ layers) with its own checkpointing (atomic, resumed without a prompt when
 `auto_resume` is set), and it has no `results_dir` nor summary files. Its
 RunConfig is a union: a text run is a `TextRunConfig`, which this module
 extends with the settings tau2-a2a carries that upstream has no field for.
-Imported only by `distribution`.
+Its banking_knowledge domain takes a retrieval config (checked here, its
+knowledge base prepared before any simulation). Imported only by
+`distribution`.
 """
 
 from __future__ import annotations
@@ -28,17 +30,19 @@ from tau2.domains.banking_knowledge.retrieval import RETRIEVAL_VARIANT_ALIASES, 
 from tau2.metrics.agent_metrics import compute_metrics
 from tau2.registry import registry
 from tau2.runner import get_tasks
-from tau2.user.user_simulator_base import OUT_OF_SCOPE, STOP, TRANSFER, HalfDuplexUser, UserState, ValidUserInputMessage
+from tau2.user.user_simulator_base import (
+    OUT_OF_SCOPE, STOP, TRANSFER, HalfDuplexUser, UserState, ValidUserInputMessage,
+)
 from tau2.utils.display import ConsoleDisplay
 
 from tau2_a2a.errors import ConfigError
 
 __all__ = [
-    "OUT_OF_SCOPE", "STOP", "TOOL_LISTS_CACHEABLE", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields", "is_valid_agent_history_message",
-    "listing_environment",
-    "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
-    "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
+    "OUT_OF_SCOPE", "STOP", "TOOL_LISTS_CACHEABLE", "TRANSFER", "RunConfig", "UserBase", "UserState",
+    "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields",
+    "is_valid_agent_history_message", "listing_environment", "register_agent", "run_to", "save_summaries",
+    "set_simulation_function", "simulation_agent", "simulation_function", "stock_simulation", "use_executor",
+    "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_single_task = tau2_batch.run_single_task
