@@ -11,11 +11,23 @@ tasks on its first run, which would otherwise count against native alone.
 `--ray local` runs the A2A arm's simulations on a local Ray instance, as
 `tau2-a2a run --ray local` does.
 
+The run passes when, for every task and trial, the A2A arm's reward equals
+the native arm's and the trajectories match; tasks the native oracle itself
+cannot bring to 1.0 are listed with the reason its run shows. Tasks scored by
+an LLM judge (NL assertions: upstream's retail, banking_knowledge's task_102)
+are left out unless `--llm-judged`. `--domains all` runs every text domain of
+the installed tau2 (upstream v1.0.1: airline, retail, telecom, telecom-workflow,
+banking_knowledge); banking_knowledge runs with `--retrieval-config`
+(default bm25_grep, offline; see docs/domains.md).
+
     .venv/bin/python bench/oracle_fidelity.py                    # airline, all 50 tasks
     .venv/bin/python bench/oracle_fidelity.py --domains airline retail --num-trials 2 --transport grpc
     .venv/bin/python bench/oracle_fidelity.py --domains telecom  # telecom's base split, 114 tasks
     .venv/bin/python bench/oracle_fidelity.py --domains telecom --ray local
     .venv/bin/python bench/oracle_fidelity.py --domains telecom --task-split full --sample 200 --seed 7
+    .venv313/bin/python bench/oracle_fidelity.py --domains banking_knowledge telecom-workflow --warmup 0 \
+        --repeats 1 --max-concurrency 2                          # upstream's newer domains, every task
+    .venv313/bin/python bench/oracle_fidelity.py --domains banking_knowledge --retrieval-config full_kb
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import oracle_process  # noqa: E402
@@ -36,18 +49,24 @@ from tau2_a2a.runner.run import evaluate  # noqa: E402
 from tau2_a2a.runner.settings import RunSettings  # noqa: E402
 from tau2_a2a.tau2bench.distribution import load_tasks  # noqa: E402
 from tau2_a2a.tau2bench.fidelity import trajectory_differences  # noqa: E402
+from tau2_a2a.tau2bench.oracle_script import judged_by_llm  # noqa: E402
+from tau2_a2a.tau2bench.runs import domains as known_domains  # noqa: E402
 
 
 AGENTS = {"native": "oracle_agent", "a2a": "a2a_agent"}
+KNOWLEDGE_DOMAIN = "banking_knowledge"
 
 
-def sampled_task_ids(domain: str, args: argparse.Namespace) -> list[str] | None:
-    """`--sample` task ids of the split, drawn with `--seed`, in the split's order (None: every task)."""
+def chosen_task_ids(domain: str, args: argparse.Namespace) -> tuple[list[str] | None, int]:
+    """The split's task ids to run, in its order (None: every task), and how many LLM-judged ones were left
+    out: `--sample` of them drawn with `--seed`, without those an LLM must score unless `--llm-judged`."""
+    tasks = load_tasks(domain, task_split_name=args.task_split)
+    kept = [task.id for task in tasks if args.llm_judged or not judged_by_llm(task)]
+    left_out = len(tasks) - len(kept)
     if args.sample is None:
-        return None
-    ids = [task.id for task in load_tasks(domain, task_split_name=args.task_split)]
-    chosen = set(random.Random(args.seed).sample(ids, min(args.sample, len(ids))))
-    return [task_id for task_id in ids if task_id in chosen]
+        return (None if not left_out else kept), left_out
+    chosen = set(random.Random(args.seed).sample(kept, min(args.sample, len(kept))))
+    return [task_id for task_id in kept if task_id in chosen], left_out
 
 
 def settings(domain: str, arm: str, save_to: str, results_dir: str, task_ids: list[str] | None,
@@ -55,14 +74,41 @@ def settings(domain: str, arm: str, save_to: str, results_dir: str, task_ids: li
     return RunSettings(
         domain=domain, agent=AGENTS[arm], a2a=a2a if arm == "a2a" else None, ray=args.ray if arm == "a2a" else None,
         agent_llm=arm, agent_llm_args={}, user="scripted_user", user_llm="scripted", user_llm_args={},
-        num_trials=args.num_trials, num_tasks=args.num_tasks, task_split_name=args.task_split, task_ids=task_ids,
+        num_trials=args.num_trials, num_tasks=args.num_tasks if task_ids is None else None,
+        task_split_name=args.task_split, task_ids=task_ids[:args.num_tasks] if task_ids is not None else None,
         max_concurrency=args.max_concurrency, results_dir=results_dir, save_to=save_to, log_level="ERROR",
+        retrieval_config=args.retrieval_config if domain == KNOWLEDGE_DOMAIN else None,
     )
+
+
+def rewards(results: Any) -> dict[tuple[str, int | None], float | None]:
+    """Each simulation's reward by task and trial; None where tau2 scored nothing (an infrastructure error)."""
+    return {(s.task_id, s.trial): s.reward_info.reward if s.reward_info else None for s in results.simulations}
+
+
+def shortfall(simulation: Any) -> str:
+    """Why a simulation scored below 1.0, as its results show: each check of the task's reward basis that
+    scored below 1, with what failed in it."""
+    info = simulation.reward_info
+    if info is None:
+        return f"no score ({simulation.termination_reason.value})"
+    details = {
+        "DB": lambda: "the database differs from the golden actions' database",
+        "ACTION": lambda: "golden actions not in the trajectory: " + ", ".join(sorted(
+            {check.action.name for check in info.action_checks or [] if not check.action_match})),
+        "ENV_ASSERTION": lambda: f"{sum(not c.met for c in info.env_assertions or [])} environment assertions fail",
+        "COMMUNICATE": lambda: f"{sum(not c.met for c in info.communicate_checks or [])} communicate_info not said",
+        "NL_ASSERTION": lambda: f"{sum(not c.met for c in info.nl_assertions or [])} NL assertions fail",
+    }
+    failed = [str(getattr(basis, "value", basis)) for basis, reward in (info.reward_breakdown or {}).items()
+              if reward < 1.0]
+    return "; ".join(details.get(basis, lambda: basis)() for basis in failed) or f"reward {info.reward}"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--domains", nargs="+", default=["airline"])
+    parser.add_argument("--domains", nargs="+", default=["airline"],
+                        help="domains to run, or `all`: every text domain of the installed tau2 (default: airline)")
     parser.add_argument("--task-split", default="base", help="tau2's split of each domain (default: base)")
     parser.add_argument("--sample", type=int, default=None, help="run this many tasks of the split, drawn at random")
     parser.add_argument("--seed", type=int, default=0, help="seed of --sample's draw")
@@ -77,12 +123,18 @@ def main() -> int:
                         help="the A2A binding the client uses (auto: the card's first, JSON-RPC)")
     parser.add_argument("--ray", default=None, metavar="ADDRESS",
                         help="run the A2A arm's simulations on Ray (default: in this process, like tau2's)")
+    parser.add_argument("--retrieval-config", default="bm25_grep",
+                        help="banking_knowledge's retrieval config (default bm25_grep, offline)")
+    parser.add_argument("--llm-judged", action="store_true",
+                        help="also run the tasks an LLM judge scores (needs that LLM's credentials)")
     args = parser.parse_args()
+    if args.domains == ["all"]:
+        args.domains = [domain for domain in known_domains() if domain != "mock"]
     lines, ok = [], True
     with tempfile.TemporaryDirectory() as results_dir, oracle_process(free_port(), grpc_port=free_port()) as url:
         a2a = A2AConfig(endpoint=url, transport=args.transport)
         for domain in args.domains:
-            task_ids = sampled_task_ids(domain, args)
+            task_ids, left_out = chosen_task_ids(domain, args)
             native_s = a2a_s = 0.0
             for repeat in range(-args.warmup, args.repeats):  # ABBA order, so what is left of warming favours neither arm
                 for arm in (("native", "a2a") if repeat % 2 == 0 else ("a2a", "native")):
@@ -94,24 +146,27 @@ def main() -> int:
                     else:
                         over_a2a = evaluate(run).results
                         a2a_s += (time.perf_counter() - started) if repeat >= 0 else 0.0
-            rewards = [s.reward_info.reward for s in over_a2a.simulations]
-            perfect = sum(r == 1.0 for r in rewards)
+            scores, native_scores = rewards(over_a2a), rewards(native)
             differences = trajectory_differences(over_a2a, native)
-            ok &= perfect == len(rewards) and not differences
+            differing = sorted((key for key in scores if scores[key] != native_scores.get(key)), key=str)
+            ok &= not differences and not differing and scores.keys() == native_scores.keys()
             tasks = (f"{len(task_ids)} tasks drawn with seed {args.seed} from split {args.task_split}"
-                     if task_ids is not None else f"split {args.task_split}")
+                     if args.sample is not None else f"split {args.task_split}")
+            tasks += f", {left_out} LLM-judged tasks left out" if left_out else ""
+            tasks += f", retrieval config {args.retrieval_config}" if domain == KNOWLEDGE_DOMAIN else ""
             lines.append(
-                f"{domain} ({tasks}, transport {args.transport}): {len(rewards)} simulations, "
-                f"reward 1.0 on {perfect} over A2A, "
-                f"{sum(s.reward_info.reward == 1.0 for s in native.simulations)} natively; "
+                f"{domain} ({tasks}, transport {args.transport}): {len(scores)} simulations, "
+                f"reward 1.0 on {sum(r == 1.0 for r in scores.values())} over A2A, "
+                f"{sum(r == 1.0 for r in native_scores.values())} natively; "
+                f"rewards {'equal' if not differing else 'DIFFER: ' + '; '.join(map(str, differing[:5]))}; "
                 f"trajectories {'match' if not differences else 'DIFFER: ' + '; '.join(differences[:5])}; "
-                f"wall time A2A {a2a_s:.1f}s / native {native_s:.1f}s = {a2a_s / native_s:.3f} "
+                f"wall time A2A {a2a_s:.1f}s / native {native_s:.1f}s = {a2a_s / max(native_s, 1e-9):.3f} "
                 f"(max concurrency {args.max_concurrency}, A2A {'on Ray ' + args.ray if args.ray else 'in this process'}, "
                 f"{args.repeats} timed runs per arm after {args.warmup} untimed)"
             )
-            below = [f"{s.task_id} (trial {s.trial}): {s.reward_info.reward}"
-                     for s in over_a2a.simulations if s.reward_info.reward != 1.0]
-            lines += [f"  below 1.0 over A2A: {entry}" for entry in below]
+            lines += [f"  below 1.0 natively: {s.task_id} (trial {s.trial}): {shortfall(s)}"
+                      for s in sorted(native.simulations, key=lambda s: (s.task_id, s.trial or 0))
+                      if s.reward_info is None or s.reward_info.reward != 1.0]
     print("\n".join(lines))
     return 0 if ok else 1
 

@@ -87,6 +87,10 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
         judge_llm_args=args.judge_llm_args,
         judge_window_size=args.judge_window_size,
         judge_system_prompt=args.judge_system_prompt,
+        retrieval_config=args.retrieval_config,
+        retrieval_config_kwargs=args.retrieval_config_kwargs,
+        timeout=args.timeout,
+        retry_delay=args.retry_delay,
     )
 
 

