@@ -33,7 +33,7 @@ from loguru import logger  # noqa: E402
 from tau2_a2a.runner.settings import RunSettings  # noqa: E402
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION, Task, load_tasks, registry, simulate  # noqa: E402
 from tau2_a2a.tau2bench.environments import environments  # noqa: E402
-from tau2_a2a.tau2bench.fidelity import scored_offline  # noqa: E402
+from tau2_a2a.tau2bench.oracle_script import judged_by_llm  # noqa: E402
 from tau2_a2a.tau2bench.runs import RunPlan, plan_run  # noqa: E402
 
 RESULTS_DIR = tempfile.mkdtemp(prefix="bench-environments-")
@@ -93,7 +93,7 @@ def main() -> int:
     print(f"tau2: {DISTRIBUTION} {VERSION}")
     print(f"{'domain':9} {'arm':7} {'once s':>7} {'CPU s/sim':>10} {'sims/s':>7} {'KB/env':>8}")
     for domain in args.domains:
-        tasks = [task for task in load_tasks(domain, task_split_name="base") if scored_offline(task)][: args.n]
+        tasks = [task for task in load_tasks(domain, task_split_name="base") if not judged_by_llm(task)][: args.n]
         stock, cached = arm(domain, tasks, cached=False), arm(domain, tasks, cached=True)
         for name, result in (("stock", stock), ("cached", cached)):
             print(f"{domain:9} {name:7} {result['once']:7.2f} {result['cpu']:10.4f} {result['rate']:7.1f} "

@@ -40,7 +40,7 @@ from tau2_a2a.tau2bench.environments import (
     template_for,
 )
 from tests.support.paths import REPO
-from tau2_a2a.tau2bench.fidelity import scored_offline
+from tau2_a2a.tau2bench.oracle_script import judged_by_llm
 from tests.support.runs import run_native_oracle
 from tests.support.values import typed
 
@@ -50,7 +50,7 @@ ALL_TASKS = os.environ.get("TAU2_A2A_TEST_ALL_TASKS") == "1"
 
 def spread_sample(domain: str) -> list[str]:
     """Every k-th task of the base split, so the sample covers the whole split."""
-    ids = [task.id for task in load_tasks(domain, task_split_name="base") if scored_offline(task)]
+    ids = [task.id for task in load_tasks(domain, task_split_name="base") if not judged_by_llm(task)]
     if ALL_TASKS:
         return ids
     step = max(1, len(ids) // SAMPLE[domain])

@@ -26,7 +26,8 @@ from tau2_a2a.compare.report import schema
 from tau2_a2a.protocol.hosting import a2a_app, free_port
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, Results, compute_metrics, load_tasks
 from tau2_a2a.tau2bench.environments import VERIFY_ENV, environments
-from tau2_a2a.tau2bench.fidelity import scored_offline, trajectory_differences
+from tau2_a2a.tau2bench.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.oracle_script import judged_by_llm
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from tau2_a2a.reference.oracle_agent import oracle_card
 from testbed.standin_llm import StandinLLM
@@ -90,7 +91,7 @@ def judged_outcomes(body: dict[str, Any]) -> str:
 
 def test_the_sample_needs_the_judge() -> None:
     tasks = {task.id: task for task in load_tasks("retail")}
-    judged = sorted((task_id for task_id, task in tasks.items() if not scored_offline(task)), key=int)
+    judged = sorted((task_id for task_id, task in tasks.items() if judged_by_llm(task)), key=int)
     assert len(judged) == 40
     assert set(SAMPLE) <= set(judged)
     for task_id, expected in EXPECTED_CHECKS.items():

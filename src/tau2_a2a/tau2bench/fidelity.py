@@ -11,14 +11,6 @@ from typing import Any
 from tau2_a2a.tau2bench.distribution import AssistantMessage, ToolMessage, UserMessage
 
 
-def scored_offline(task: Any) -> bool:
-    """Whether tau2 scores `task` without an LLM: upstream judges some tasks' natural-language assertions
-    with one (docs/judge.md)."""
-    criteria = task.evaluation_criteria
-    basis = [str(getattr(b, "value", b)).upper() for b in (criteria.reward_basis or [])] if criteria else []
-    return not (criteria and criteria.nl_assertions and "NL_ASSERTION" in basis)
-
-
 def trajectory_signature(simulation: Any) -> list[tuple[Any, ...]]:
     """What a simulation did, without ids or timing: one tuple per message."""
     signature: list[tuple[Any, ...]] = []
