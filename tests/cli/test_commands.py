@@ -20,6 +20,7 @@ from tau2.data_model.simulation import Results, TerminationReason
 
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.cards import agent_card
+from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_AGENT
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port, wait_for_card
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.cli import run_cli
@@ -71,6 +72,17 @@ def test_demo_evaluates_the_oracle_offline(tmp_path: Path) -> None:
     results = Results.load(Path(results_line.removeprefix("Results: ")))
     assert sorted((s.task_id, s.reward_info.reward) for s in results.simulations) == [("0", 1.0), ("1", 1.0)]
     assert f"Protocol metrics: {tmp_path}" in stdout
+
+
+def test_an_a2a_agent_is_named_after_its_card_unless_agent_llm_names_it(oracle_url: str, tmp_path: Path) -> None:
+    """Also when --agent-llm is tau2's default model name: an agent that uses that model may say so."""
+    code, _, stderr = finish(run_cli(run_args(oracle_url, tmp_path, "--task-ids", "0")))
+    assert code == 0, stderr[-3000:]
+    assert Results.load(tmp_path / "run.json").info.agent_info.llm == "a2a-tau2-oracle"
+    code, _, stderr = finish(run_cli(run_args(oracle_url, tmp_path, "--task-ids", "0", "--save-to", "named",
+                                              "--agent-llm", DEFAULT_LLM_AGENT)))
+    assert code == 0, stderr[-3000:]
+    assert Results.load(tmp_path / "named.json").info.agent_info.llm == DEFAULT_LLM_AGENT
 
 
 def test_transport_streaming_and_timeout_flags_reach_the_run(tmp_path: Path) -> None:

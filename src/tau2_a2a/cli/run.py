@@ -21,7 +21,7 @@ from tau2_a2a.runner.interrupt import RunInterrupted, stop_on_sigint
 from tau2_a2a.runner.outcome import report_outcome
 from tau2_a2a.runner.parent import exit_with_parent
 from tau2_a2a.runner.run import evaluate
-from tau2_a2a.runner.settings import A2A_AGENT, DEFAULT_LLM, RunSettings
+from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
 from tau2_a2a.tau2bench.distribution import add_run_args
 from tau2_a2a.tau2bench.runs import domains
 
@@ -29,8 +29,9 @@ from tau2_a2a.tau2bench.runs import domains
 MAX_COUNT = 1_000_000
 SEED_RANGE = (-(2**63), 2**63 - 1)
 RUN_EPILOG = ("Exit codes: 0 no simulation ended with an A2A error; 3 some did (they score 0); 2 the run could not "
-              "start or the agent refused the token (finished simulations are kept; re-run to resume); 1 a "
-              "simulation's Ray worker died three times (with --ray); 130 stopped by Ctrl-C (finished "
+              "start or the agent refused the token (finished simulations are kept; re-run to resume); 1 the run "
+              "is incomplete: tau2 could not score some simulations (re-run to retry them), or a simulation's Ray "
+              "worker died three times (with --ray); 130 stopped by Ctrl-C (finished "
               "simulations and their metrics are kept; the last line gives the command that resumes). A resume "
               "continues only a run with the same settings.")
 
@@ -41,7 +42,8 @@ def add_run_command(commands: Any) -> None:
     run.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
     add_run_args(run)
     add_a2a_args(run)
-    run.set_defaults(func=run_command)
+    # Without --agent-llm an A2A agent is named after its card, and tau2's agents get tau2's default LLM.
+    run.set_defaults(func=run_command, agent_llm=None)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -64,7 +66,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
         task_split_name=args.task_split_name,
         task_ids=args.task_ids,
         num_tasks=args.num_tasks,
-        agent_llm=None if args.agent == A2A_AGENT and args.agent_llm == DEFAULT_LLM else args.agent_llm,
+        agent_llm=args.agent_llm,
         agent_llm_args=args.agent_llm_args,
         user=args.user,
         user_llm=args.user_llm,
