@@ -15,7 +15,10 @@ The run passes when, for every task and trial, the A2A arm's reward equals
 the native arm's and the trajectories match; tasks the native oracle itself
 cannot bring to 1.0 are listed with the reason its run shows. Tasks scored by
 an LLM judge (NL assertions: upstream's retail, banking_knowledge's task_102)
-are left out unless `--llm-judged`. `--domains all` runs every text domain of
+are left out unless `--llm-judged` (the judge's real LLM: OPENAI_API_KEY, and
+OPENAI_API_BASE for another endpoint) or `--standin-judge` (judged by the
+loopback stand-in, testbed/standin_llm.py, whose verdicts are a pure function
+of the conversation: both arms judged alike, offline; see docs/judge.md). `--domains all` runs every text domain of
 the installed tau2 (upstream v1.0.1: airline, retail, telecom, telecom-workflow,
 banking_knowledge); banking_knowledge runs with `--retrieval-config`
 (default bm25_grep, offline; see docs/domains.md).
@@ -28,23 +31,28 @@ banking_knowledge); banking_knowledge runs with `--retrieval-config`
     .venv313/bin/python bench/oracle_fidelity.py --domains banking_knowledge telecom-workflow --warmup 0 \
         --repeats 1 --max-concurrency 2                          # upstream's newer domains, every task
     .venv313/bin/python bench/oracle_fidelity.py --domains banking_knowledge --retrieval-config full_kb
+    .venv313/bin/python bench/oracle_fidelity.py --domains all --standin-judge   # every task of every text domain
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # testbed/
 from _common import oracle_process  # noqa: E402
 
 from tau2_a2a.client.config import TRANSPORTS, A2AConfig  # noqa: E402
-from tau2_a2a.protocol.hosting import free_port  # noqa: E402
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port  # noqa: E402
 from tau2_a2a.runner.run import evaluate  # noqa: E402
 from tau2_a2a.runner.settings import RunSettings  # noqa: E402
 from tau2_a2a.tau2bench.distribution import load_tasks  # noqa: E402
@@ -105,6 +113,26 @@ def shortfall(simulation: Any) -> str:
     return "; ".join(details.get(basis, lambda: basis)() for basis in failed) or f"reward {info.reward}"
 
 
+@contextmanager
+def standin_judge() -> Iterator[str]:
+    """The stand-in LLM on loopback, with LiteLLM's OpenAI endpoint (where upstream's judge goes) pointed at it."""
+    from testbed.standin_llm import StandinLLM
+
+    llm = StandinLLM()
+    with BackgroundServer(llm.app(), port=free_port()) as server:
+        saved = {name: os.environ.get(name) for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_KEY")}
+        os.environ.update(OPENAI_API_BASE=f"{server.url}/v1", OPENAI_API_KEY="standin-judge")
+        os.environ.pop("OPENAI_BASE_URL", None)
+        try:
+            yield f"{server.url}/v1"
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--domains", nargs="+", default=["airline"],
@@ -127,11 +155,17 @@ def main() -> int:
                         help="banking_knowledge's retrieval config (default bm25_grep, offline)")
     parser.add_argument("--llm-judged", action="store_true",
                         help="also run the tasks an LLM judge scores (needs that LLM's credentials)")
+    parser.add_argument("--standin-judge", action="store_true",
+                        help="also run the tasks an LLM judge scores, judged by the loopback stand-in (offline)")
     args = parser.parse_args()
+    args.llm_judged = args.llm_judged or args.standin_judge
     if args.domains == ["all"]:
         args.domains = [domain for domain in known_domains() if domain != "mock"]
     lines, ok = [], True
-    with tempfile.TemporaryDirectory() as results_dir, oracle_process(free_port(), grpc_port=free_port()) as url:
+    with (tempfile.TemporaryDirectory() as results_dir, oracle_process(free_port(), grpc_port=free_port()) as url,
+          standin_judge() if args.standin_judge else nullcontext() as judge):
+        if judge:
+            print(f"LLM judge: the stand-in at {judge}", flush=True)
         a2a = A2AConfig(endpoint=url, transport=args.transport)
         for domain in args.domains:
             task_ids, left_out = chosen_task_ids(domain, args)
