@@ -28,10 +28,10 @@ banking_knowledge); banking_knowledge runs with `--retrieval-config`
     .venv/bin/python bench/oracle_fidelity.py --domains telecom  # telecom's base split, 114 tasks
     .venv/bin/python bench/oracle_fidelity.py --domains telecom --ray local
     .venv/bin/python bench/oracle_fidelity.py --domains telecom --task-split full --sample 200 --seed 7
-    .venv313/bin/python bench/oracle_fidelity.py --domains banking_knowledge telecom-workflow --warmup 0 \
+    .venv/bin/python bench/oracle_fidelity.py --domains banking_knowledge telecom-workflow --warmup 0 \
         --repeats 1 --max-concurrency 2                          # upstream's newer domains, every task
-    .venv313/bin/python bench/oracle_fidelity.py --domains banking_knowledge --retrieval-config full_kb
-    .venv313/bin/python bench/oracle_fidelity.py --domains all --standin-judge   # every task of every text domain
+    .venv/bin/python bench/oracle_fidelity.py --domains banking_knowledge --retrieval-config full_kb
+    .venv/bin/python bench/oracle_fidelity.py --domains all --standin-judge   # every task of every text domain
 """
 
 from __future__ import annotations
