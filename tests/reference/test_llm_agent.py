@@ -20,7 +20,7 @@ from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.messages import conversation_start, user_turn
 from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
-from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port, wait_for_card
 
 GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
 
@@ -110,6 +110,27 @@ def test_reply_follows_the_convention(serve, standin):
         assert usage["cost"] == 0.0 and usage["prompt_tokens"] > 0
     finally:
         session.close()
+
+
+def test_each_server_reaches_the_llm_after_an_earlier_one_stopped(standin):
+    """Each hosted server runs its own event loop; LiteLLM's connections must not outlive the loop that
+    opened them (tau2 imports set a process-wide async client whose connections did)."""
+    system_prompt, tools = airline_prompt_and_tools()
+    opening = user_turn("Hi.\n[tau2-task domain=airline id=3]")
+    replies = []
+    for _ in range(2):
+        port = free_port()
+        executor = LLMExecutor(MODEL, llm_args(standin))
+        url = f"http://127.0.0.1:{port}"
+        with BackgroundServer(a2a_app(executor, llm_agent_card(url, MODEL)), port=port):
+            session = A2ASession(A2AConfig(endpoint=url, retry=RetryPolicy(max_attempts=1)))
+            try:
+                exchange = session.send(conversation_start(system_prompt, tools, opening, [GREETING]), None, None, 0)
+            finally:
+                session.close()
+        replies.append([MessageToDict(p.data) for p in exchange.reply.parts if p.HasField("data")])
+    call = {"id": "call_standin_0", "name": "get_reservation_details", "arguments": {"reservation_id": "JMO1MG"}}
+    assert replies == [[{"tool_calls": [call]}]] * 2
 
 
 def test_cli_serves_the_agent(standin, tmp_path):

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
+import litellm
 import tau2.runner.batch as tau2_batch
 import tau2.runner.build as tau2_build
 from tau2.agent.base_agent import ValidAgentInputMessage, is_valid_agent_history_message
@@ -33,6 +34,7 @@ from tau2.runner import get_tasks
 from tau2.user.user_simulator_base import (
     OUT_OF_SCOPE, STOP, TRANSFER, HalfDuplexUser, UserState, ValidUserInputMessage,
 )
+from tau2.utils import llm_utils as _tau2_llm_utils  # noqa: F401  (its import sets the session undone below)
 from tau2.utils.display import ConsoleDisplay
 
 from tau2_a2a.errors import ConfigError
@@ -67,6 +69,14 @@ def _quiet_loop_del(original: Callable[[Any], None]) -> Callable[[Any], None]:
 
 asyncio.base_events.BaseEventLoop.__del__ = _quiet_loop_del(  # type: ignore[method-assign]
     getattr(tau2_batch, "_original_del", asyncio.base_events.BaseEventLoop.__del__))
+
+
+# Importing tau2 gives LiteLLM one httpx.AsyncClient for the whole process. tau2 calls LiteLLM synchronously
+# only; that client serves the other LiteLLM users in the process (the reference LLM and ADK agents), and its
+# pooled connections belong to the event loop that opened them, so a call from any other event loop (each
+# hosted server runs its own) fails with "Event loop is closed". Without it LiteLLM makes its async clients
+# itself, one per event loop. tau2's synchronous client (litellm.client_session) stays.
+litellm.aclient_session = None
 
 
 class RunConfig(TextRunConfig):
