@@ -306,19 +306,22 @@ def llm_functions(tools: EvaluationTools, started: dict[str, list[str]]) -> list
 
     The target's bearer token is not among the model's arguments: a token typed
     into a chat would be stored with the conversation. Use a structured request.
+    Each runs in a worker thread: ADK calls a plain function on the event loop,
+    where a blocking database write would wait on the A2A task store's
+    transaction on that same loop until the database's busy timeout.
     """
 
-    def guarded(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    async def guarded(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         try:
-            return call()
+            return await asyncio.to_thread(call)
         except (ToolError, EvaluationError) as error:
             return {"error": str(error)}
 
-    def list_domains() -> dict:
+    async def list_domains() -> dict:
         """The tau2 domains, each with its task count, task splits and tool names."""
-        return guarded(tools.list_domains)
+        return await guarded(tools.list_domains)
 
-    def run_tau2_evaluation(domain: str, agent_endpoint: str, user: str = "user_simulator",
+    async def run_tau2_evaluation(domain: str, agent_endpoint: str, user: str = "user_simulator",
                             user_llm: str | None = None, num_trials: int = 1, num_tasks: int | None = None,
                             task_ids: list[str] | None = None, task_split: str | None = None,
                             max_steps: int = 200, max_concurrency: int | None = None,
@@ -337,7 +340,7 @@ def llm_functions(tools: EvaluationTools, started: dict[str, list[str]]) -> list
           max_steps: steps per simulation.
           max_concurrency: simulations at once.
         """
-        result = guarded(lambda: tools.run_tau2_evaluation(
+        result = await guarded(lambda: tools.run_tau2_evaluation(
             domain=domain, agent_endpoint=agent_endpoint, user=user, user_llm=user_llm, num_trials=num_trials,
             num_tasks=num_tasks, task_ids=task_ids, task_split=task_split, max_steps=max_steps,
             max_concurrency=max_concurrency))
@@ -346,17 +349,17 @@ def llm_functions(tools: EvaluationTools, started: dict[str, list[str]]) -> list
             started.setdefault(tool_context.invocation_id, []).append(result["evaluation_id"])
         return result
 
-    def get_evaluation(evaluation_id: str) -> dict:
+    async def get_evaluation(evaluation_id: str) -> dict:
         """Status, progress and results of the evaluation with this id (ev-...)."""
-        return guarded(lambda: tools.get_evaluation(evaluation_id))
+        return await guarded(lambda: tools.get_evaluation(evaluation_id))
 
-    def list_evaluations() -> dict:
+    async def list_evaluations() -> dict:
         """Every evaluation this service knows, with status and average reward."""
-        return guarded(tools.list_evaluations)
+        return await guarded(tools.list_evaluations)
 
-    def cancel_evaluation(evaluation_id: str) -> dict:
+    async def cancel_evaluation(evaluation_id: str) -> dict:
         """Stop the evaluation with this id; finished simulations are kept."""
-        return guarded(lambda: tools.cancel_evaluation(evaluation_id))
+        return await guarded(lambda: tools.cancel_evaluation(evaluation_id))
 
     return [list_domains, run_tau2_evaluation, get_evaluation, list_evaluations, cancel_evaluation]
 
