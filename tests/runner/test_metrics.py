@@ -51,7 +51,8 @@ def percentile(values: list[float], q: float) -> float:
 
 @pytest.fixture(scope="module")
 def metered_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Tasks 1 and 2 one after the other; the agent refuses its first message once with 503."""
+    """Tasks 1 and 8 one after the other (2 and 4 golden actions in both tau2 distributions' data); the agent
+    refuses its first message once with 503."""
     wire: list[HttpExchange] = []
     agent = OracleLike()
     port = free_port()
@@ -59,7 +60,7 @@ def metered_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     results_dir = tmp_path_factory.mktemp("metrics")
     app = agent_app(agent, url, [middleware(WireLog, exchanges=wire), middleware(FailFirst, status=503, count=1)])
     with BackgroundServer(app, port=port):
-        outcome = run_a2a(url, results_dir, task_ids=["1", "2"], max_concurrency=1,
+        outcome = run_a2a(url, results_dir, task_ids=["1", "8"], max_concurrency=1,
                                    a2a=A2AConfig(endpoint=url, retry=FAST))
     yield {"outcome": outcome, "agent": agent, "wire": wire, "url": url, "results_dir": results_dir}
 
@@ -99,7 +100,7 @@ def test_record_fields(metered_run: dict[str, Any]) -> None:
         "GetTask", None, None, "JSONRPC")
     expected_shape = {
         "1": [(0, 1, 503, "http"), (0, 2, 200, None), (1, 1, 200, None), (2, 1, 200, None)],
-        "2": [(turn, 1, 200, None) for turn in range(5)],
+        "8": [(turn, 1, 200, None) for turn in range(5)],
     }
     for simulation in report["simulations"]:
         records = simulation["requests"]

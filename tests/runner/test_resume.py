@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tau2.data_model.simulation import Results
 
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
+from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_USER, DISTRIBUTION, NVIDIA
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
@@ -132,7 +132,7 @@ def card_shown(url: str) -> str:
     ("retail", [], "domain airline in the file, retail now"),
     ("airline", ["--user-llm-args", '{"temperature": 0.5}'],
      'user LLM args {"temperature": 0.0} in the file, {"temperature": 0.5} now'),
-    ("airline", ["--user-llm", "gpt-4.1-mini"], "user LLM gpt-4.1 in the file, gpt-4.1-mini now"),
+    ("airline", ["--user-llm", "gpt-4.1-mini"], f"user LLM {DEFAULT_LLM_USER} in the file, gpt-4.1-mini now"),
 ])
 def test_a_resume_with_other_settings_is_refused_and_the_same_settings_resume(
         domain: str, change: list[str], differs: str, finished_run: Path, oracle_url: str, tmp_path: Path) -> None:

@@ -1,12 +1,14 @@
 """Agents that get some tasks wrong, end to end: CLI run, service assessments, merge, the leaderboard query.
 
-Airline tasks 2, 3 and 9 fail when the agent skips their work (a certificate, a
-communicated number, a cancellation). Three agents, each a real A2A server:
-- A gets task 3 always wrong and task 2 wrong every other time: over 2 trials
-  rewards 2: [0, 1], 3: [0, 0], 9: [1, 1]; average 0.5, pass^1 0.5, pass^2 1/3.
-  Assessed as two shards of unequal size: [2, 9] (pass^1 0.75) and [3] (pass^1 0).
-- B gets task 9 wrong: 1 trial, average and pass^1 2/3.
-- C's host answers HTTP 500 to task 2: an A2A error, so its result is not `clean`.
+Airline tasks 11, 17 and 20 fail when the agent skips their work (a flight change
+and a communicated number, changes to flights, passengers and bags, a booking),
+alike in both tau2 distributions' task data. Three agents, each a real A2A server:
+- A gets task 17 always wrong and task 11 wrong every other time: over 2 trials
+  rewards 11: [0, 1], 17: [0, 0], 20: [1, 1]; average 0.5, pass^1 0.5, pass^2 1/3.
+  Assessed as two shards of unequal size (every other task of the task set's
+  order): [11, 20] (pass^1 0.75) and [17] (pass^1 0).
+- B gets task 20 wrong: 1 trial, average and pass^1 2/3.
+- C's host answers HTTP 500 to task 11: an A2A error, so its result is not `clean`.
 The leaderboard query of docs/agentbeats.md must weight A's shards by their tasks
 (0.5, not the shards' plain mean 0.375), leave C out, and rank B above A.
 """
@@ -38,8 +40,8 @@ from tests.support.records import marker
 from tests.support.service import start_service
 
 REPO = Path(__file__).resolve().parents[2]
-TASKS = ["2", "3", "9"]
-A_REWARDS = {"2": [0.0, 1.0], "3": [0.0, 0.0], "9": [1.0, 1.0]}
+TASKS = ["11", "17", "20"]
+A_REWARDS = {"11": [0.0, 1.0], "17": [0.0, 0.0], "20": [1.0, 1.0]}
 
 
 def serve_agent(executor: Any, middleware: list[Middleware] | None = None) -> BackgroundServer:
@@ -57,9 +59,9 @@ def rewards_by_task(results: Results) -> dict[str, list[float]]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A by the CLI, then A's two shards, B and C assessed by the service at once."""
-    a = serve_agent(GetsTasksWrong(always=("3",), every_other=("2",)))
-    b = serve_agent(GetsTasksWrong(always=("9",)))
-    c = serve_agent(GetsTasksWrong(), [Middleware(FailWhen, status=500, needle=marker("2"))])
+    a = serve_agent(GetsTasksWrong(always=("17",), every_other=("11",)))
+    b = serve_agent(GetsTasksWrong(always=("20",)))
+    c = serve_agent(GetsTasksWrong(), [Middleware(FailWhen, status=500, needle=marker("11"))])
     service = start_service(tmp_path_factory.mktemp("mixed_service"), limits=Limits(max_running=4))
     cli_dir = tmp_path_factory.mktemp("mixed_cli")
     try:
@@ -100,14 +102,14 @@ def test_the_cli_run_scores_each_task_and_pass_hat_k_exactly(runs: dict[str, Any
 def test_the_service_reports_each_shard_exactly_and_clean(runs: dict[str, Any]) -> None:
     a0, a1 = runs["a"]
     assert [(t["task_id"], t["rewards"], t["successes"]) for t in a0["tasks"]] == [
-        ("2", [0.0, 1.0], [False, True]), ("9", [1.0, 1.0], [True, True])]
+        ("11", [0.0, 1.0], [False, True]), ("20", [1.0, 1.0], [True, True])]
     assert (a0["avg_reward"], a0["pass_hat_1"], a0["pass_hat_2"], a0["num_tasks"], a0["total_simulations"]) == (
         0.75, 0.75, 0.5, 2, 4)
-    assert [(t["task_id"], t["rewards"]) for t in a1["tasks"]] == [("3", [0.0, 0.0])]
+    assert [(t["task_id"], t["rewards"]) for t in a1["tasks"]] == [("17", [0.0, 0.0])]
     assert (a1["avg_reward"], a1["pass_hat_1"], a1["pass_hat_2"], a1["num_tasks"], a1["total_simulations"]) == (
         0.0, 0.0, 0.0, 1, 2)
     b = runs["b"]
-    assert [(t["task_id"], t["rewards"]) for t in b["tasks"]] == [("2", [1.0]), ("3", [1.0]), ("9", [0.0])]
+    assert [(t["task_id"], t["rewards"]) for t in b["tasks"]] == [("11", [1.0]), ("17", [1.0]), ("20", [0.0])]
     assert (b["avg_reward"], b["pass_hat_1"]) == (0.666667, 0.666667)
     for result in (a0, a1, b):  # wrong answers are the agent's fault, not the protocol's
         assert (result["status"], result["clean"], result["a2a_error_simulations"]) == ("completed", True, 0)
@@ -119,7 +121,7 @@ def test_an_a2a_error_completes_the_assessment_but_not_clean(runs: dict[str, Any
     assert (c["status"], c["clean"], c["a2a_error_simulations"], c["a2a_errors_by_category"]) == (
         "completed", False, 1, {"http": 1})
     assert [(t["task_id"], t["rewards"], t["termination_reasons"]) for t in c["tasks"]] == [
-        ("2", [0.0], ["agent_error"]), ("3", [1.0], ["user_stop"]), ("9", [1.0], ["user_stop"])]
+        ("11", [0.0], ["agent_error"]), ("17", [1.0], ["user_stop"]), ("20", [1.0], ["user_stop"])]
     assert c["avg_reward"] == 0.666667
     text = " ".join(p.text for a in runs["finals"][3].artifacts for p in a.parts if p.HasField("text"))
     assert ": completed, with A2A errors." in text

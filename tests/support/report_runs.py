@@ -12,7 +12,7 @@ from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.support.executors import OracleLike, Seen, agent_app
 from tests.support.runs import run_a2a
 
-TASKS = ["0", "1", "2", "3"]
+TASKS = ["0", "1", "3", "20"]  # task 20 books a flight in both tau2 distributions' task data
 TRIALS = 3
 
 
@@ -20,7 +20,8 @@ class FlakyOracle(OracleLike):
     """The oracle, except that:
 
     - task "1" fails its first conversation only (the A2A task ends FAILED: a protocol error);
-    - task "2" says goodbye at once in its first two conversations (the user stops, the DB check fails);
+    - task "20" says goodbye at once in its first two conversations (the user stops, the DB check fails:
+      the task books a flight);
     - task "3" ends every conversation as FAILED.
     """
 
@@ -34,7 +35,7 @@ class FlakyOracle(OracleLike):
         nth = self.opened.get(seen.task or "", 0)
         if (seen.task == "1" and nth == 1) or seen.task == "3":
             await self.fail(event_queue, seen)
-        elif seen.task == "2" and nth <= 2 and seen.turn.system is not None:
+        elif seen.task == "20" and nth <= 2 and seen.turn.system is not None:
             await self.answer(event_queue, seen, [new_text_part("Thank you for calling. Goodbye!")])
         else:
             await super().respond(context, event_queue, seen)
@@ -50,7 +51,7 @@ class FlakyOracle(OracleLike):
 
 
 def flaky_run(results_dir: Path, save_to: str = "flaky") -> Path:
-    """Airline tasks 0-3, three trials, one at a time, against FlakyOracle; returns the results file."""
+    """Airline tasks 0, 1, 3 and 20, three trials, one at a time, against FlakyOracle; returns the results file."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with BackgroundServer(agent_app(FlakyOracle(), url), port=port):

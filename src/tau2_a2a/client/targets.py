@@ -6,9 +6,11 @@ always refused, in every form that still reaches them (IPv4-mapped,
 IPv4-compatible, NAT64, 6to4 and Teredo IPv6 addresses). Beyond that, a
 policy with entries allows only what they name: host names, `*.domain`
 wildcards, IP addresses, CIDR networks, and the address classes `public`
-(globally routable), `private` (RFC 1918, fc00::/7, 100.64.0.0/10) and
-`loopback` (127.0.0.0/8, ::1). A policy without entries allows every other
-address.
+(globally reachable, as the IANA IPv4 and IPv6 Special-Purpose Address
+Registries say: the tables here, not the running Python's `ipaddress`, whose
+`is_global` changed between versions), `private` (RFC 1918, fc00::/7,
+100.64.0.0/10, local-use NAT64) and `loopback` (127.0.0.0/8, ::1). A policy
+without entries allows every other address.
 
 The client checks every connection when it is made: `addresses()` resolves
 the host, checks each address, and the connection goes to those very
@@ -54,6 +56,21 @@ _MULTICAST = (_NET("224.0.0.0/4"), _NET("ff00::/8"))
 _MAPPED, _TRANSLATED = _NET("::ffff:0:0/96"), _NET("::ffff:0:0:0/96")
 _COMPATIBLE, _NAT64, _LOCAL_NAT64 = _NET("::/96"), _NET("64:ff9b::/96"), _NET("64:ff9b:1::/48")
 _SIX_TO_FOUR, _TEREDO = _NET("2002::/16"), _NET("2001::/32")
+# Not globally reachable, per the IANA IPv4 and IPv6 Special-Purpose Address Registries (2025-10), besides
+# the loopback, unspecified, private and multicast blocks above (judged first). 6to4, Teredo and the IPv4
+# translation forms are judged by the IPv4 address they carry (`judged`), never as themselves.
+_NOT_GLOBAL = tuple(_NET(n) for n in (
+    "169.254.0.0/16", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+    "240.0.0.0/4",  # reserved, with the limited broadcast address 255.255.255.255
+    "fe80::/10", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20", "5f00::/16",
+))
+# The registries' globally reachable blocks inside those: anycast services (PCP, TURN, DNS-SD SRP), AMT,
+# AS112, ORCHIDv2 and drone remote ID (DET) prefixes
+_GLOBAL_EXCEPTIONS = tuple(_NET(n) for n in (
+    "192.0.0.9/32", "192.0.0.10/32", "2001:1::1/128", "2001:1::2/128", "2001:1::3/128", "2001:3::/32",
+    "2001:4:112::/48", "2001:20::/28", "2001:30::/28",
+))
+_GLOBAL_UNICAST = _NET("2000::/3")  # IPv6 beyond it is reserved by the IETF (or one of the blocks above)
 
 
 class TargetRefused(ConfigError):
@@ -121,17 +138,30 @@ def judged(address: IPAddress) -> list[IPAddress]:
     return [v4 for v4, _ in embedded_ipv4(address)] or [address]
 
 
+def _within(address: IPAddress, networks: Iterable[IPNetwork]) -> bool:
+    return any(address.version == n.version and address in n for n in networks)
+
+
 def address_class(address: IPAddress) -> str:
-    """public, private, loopback, unspecified, multicast or reserved (an address judged as itself)."""
+    """public, private, loopback, unspecified, multicast or reserved (an address judged as itself), by the
+    tables here alone, so every Python version classifies alike."""
     for networks, name in ((_LOOPBACK, LOOPBACK), (_UNSPECIFIED, "unspecified"), (_PRIVATE, PRIVATE),
                            (_MULTICAST, "multicast")):
-        if any(address.version == n.version and address in n for n in networks):
+        if _within(address, networks):
             return name
-    if address.version == 6 and address in _COMPATIBLE:
-        return "reserved"
-    if address.is_global and not address.is_reserved and not address.is_multicast:
+    if _within(address, _GLOBAL_EXCEPTIONS):
         return PUBLIC
-    return "reserved"
+    if _within(address, _NOT_GLOBAL) or (address.version == 6 and address not in _GLOBAL_UNICAST):
+        return "reserved"
+    return PUBLIC
+
+
+def shown(address: IPAddress) -> str:
+    """An address as messages write it: an IPv4-mapped one as ::ffff:a.b.c.d (RFC 5952, section 5), as
+    Python 3.13 writes it and older versions do not."""
+    if address.version == 6 and address in _MAPPED:
+        return f"::ffff:{ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)}"
+    return str(address)
 
 
 def always_refused(address: IPAddress) -> str | None:
@@ -264,7 +294,7 @@ class TargetPolicy:
     def _refusal(self, host: str, address: IPAddress, denied: IPAddress, literal: bool) -> str:
         kind = address_class(denied)
         carried = f" (carrying {denied})" if denied != address else ""
-        allow = kind if kind in KEYWORDS else str(denied)
+        allow = kind if kind in KEYWORDS else shown(denied)
         if kind == PUBLIC and not literal:
             allow = host
         suggestion = ",".join(dict.fromkeys([*self.entries, allow]))
@@ -283,7 +313,7 @@ def _is_literal(host: str) -> bool:
 
 def _subject(host: str, address: IPAddress, literal: bool) -> str:
     """How a message names the address: itself for an IP literal, else what the host resolved to."""
-    return str(address) if literal else f"{host} resolves to {address}, which"
+    return shown(address) if literal else f"{host} resolves to {shown(address)}, which"
 
 
 def grpc_host_port(target: str, what: str = "") -> tuple[str, int]:
