@@ -10,7 +10,7 @@ from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.runner.outcome import RunOutcome
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.distribution import RunConfig, run_to
+from tau2_a2a.tau2bench.distribution import RunConfig, load_tasks, run_to
 from tau2_a2a.protocol.hosting import BackgroundServer
 
 
@@ -48,3 +48,23 @@ def saved_simulations(results_path: Path) -> list[dict] | None:
         return json.loads(results_path.read_text())["simulations"]
     except (FileNotFoundError, json.JSONDecodeError, KeyError):
         return None
+
+
+def telecom_sample(domain: str) -> list[str]:
+    """Tasks of a telecom domain of every kind: both requestors (the first, and the one with the most
+    hand-overs), the user alone, the agent alone."""
+    tasks = load_tasks(domain, task_split_name="base")
+
+    def requestors(task: Any) -> frozenset[str]:
+        return frozenset(action.requestor for action in task.evaluation_criteria.actions or [])
+
+    def hand_overs(task: Any) -> int:
+        actions = task.evaluation_criteria.actions or []
+        return sum(1 for i, a in enumerate(actions)
+                   if a.requestor == "user" and (i == 0 or actions[i - 1].requestor != "user"))
+
+    both = [task for task in tasks if requestors(task) == {"assistant", "user"}]
+    chosen = [both[0], max(both, key=hand_overs)]
+    chosen += [task for task in tasks if requestors(task) == {"user"}][:1]
+    chosen += [task for task in tasks if requestors(task) == {"assistant"}][:1]
+    return list(dict.fromkeys(task.id for task in chosen))

@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, VERSION, Results, Task, load_tasks
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, VERSION, Results
 from tau2_a2a.tau2bench.environments import VERIFY_ENV, environments
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY, task_set_sha256
 from tau2_a2a.protocol.hosting import a2a_app
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tests.support.cli import run_cli
-from tests.support.runs import Serve, run_a2a, run_native_oracle, saved_simulations
+from tests.support.runs import Serve, run_a2a, run_native_oracle, saved_simulations, telecom_sample
 
 STOPPED = re.compile(r"Stopped by Ctrl-C: (\d+) finished simulations? kept in (\S+) \(protocol metrics: (\S+)\); "
                      r"to resume, run: (.+)")
@@ -36,31 +36,13 @@ pytestmark = [
     pytest.mark.skipif(DISTRIBUTION != UPSTREAM, reason=f"needs upstream tau2-bench; {DISTRIBUTION} is installed"),
 ]
 
-def _telecom_sample() -> list[str]:
-    """Telecom tasks of every kind: both requestors (the most hand-overs among them), the user alone, the
-    agent alone."""
-    tasks = load_tasks("telecom", task_split_name="base")
-
-    def requestors(task: Task) -> frozenset[str]:
-        return frozenset(action.requestor for action in task.evaluation_criteria.actions or [])
-
-    def hand_overs(task: Task) -> int:
-        actions = task.evaluation_criteria.actions or []
-        return sum(1 for i, a in enumerate(actions)
-                   if a.requestor == "user" and (i == 0 or actions[i - 1].requestor != "user"))
-
-    both = [task for task in tasks if requestors(task) == {"assistant", "user"}]
-    chosen = [both[0], max(both, key=hand_overs)]
-    chosen += [task for task in tasks if requestors(task) == {"user"}][:1]
-    chosen += [task for task in tasks if requestors(task) == {"assistant"}][:1]
-    return [task.id for task in chosen]
 
 
 SAMPLES = {
     "airline": ["0", "5", "11", "23", "38", "49"],
     # retail: tasks scored offline (upstream has 40 whose score needs an LLM judge of NL assertions)
     "retail": ["0", "1", "7", "42", "77", "100"],
-    "telecom": _telecom_sample(),
+    "telecom": telecom_sample("telecom"),
 }
 
 

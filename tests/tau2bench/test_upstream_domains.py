@@ -23,13 +23,13 @@ from a2a.server.events import EventQueue
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, Results, Task, load_tasks
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, Results, load_tasks
 from tau2_a2a.tau2bench.environments import VERIFY_ENV, environments
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.client.config import A2AConfig
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, Seen, agent_app
-from tests.support.runs import FAST, Serve, run_a2a, run_native_oracle
+from tests.support.runs import FAST, Serve, run_a2a, run_native_oracle, telecom_sample
 
 pytestmark = [
     pytest.mark.upstream,
@@ -40,24 +40,6 @@ KNOWLEDGE = "banking_knowledge"
 OFFLINE_RETRIEVAL = "bm25_grep"  # BM25 search and grep over the knowledge base: no embeddings, no network
 
 
-def _workflow_sample() -> list[str]:
-    """telecom-workflow tasks of every kind: both requestors (the most hand-overs among them), the user alone,
-    the agent alone."""
-    tasks = load_tasks("telecom-workflow", task_split_name="base")
-
-    def requestors(task: Task) -> frozenset[str]:
-        return frozenset(action.requestor for action in task.evaluation_criteria.actions or [])
-
-    def hand_overs(task: Task) -> int:
-        actions = task.evaluation_criteria.actions or []
-        return sum(1 for i, a in enumerate(actions)
-                   if a.requestor == "user" and (i == 0 or actions[i - 1].requestor != "user"))
-
-    both = [task for task in tasks if requestors(task) == {"assistant", "user"}]
-    chosen = [max(both, key=hand_overs)]
-    chosen += [task for task in tasks if requestors(task) == {"user"}][:1]
-    chosen += [task for task in tasks if requestors(task) == {"assistant"}][:1]
-    return [task.id for task in chosen]
 
 
 SAMPLES = {
@@ -68,7 +50,7 @@ SAMPLES = {
                      # ###OUT-OF-SCOPE###, which ends a conversation wherever a user says it
         "task_061",  # discoverable tools of both kinds; its instructions end with ###STOP###
     ],
-    "telecom-workflow": _workflow_sample(),
+    "telecom-workflow": telecom_sample("telecom-workflow"),
 }
 
 
