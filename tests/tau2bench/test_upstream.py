@@ -43,21 +43,30 @@ SAMPLES = {
     # retail: tasks scored offline (upstream has 40 whose score needs an LLM judge of NL assertions)
     "retail": ["0", "1", "7", "42", "77", "100"],
     "telecom": telecom_sample("telecom"),
+    "banking_knowledge": [
+        "task_001",  # the user applies with a tool of its own; scored on the database
+        "task_031",  # the agent gives the user a discoverable tool the user calls, unlocks and calls one itself
+        "task_034",  # eight user actions, then the agent's transfer; scored on actions; its instructions name
+                     # ###OUT-OF-SCOPE###, which ends a conversation wherever a user says it
+        "task_061",  # discoverable tools of both kinds; its instructions end with ###STOP###
+    ],
+    "telecom-workflow": telecom_sample("telecom-workflow"),
 }
+TRIALS = {"banking_knowledge": 1, "telecom-workflow": 1}  # the others: 2
+OFFLINE_RETRIEVAL = {"banking_knowledge": {"retrieval_config": "bm25_grep"}}  # BM25 and grep: no embeddings
 
 
 @pytest.mark.parametrize("domain", sorted(SAMPLES))
 def test_oracle_over_a2a_scores_what_upstream_scores(domain: str, oracle_url: str, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    task_ids = SAMPLES[domain]
+    task_ids, trials = SAMPLES[domain], TRIALS.get(domain, 2)
+    settings = {"task_ids": task_ids, "num_trials": trials, "max_concurrency": 3, **OFFLINE_RETRIEVAL.get(domain, {})}
     monkeypatch.setenv(VERIFY_ENV, "1")
     with environments(cached=False):
-        native = run_native_oracle(tmp_path / "native", domain, task_ids=task_ids, num_trials=2,
-                                   max_concurrency=3)
-    over_a2a = run_a2a(oracle_url, tmp_path / "a2a", domain, task_ids=task_ids, num_trials=2,
-                       max_concurrency=3).results
+        native = run_native_oracle(tmp_path / "native", domain, **settings)
+    over_a2a = run_a2a(oracle_url, tmp_path / "a2a", domain, **settings).results
 
-    expected = {(task_id, trial): 1.0 for task_id in task_ids for trial in (0, 1)}
+    expected = {(task_id, trial): 1.0 for task_id in task_ids for trial in range(trials)}
     assert {(s.task_id, s.trial): s.reward_info.reward for s in native.simulations} == expected
     assert {(s.task_id, s.trial): s.reward_info.reward for s in over_a2a.simulations} == expected
     assert {s.termination_reason.value for s in over_a2a.simulations} == {"user_stop"}
