@@ -11,6 +11,7 @@ from a2a.types import TaskState
 from google.genai import types
 
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tests.support.distributions import DOMAIN_LIST
 from tests.support.service import (
     ServiceStandinLLM,
     ask,
@@ -80,7 +81,7 @@ async def test_text_requests_go_to_the_llm_agent(llm_service: Any) -> None:
     server, standin = llm_service
     task = await ask(server.url, text="Which domains can you evaluate an agent on?")
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
-    assert result_text(task) == "I can evaluate on: mock, airline, retail, telecom, telecom-workflow"
+    assert result_text(task) == f"I can evaluate on: {DOMAIN_LIST}"
     offered = {t["function"]["name"] for t in standin.requests[0]["tools"]}
     assert offered == {"list_domains", "run_tau2_evaluation", "get_evaluation", "list_evaluations",
                        "cancel_evaluation"}

@@ -26,6 +26,7 @@ from tau2_a2a.tau2bench.provenance import task_set_sha256
 from tau2_a2a.service.result import ARTIFACT_NAME, schema
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.support.assessments import assess, request, result_of
+from tests.support.distributions import DOMAIN_LIST
 from tests.support.service import final_task, served_card, start_service, stream_message
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,7 +109,7 @@ def refusal(task: Any) -> str:
     ({"config": {"domain": "airline", "num_trials": "3"}},
      'config.num_trials must be a whole number >= 1 (default 1); got "3".'),
     ({"config": {"domain": "banking"}},
-     "Unknown domain 'banking'. Accepted domains: mock, airline, retail, telecom, telecom-workflow."),
+     f"Unknown domain 'banking'. Accepted domains: {DOMAIN_LIST}."),
     ({"config": {"num_tasks": 2}}, "config.domain is required: a tau2 domain name (required)."),
     ({"config": {"domain": "airline", "shard_index": 2, "num_shards": 2}},
      "config.shard_index must be a whole number >= 0, below num_shards; got 2 with num_shards 2."),

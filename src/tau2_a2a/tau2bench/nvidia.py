@@ -25,8 +25,8 @@ from tau2.utils.display import ConsoleDisplay
 
 __all__ = [
     "STOP", "TOOL_LISTS_CACHEABLE", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "is_valid_agent_history_message",
-    "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
+    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "domain_tool_names",
+    "is_valid_agent_history_message", "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
     "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
 
@@ -47,6 +47,13 @@ class UserBase(BaseUser):
 def register_agent(agent_class: type, name: str) -> None:
     """An agent class built with (tools, domain_policy, llm, llm_args), under `name`."""
     registry.register_agent(agent_class, name)
+
+
+def domain_tool_names(domain: str) -> tuple[list[str], list[str]]:
+    """A domain's agent and user tool names, from its environment as a run with tau2's default settings builds it."""
+    environment = registry.get_env_constructor(domain)()
+    user_tools = environment.get_user_tools() if environment.user_tools is not None else []
+    return sorted(tool.name for tool in environment.get_tools()), sorted(tool.name for tool in user_tools)
 
 
 def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
