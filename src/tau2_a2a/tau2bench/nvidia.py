@@ -26,8 +26,9 @@ from tau2.utils.display import ConsoleDisplay
 __all__ = [
     "STOP", "TOOL_LISTS_CACHEABLE", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
     "ValidUserInputMessage", "add_run_args", "agent_task_filter", "domain_tool_names",
-    "is_valid_agent_history_message", "register_agent", "run_to", "save_summaries", "set_simulation_function", "simulation_agent",
-    "simulation_function", "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
+    "is_valid_agent_history_message", "register_agent", "run_to", "save_summaries", "set_simulation_function",
+    "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
+    "use_results_io",
 ]
 
 _stock_run_task = tau2_run.run_task
