@@ -165,8 +165,11 @@ def test_banking_knowledge_is_listed_without_an_openai_key_with_its_default_retr
         tools: EvaluationTools, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its default retrieval (alltools) would embed the knowledge base with OpenAI and start a shell sandbox
     if its environment were built; the listing needs neither, and names the tools a default run offers."""
+    from tau2_a2a.tau2bench.distribution import domain_tool_names
+
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     banking = next(d for d in tools.call("list_domains")["domains"] if d["domain"] == "banking_knowledge")
+    assert domain_tool_names("banking_knowledge") == (banking["tools"], banking["user_tools"])  # uncached
     assert (banking["task_count"], banking["task_splits"], banking["default_split"]) == (97, {}, None)
     assert {"KB_search_bm25", "KB_search_dense", "shell", "get_user_information_by_id",
             "unlock_discoverable_agent_tool"} <= set(banking["tools"])
