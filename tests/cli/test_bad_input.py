@@ -20,9 +20,9 @@ from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, agent_app
 from tests.support.middleware import FailFirst, NullResult, middleware
 from tests.support.records import records_of
+from tests.support.distributions import DOMAIN_LIST
 from tests.support.runs import Serve, run_a2a
 
-DOMAINS = "mock, airline, retail, telecom, telecom-workflow"
 
 
 def run(args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -37,7 +37,7 @@ def a2a_run(url: str, results: Path, *extra: str, domain: str = "airline") -> li
 
 
 @pytest.mark.parametrize(("domain", "extra", "line"), [
-    ("banking", [], f"error: Unknown domain 'banking': tau2 knows {DOMAINS}."),
+    ("banking", [], f"error: Unknown domain 'banking': tau2 knows {DOMAIN_LIST}."),
     ("airline", ["--num-tasks", "0"], "error: --num-tasks must be between 1 and 1000000, got 0."),
     ("airline", ["--num-tasks", "-1"], "error: --num-tasks must be between 1 and 1000000, got -1."),
     ("airline", ["--num-trials", "0"], "error: --num-trials must be between 1 and 1000000, got 0."),

@@ -20,6 +20,7 @@ from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.calls import connect, request_message
 from tau2_a2a.service.evaluations import Limits
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
+from tests.support.distributions import DOMAIN_LIST, DOMAINS
 from tests.support.service import ask, call_tool, result_data, result_text, start_service, stream, until, wait_for_task
 
 RUN = "run_tau2_evaluation"
@@ -76,7 +77,7 @@ async def test_list_domains_needs_no_model(service: BackgroundServer) -> None:
     for name in ("list_domains", "ListDomains"):
         data = await call_tool(service.url, name)
         domains = {d["domain"]: d for d in data["domains"]}
-        assert list(domains) == ["mock", "airline", "retail", "telecom", "telecom-workflow"]
+        assert list(domains) == DOMAINS
         assert domains["airline"]["task_count"] == 50 and "book_reservation" in domains["airline"]["tools"]
 
 
@@ -84,7 +85,7 @@ async def test_list_domains_needs_no_model(service: BackgroundServer) -> None:
     ("evaluate", {}, ("Unknown tool 'evaluate'. Tools: list_domains, run_tau2_evaluation, get_evaluation, "
                      "list_evaluations, cancel_evaluation;")),
     (RUN, {"domain": "banking", "agent_endpoint": "http://127.0.0.1:1"},
-     "Unknown domain 'banking'. Accepted domains: mock, airline, retail, telecom, telecom-workflow."),
+     f"Unknown domain 'banking'. Accepted domains: {DOMAIN_LIST}."),
     (RUN, {"domain": "airline", "agent_endpoint": "127.0.0.1:9100"}, ("agent_endpoint '127.0.0.1:9100' is not "
                                                                       "an http(s) URL.")),
     (RUN, {"domain": "airline", "agent_endpoint": "http://127.0.0.1:1", "num_trials": -1},

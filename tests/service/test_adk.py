@@ -11,6 +11,7 @@ from a2a.types import TaskState
 from google.genai import types
 
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tests.support.distributions import DOMAIN_LIST, DOMAINS
 from tests.support.service import (
     ServiceStandinLLM,
     ask,
@@ -56,10 +57,10 @@ async def test_adk_remote_a2a_agent_calls_the_service(plain_service: BackgroundS
                                                                                   data=request))])
     events = [e async for e in runner.run_async(user_id="u", session_id=session.id, new_message=content)]
     texts = [p.text for e in events if e.content for p in e.content.parts if p.text]
-    assert any(t.startswith("5 tau2 domains:") and "- airline: 50 tasks" in t for t in texts), texts
+    assert any(t.startswith(f"{len(DOMAINS)} tau2 domains:") and "- airline: 50 tasks" in t for t in texts), texts
     blobs = [p.inline_data.data for e in events if e.content for p in e.content.parts if p.inline_data]
     domains = json.loads(blobs[-1][len(b"<a2a_datapart_json>"):-len(b"</a2a_datapart_json>")])["domains"]
-    assert [d["domain"] for d in domains] == ["mock", "airline", "retail", "telecom", "telecom-workflow"]
+    assert [d["domain"] for d in domains] == DOMAINS
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ async def test_text_requests_go_to_the_llm_agent(llm_service: Any) -> None:
     server, standin = llm_service
     task = await ask(server.url, text="Which domains can you evaluate an agent on?")
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
-    assert result_text(task) == "I can evaluate on: mock, airline, retail, telecom, telecom-workflow"
+    assert result_text(task) == f"I can evaluate on: {DOMAIN_LIST}"
     offered = {t["function"]["name"] for t in standin.requests[0]["tools"]}
     assert offered == {"list_domains", "run_tau2_evaluation", "get_evaluation", "list_evaluations",
                        "cancel_evaluation"}

@@ -296,6 +296,7 @@ async def test_a_refused_target_token_names_the_services_argument(service: Backg
 def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> None:
     from tau2_a2a.client.config import ConfigError
     from tau2_a2a.service.spec import EvaluationSpec
+    from tests.support.distributions import DEFAULT_USER_LLM
     from tests.support.service import child_given
     from tau2_a2a.service.settings import ServiceSettings
 
@@ -304,7 +305,7 @@ def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> N
     policy = settings.user_llm_policy()
     assert (policy.allowed, policy.default, policy.api_base) == (("openai/a", "b"), "openai/a",
                                                                  "http://10.0.0.5:8000/v1")
-    assert ServiceSettings.from_env({}).user_llm_policy().allowed == ("gpt-4.1",)
+    assert ServiceSettings.from_env({}).user_llm_policy().allowed == (DEFAULT_USER_LLM,)  # tau2's default
     with pytest.raises(ConfigError) as refused:
         ServiceSettings(user_llm_api_base="http://u:pw@10.0.0.5/v1").user_llm_policy()
     assert "pw" not in str(refused.value) and "must not carry a user name or password" in str(refused.value)

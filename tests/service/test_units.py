@@ -21,6 +21,8 @@ from tau2_a2a.client.targets import TargetPolicy, TargetRefused
 from tau2_a2a.service.tools import EvaluationTools, ToolError
 from tau2_a2a.service.vault import TokenVault, scrub_a2a_message, scrub_genai_content
 from tau2_a2a.protocol.hosting import free_port
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
+from tests.support.distributions import DOMAIN_LIST, DOMAINS, structured, with_installed_tau2
 from tests.support.service import child_given
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +93,7 @@ GOOD = {"domain": "airline", "agent_endpoint": "http://127.0.0.1:9100", "user": 
                  "list_evaluations, cancel_evaluation; aliases: ListDomains (= list_domains), "
                  "RunTau2Evaluation (= run_tau2_evaluation).")),
     ("run_tau2_evaluation", {**GOOD, "domain": "bank"},
-     "Unknown domain 'bank'. Accepted domains: mock, airline, retail, telecom, telecom-workflow."),
+     f"Unknown domain 'bank'. Accepted domains: {DOMAIN_LIST}."),
     ("run_tau2_evaluation", {**GOOD, "num_tasks": -2}, "num_tasks must be at least 1, got -2."),
     ("run_tau2_evaluation", {**GOOD, "num_trials": 1.5}, "num_trials must be a whole number, got 1.5."),
     ("run_tau2_evaluation", {**GOOD, "max_concurrency": 9},
@@ -149,12 +151,45 @@ def test_arguments_as_a2a_doubles_are_accepted(tools: EvaluationTools, tmp_path:
 
 def test_list_domains_reports_tasks_splits_and_tools(tools: EvaluationTools) -> None:
     domains = {d["domain"]: d for d in tools.call("ListDomains")["domains"]}
-    assert set(domains) == {"mock", "airline", "retail", "telecom", "telecom-workflow"}
+    assert list(domains) == DOMAINS
     airline = domains["airline"]
     assert (airline["task_count"], airline["task_splits"]) == (50, {"train": 30, "test": 20, "base": 50})
     assert {"book_reservation", "cancel_reservation", "get_user_details"} <= set(airline["tools"])
     assert domains["retail"]["task_count"] == 114
     assert domains["telecom"]["task_count"] == 114 and domains["telecom"]["user_tools"]
+
+
+@pytest.mark.upstream
+@pytest.mark.skipif(DISTRIBUTION != UPSTREAM, reason=f"needs upstream tau2-bench; {DISTRIBUTION} is installed")
+def test_banking_knowledge_is_listed_without_an_openai_key_with_its_default_retrievals_tools(
+        tools: EvaluationTools, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its default retrieval (alltools) would embed the knowledge base with OpenAI and start a shell sandbox
+    if its environment were built; the listing needs neither, and names the tools a default run offers."""
+    from tau2_a2a.tau2bench.distribution import domain_tool_names
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    banking = next(d for d in tools.call("list_domains")["domains"] if d["domain"] == "banking_knowledge")
+    assert domain_tool_names("banking_knowledge") == (banking["tools"], banking["user_tools"])  # uncached
+    assert (banking["task_count"], banking["task_splits"], banking["default_split"]) == (97, {}, None)
+    assert {"KB_search_bm25", "KB_search_dense", "shell", "get_user_information_by_id",
+            "unlock_discoverable_agent_tool"} <= set(banking["tools"])
+    assert {"KB_search", "grep"}.isdisjoint(banking["tools"])
+    assert banking["user_tools"] == ["apply_for_credit_card", "call_discoverable_user_tool",
+                                     "list_discoverable_user_tools", "request_human_agent_transfer",
+                                     "submit_referral", "submit_transaction"]
+
+
+@pytest.mark.upstream
+@pytest.mark.skipif(DISTRIBUTION != UPSTREAM, reason=f"needs upstream tau2-bench; {DISTRIBUTION} is installed")
+@pytest.mark.parametrize("variant", ["no_knowledge", "bm25", "grep_only", "bm25_grep", "golden_retrieval"])
+def test_banking_knowledges_unbuilt_tool_names_are_its_built_environments(variant: str) -> None:
+    """The offline retrieval variants, built for real, name the tools their unbuilt toolkit classes name."""
+    from tau2_a2a.tau2bench.distribution import registry
+    from tau2_a2a.tau2bench.upstream import knowledge_tool_names
+
+    environment = registry.get_env_constructor("banking_knowledge")(retrieval_variant=variant)
+    built = (sorted(t.name for t in environment.get_tools()), sorted(t.name for t in environment.get_user_tools()))
+    assert knowledge_tool_names(variant) == built
 
 
 def test_metrics_pass_hat_k_and_per_trial_rewards() -> None:
@@ -194,7 +229,10 @@ def test_adk_agents_card_is_the_generated_card() -> None:
     committed = json.loads((REPO / "adk_agents" / "tau2_eval" / "agent.json").read_text())
     url = committed["supportedInterfaces"][0]["url"]
     assert url.endswith("/a2a/tau2_eval")
-    assert committed == card_json(service_card(url, Limits(), http_bindings=ADK_BINDINGS))  # ADK serves JSON-RPC
+    generated = card_json(service_card(url, Limits(), http_bindings=ADK_BINDINGS))  # ADK serves JSON-RPC
+    assert with_installed_tau2(committed) == structured(generated)
+    if DISTRIBUTION == UPSTREAM:  # the card is generated on the default distribution: there it is the same JSON
+        assert committed == generated
 
 
 def test_target_token_is_moved_out_of_requests_before_anything_stores_them() -> None:

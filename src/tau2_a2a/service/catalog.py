@@ -1,7 +1,9 @@
 """What tau2 offers to evaluate: domains, their task splits, tasks and tools.
 
-Loading a domain builds its environment and reads its task files (seconds for
-telecom), so everything here is computed once per process and cached.
+Loading a domain builds its environment (banking_knowledge's tools are read
+from its toolkit instead: see `domain_tool_names`) and reads its task files
+(seconds for telecom), so everything here is computed once per process and
+cached.
 """
 
 from __future__ import annotations
@@ -11,8 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from tau2_a2a.tau2bench.distribution import registry
-from tau2_a2a.tau2bench.distribution import listing_environment, load_task_splits, load_tasks
+from tau2_a2a.tau2bench.distribution import domain_tool_names, load_task_splits, load_tasks, registry
 
 import tau2_a2a.tau2bench  # noqa: F401  (registers tau2-a2a's agents and user with tau2)
 
@@ -77,16 +78,15 @@ def task_ids(domain: str, split: str | None) -> tuple[str, ...]:
 
 @cache
 def _domain_info(domain: str) -> DomainInfo:
-    environment = listing_environment(domain)  # banking_knowledge: without its retrieval config's tools
-    user_tools = environment.get_user_tools() if environment.user_tools is not None else []
+    tools, user_tools = domain_tool_names(domain)
     split_map = _splits(domain)
     default = DEFAULT_SPLIT if DEFAULT_SPLIT in split_map else None
     return DomainInfo(
         name=domain,
         task_count=len(_task_ids(domain, default)),
         splits={name: len(ids) for name, ids in split_map.items()},
-        tools=sorted(tool.name for tool in environment.get_tools()),
-        user_tools=sorted(tool.name for tool in user_tools),
+        tools=tools,
+        user_tools=user_tools,
     )
 
 

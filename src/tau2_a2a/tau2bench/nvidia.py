@@ -27,8 +27,8 @@ from tau2_a2a.errors import ConfigError
 
 __all__ = [
     "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields",
-    "is_valid_agent_history_message", "list_tools", "listing_environment", "register_agent", "run_to",
+    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields", "domain_tool_names",
+    "is_valid_agent_history_message", "list_tools", "register_agent", "run_to",
     "save_summaries", "set_simulation_function", "simulate", "simulation_agent", "simulation_function",
     "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
@@ -77,6 +77,13 @@ def register_agent(agent_class: type, name: str) -> None:
     registry.register_agent(agent_class, name)
 
 
+def domain_tool_names(domain: str) -> tuple[list[str], list[str]]:
+    """A domain's agent and user tool names, from its environment as a run with tau2's default settings builds it."""
+    environment = registry.get_env_constructor(domain)()
+    user_tools = environment.get_user_tools() if environment.user_tools is not None else []
+    return sorted(tool.name for tool in environment.get_tools()), sorted(tool.name for tool in user_tools)
+
+
 def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
     """The tasks `agent` can do, as run_domain keeps them (None: all)."""
     if "gt" in agent:
@@ -84,11 +91,6 @@ def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
     if "solo" in agent:
         return LLMSoloAgent.check_valid_task
     return None
-
-
-def listing_environment(domain: str) -> Any:
-    """A domain's environment, to list its tools."""
-    return registry.get_env_constructor(domain)()
 
 
 def use_orchestrator(orchestrator_class: type) -> None:

@@ -29,6 +29,9 @@ from tau2.data_model.simulation import Results, SimulationRun, TextRunConfig
 from tau2.data_model.tasks import Task
 from tau2.domains.banking_knowledge.retrieval import RETRIEVAL_VARIANT_ALIASES, get_all_variant_names
 from tau2.environment.toolkit import DISCOVERABLE_ATTR
+from tau2.domains.banking_knowledge import retrieval_toolkits as knowledge_toolkits
+from tau2.domains.banking_knowledge.retrieval import DEFAULT_RETRIEVAL_VARIANT, RetrievalVariant, resolve_variant
+from tau2.domains.banking_knowledge.tools import KnowledgeUserTools
 from tau2.metrics.agent_metrics import compute_metrics
 from tau2.registry import registry
 from tau2.runner import get_tasks
@@ -42,8 +45,8 @@ from tau2_a2a.errors import ConfigError
 
 __all__ = [
     "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields",
-    "is_valid_agent_history_message", "list_tools", "listing_environment", "register_agent", "run_to",
+    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields", "domain_tool_names",
+    "is_valid_agent_history_message", "list_tools", "register_agent", "run_to",
     "save_summaries", "set_simulation_function", "simulate", "simulation_agent", "simulation_function",
     "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
@@ -175,6 +178,43 @@ def register_agent(agent_class: type, name: str) -> None:
     registry.register_agent_factory(factory, name)
 
 
+def _knowledge_toolkit_class(variant: RetrievalVariant) -> type:
+    """The toolkit class banking_knowledge's `build_tools` picks for `variant`: by which retrieval tools it has."""
+    if variant.kb_search_bm25 is not None and variant.kb_search_dense is not None and variant.shell is not None:
+        return knowledge_toolkits.KnowledgeToolsAllTools
+    if variant.shell is not None:
+        return knowledge_toolkits.KnowledgeToolsWithShell
+    if variant.kb_search is not None and variant.grep is not None:
+        return knowledge_toolkits.KnowledgeToolsWithKBSearchAndGrep
+    if variant.kb_search is not None:
+        return knowledge_toolkits.KnowledgeToolsWithKBSearch
+    if variant.grep is not None:
+        return knowledge_toolkits.KnowledgeToolsWithGrep
+    return knowledge_toolkits.KnowledgeToolsPlain
+
+
+def _tool_names(toolkit: Any) -> list[str]:
+    return sorted(toolkit.get_tools())
+
+
+def knowledge_tool_names(retrieval_variant: str | None = None) -> tuple[list[str], list[str]]:
+    """banking_knowledge's agent and user tool names under a retrieval variant (None: upstream's default), from
+    its toolkit classes, unbuilt: building its environment under the default variant embeds the knowledge base
+    with OpenAI (a key, and a paid call) and starts a shell sandbox (external binaries), while the names
+    depend only on the class. The toolkits are listed, never used: their pipelines and database stay unset."""
+    toolkit_class = _knowledge_toolkit_class(resolve_variant(retrieval_variant or DEFAULT_RETRIEVAL_VARIANT))
+    return _tool_names(object.__new__(toolkit_class)), _tool_names(object.__new__(KnowledgeUserTools))
+
+
+def domain_tool_names(domain: str) -> tuple[list[str], list[str]]:
+    """A domain's agent and user tool names as a run with tau2's default settings offers them."""
+    if domain == "banking_knowledge":
+        return knowledge_tool_names()
+    environment = registry.get_env_constructor(domain)()
+    user_tools = environment.get_user_tools() if environment.user_tools is not None else []
+    return sorted(tool.name for tool in environment.get_tools()), sorted(tool.name for tool in user_tools)
+
+
 def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
     """The tasks `agent` can do, as its registration says (None: all)."""
     return registry.get_agent_task_filter(agent)
@@ -274,13 +314,6 @@ def prepare_knowledge_base(config: RunConfig) -> None:
                           f"({type(error).__name__}: {first}); set what it needs (its embeddings need their "
                           "provider's API key, e.g. OPENAI_API_KEY), or pass an offline --retrieval-config: "
                           f"{', '.join(OFFLINE_RETRIEVAL_CONFIGS)}.") from None
-
-
-def listing_environment(domain: str) -> Any:
-    """A domain's environment, to list its tools: banking_knowledge's with no retrieval config's tools
-    (`no_knowledge`), since its default config computes OpenAI embeddings when built."""
-    constructor = registry.get_env_constructor(domain)
-    return constructor(retrieval_variant="no_knowledge") if domain == KNOWLEDGE_DOMAIN else constructor()
 
 
 # Retrieval configs that need no network, key or sandbox (upstream's `tau2 run --help` names them so).
