@@ -133,18 +133,19 @@ def test_the_default_retrieval_config_without_its_key_is_refused_in_one_line(ora
 
 
 def test_the_service_lists_both_domains_without_any_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """list_domains builds each domain's environment: banking_knowledge's default config would compute OpenAI
-    embeddings; listed, it shows its own 14 tools, no retrieval config's."""
+    """banking_knowledge's default retrieval config (alltools) would compute OpenAI embeddings and start a
+    sandbox if its environment were built; listed, it shows the tools a run with that config gives the agent,
+    from the toolkit class alone."""
     from tau2_a2a.service import catalog
 
     for variable in ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"):
         monkeypatch.delenv(variable, raising=False)
     listed = {info.name: info for info in catalog.domains()}
     knowledge, workflow = listed[KNOWLEDGE], listed["telecom-workflow"]
-    assert (knowledge.task_count, len(knowledge.tools)) == (97, 14)
+    assert (knowledge.task_count, len(knowledge.tools)) == (97, 17)
     assert {"log_verification", "unlock_discoverable_agent_tool", "give_discoverable_user_tool"} <= set(
         knowledge.tools)
-    assert not {"KB_search", "grep", "KB_search_dense", "shell"} & set(knowledge.tools)
+    assert {"KB_search_bm25", "KB_search_dense", "shell"} <= set(knowledge.tools)  # alltools' retrieval tools
     assert {"apply_for_credit_card", "request_human_agent_transfer"} <= set(knowledge.user_tools)
     assert (workflow.task_count, len(workflow.tools), len(workflow.user_tools)) == (114, 13, 30)
 
