@@ -19,9 +19,11 @@ the agent too, so it fails its task with the same message as before.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from typing import Any
 
+from a2a.utils.errors import InternalError
 from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.service.evaluations import EvaluationError
@@ -29,6 +31,7 @@ from tau2_a2a.service.tool_specs import ALIASES, GET, LIST, LIST_DOMAINS
 from tau2_a2a.service.tools import EvaluationTools, ToolError, describe
 
 READ_ONLY = frozenset({LIST_DOMAINS, GET, LIST})
+log = logging.getLogger("tau2_a2a.service")
 
 
 def read_only_call(message: Any) -> tuple[str, dict[str, Any]] | None:
@@ -60,5 +63,9 @@ async def read_only_reply(tools: EvaluationTools, message: Any) -> Any:
         result = await asyncio.to_thread(tools.call, tool, arguments)
     except (ToolError, EvaluationError):
         return None
+    except Exception as error:  # a fault of the service: logged whole here, named in one line to the client
+        log.exception("read-only call %s failed", tool)
+        raise InternalError(f"{tool} failed inside the service ({type(error).__name__}); the operator finds "
+                            "the details in the service's log.") from None
     return Message(role=Role.ROLE_AGENT, message_id=str(uuid.uuid4()),
                    parts=[new_text_part(describe(ALIASES.get(tool, tool), result)), new_data_part(result)])
