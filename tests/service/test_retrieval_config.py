@@ -1,0 +1,95 @@
+"""banking_knowledge's retrieval config chosen by a caller of the evaluation service.
+
+The service, on loopback, evaluates the oracle on banking_knowledge with an
+offline retrieval config (bm25_grep) and no OpenAI key: from an AgentBeats
+assessment (the Result records the config) and from run_tau2_evaluation (the
+evaluation record does). A name tau2 does not know, or the argument for
+another domain, is refused in one line before anything is queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from a2a.types import TaskState
+
+from tau2_a2a.protocol.hosting import BackgroundServer
+from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.tool_specs import RUN
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
+from tests.support.assessments import assess, result_of
+from tests.support.service import ask, call_tool, start_service
+
+pytestmark = [
+    pytest.mark.upstream,
+    pytest.mark.skipif(DISTRIBUTION != UPSTREAM, reason=f"needs upstream tau2-bench; {DISTRIBUTION} is installed"),
+]
+
+KNOWLEDGE = "banking_knowledge"
+OFFLINE = "bm25_grep"  # BM25 and grep over the knowledge base: no embeddings, no network
+TASKS = ["task_001", "task_031"]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer]:
+    """The service with no OpenAI key in its environment (its evaluations' children inherit that)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for variable in ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"):
+            patch.delenv(variable, raising=False)
+        server = start_service(tmp_path_factory.mktemp("retrieval"), limits=Limits(max_running=2))
+        yield server
+        server.stop()
+
+
+def refusal(task: Any) -> str:
+    assert task.status.state == TaskState.TASK_STATE_FAILED, task.status
+    return " ".join(part.text for part in task.status.message.parts)
+
+
+def test_an_assessment_with_an_offline_retrieval_config_passes_and_records_it(service: BackgroundServer,
+                                                                               oracle_url: str) -> None:
+    body = {"participants": {"agent": oracle_url},
+            "config": {"domain": KNOWLEDGE, "user": "scripted_user", "task_ids": TASKS, "retrieval_config": OFFLINE}}
+    _, task = asyncio.run(assess(service.url, body))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    data = result_of(task)  # checked against the Result schema
+    assert {k: data[k] for k in ("status", "clean", "domain", "retrieval_config", "finished_simulations",
+                                 "avg_reward")} == {
+        "status": "completed", "clean": True, "domain": KNOWLEDGE, "retrieval_config": OFFLINE,
+        "finished_simulations": 2, "avg_reward": 1.0}
+    assert [(t["task_id"], t["rewards"]) for t in data["tasks"]] == [(task_id, [1.0]) for task_id in TASKS]
+
+
+def test_run_tau2_evaluation_keeps_the_retrieval_config_in_its_record(service: BackgroundServer,
+                                                                       oracle_url: str) -> None:
+    record = asyncio.run(call_tool(service.url, RUN, {
+        "domain": KNOWLEDGE, "agent_endpoint": oracle_url, "user": "scripted_user", "task_ids": TASKS[:1],
+        "retrieval_config": OFFLINE}))
+    assert (record["status"], record["request"]["retrieval_config"]) == ("completed", OFFLINE)
+    assert record["result"]["metrics"]["avg_reward"] == 1.0
+
+
+@pytest.mark.parametrize("arguments, line", [
+    ({"domain": KNOWLEDGE, "retrieval_config": "bm99"},
+     "Unknown retrieval_config 'bm99'. Accepted retrieval configs: alltools, alltools-qwen, bm25, bm25_grep, "
+     "bm25_reranker, bm25_reranker_grep, full_kb, golden_retrieval, grep_only, no_knowledge, openai_embeddings, "
+     "openai_embeddings_grep, openai_embeddings_reranker, openai_embeddings_reranker_grep, qwen_embeddings, "
+     "qwen_embeddings_grep, qwen_embeddings_reranker, qwen_embeddings_reranker_grep, terminal_use, "
+     "terminal_use_write, AllTools."),
+    ({"domain": "airline", "retrieval_config": OFFLINE},
+     "retrieval_config applies to the banking_knowledge domain only; leave retrieval_config out for airline."),
+    ({"domain": KNOWLEDGE, "retrieval_config": OFFLINE, "retrieval_config_kwargs": {"top_k": 3}},
+     "Unknown argument(s) for run_tau2_evaluation: retrieval_config_kwargs. Accepted arguments: domain, "
+     "agent_endpoint, user_llm, user_llm_args, user, num_trials, num_tasks, task_ids, task_split, max_steps, "
+     "max_concurrency, retrieval_config, agent_auth_token."),
+])
+def test_a_retrieval_config_it_cannot_use_is_refused_in_one_line(service: BackgroundServer, oracle_url: str,
+                                                                 arguments: dict[str, Any], line: str) -> None:
+    before = asyncio.run(call_tool(service.url, "list_evaluations"))["evaluations"]
+    task = asyncio.run(ask(service.url, RUN, {"agent_endpoint": oracle_url, "user": "scripted_user",
+                                              "num_tasks": 1, **arguments}))
+    assert refusal(task) == line
+    assert asyncio.run(call_tool(service.url, "list_evaluations"))["evaluations"] == before  # nothing queued
