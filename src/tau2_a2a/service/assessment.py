@@ -42,6 +42,7 @@ CONFIG_KEYS: dict[str, str] = {  # key -> the values it accepts, as the refusal 
                 f"{DEFAULT_LLM_USER})",
     "user_llm_args": "a JSON object of the user LLM's sampling parameters (temperature, top_p, ...)",
     "user": f"a tau2 user: {DEFAULT_USER_IMPLEMENTATION} or scripted_user",
+    "retrieval_config": "a retrieval config name of banking_knowledge, e.g. bm25_grep (default: tau2's)",
     "shard_index": f"{_WHOLE} >= 0, below num_shards",
     "num_shards": f"{_WHOLE} >= 1",
     "num_instances": f"{_WHOLE} >= 1 (accepted and ignored)",
@@ -49,7 +50,7 @@ CONFIG_KEYS: dict[str, str] = {  # key -> the values it accepts, as the refusal 
 _WHOLE_KEYS = {"num_tasks": 1, "num_trials": 1, "max_steps": 1, "max_concurrency": 1, "shard_index": 0,
                "num_shards": 1, "num_instances": 1}
 _WHOLE_MAX = 1_000_000  # beyond any sensible request; the tool's checks set the service's own limits
-_TEXT_KEYS = ("domain", "task_split", "user_llm", "user")
+_TEXT_KEYS = ("domain", "task_split", "user_llm", "user", "retrieval_config")
 
 
 class AssessmentRejected(ValueError):
@@ -124,7 +125,8 @@ def parse(request: Any) -> Assessment:
         "user_llm_args": values.get("user_llm_args", {"temperature": DEFAULT_LLM_TEMPERATURE_USER}),
         "num_trials": values.get("num_trials", DEFAULT_NUM_TRIALS),
         "max_steps": values.get("max_steps", DEFAULT_MAX_STEPS),
-        **{key: values[key] for key in ("task_ids", "num_tasks", "task_split", "max_concurrency") if key in values},
+        **{key: values[key] for key in ("task_ids", "num_tasks", "task_split", "max_concurrency",
+                                              "retrieval_config") if key in values},
     }
     return Assessment(role=role, endpoint=endpoint, arguments=arguments, shard=shard,
                       ignored=tuple(key for key in IGNORED_KEYS if key in config))

@@ -92,7 +92,8 @@ def run_settings(spec: EvaluationSpec, directory: Path, ray_address: str | None 
         domain=spec.domain, a2a=a2a, ray=ray_address, user=spec.user, user_llm=spec.user_llm,
         user_llm_args=user_llm_args, num_trials=spec.num_trials, max_steps=spec.max_steps,
         max_concurrency=spec.max_concurrency, num_tasks=spec.num_tasks, task_ids=spec.task_ids or None,
-        task_split_name=spec.task_split or "base", results_dir=str(directory), save_to=RESULTS_NAME,
+        task_split_name=spec.task_split or "base",
+        retrieval_config=spec.retrieval_config, results_dir=str(directory), save_to=RESULTS_NAME,
     )
 
 

@@ -325,7 +325,7 @@ def llm_functions(tools: EvaluationTools, started: dict[str, list[str]]) -> list
                             user_llm: str | None = None, num_trials: int = 1, num_tasks: int | None = None,
                             task_ids: list[str] | None = None, task_split: str | None = None,
                             max_steps: int = 200, max_concurrency: int | None = None,
-                            tool_context: ToolContext = None) -> dict:
+                            retrieval_config: str | None = None, tool_context: ToolContext = None) -> dict:
         """Start evaluating the A2A agent at agent_endpoint on a tau2 domain; returns the evaluation id.
 
         Args:
@@ -339,11 +339,13 @@ def llm_functions(tools: EvaluationTools, started: dict[str, list[str]]) -> list
           task_split: a task split of the domain.
           max_steps: steps per simulation.
           max_concurrency: simulations at once.
+          retrieval_config: banking_knowledge only: its retrieval config by name, e.g. bm25_grep (default:
+            tau2's, alltools).
         """
         result = await guarded(lambda: tools.run_tau2_evaluation(
             domain=domain, agent_endpoint=agent_endpoint, user=user, user_llm=user_llm, num_trials=num_trials,
             num_tasks=num_tasks, task_ids=task_ids, task_split=task_split, max_steps=max_steps,
-            max_concurrency=max_concurrency))
+            max_concurrency=max_concurrency, retrieval_config=retrieval_config))
         if "evaluation_id" in result and tool_context is not None:
             tool_context.state[LAST_EVALUATION] = result["evaluation_id"]
             started.setdefault(tool_context.invocation_id, []).append(result["evaluation_id"])

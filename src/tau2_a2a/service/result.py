@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tau2_a2a.service import catalog, summary
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
+from tau2_a2a.tau2bench.distribution import DEFAULT_RETRIEVAL_CONFIG, DISTRIBUTION, KNOWLEDGE_DOMAIN, VERSION
 from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY
 from tau2_a2a.service.assessment import Assessment
 
@@ -89,6 +89,7 @@ def build_result(record: dict[str, Any], results: dict[str, Any] | None, assessm
         "max_steps": spec["max_steps"],
         "user": spec["user"],
         "user_llm": spec["user_llm"],
+        "retrieval_config": retrieval_config_used(spec),
         "tau2_distribution": DISTRIBUTION,
         "tau2_version": VERSION,
         "task_set_sha256": ((results or {}).get(PROVENANCE_KEY) or {}).get("task_set_sha256"),
@@ -131,6 +132,13 @@ def build_result(record: dict[str, Any], results: dict[str, Any] | None, assessm
         "ignored_config": list(assessment.ignored),
         "notes": result_notes(assessment),
     }
+
+
+def retrieval_config_used(spec: dict[str, Any]) -> str | None:
+    """The retrieval config banking_knowledge ran with (the one asked for, or tau2's default); None elsewhere."""
+    if spec["domain"] != KNOWLEDGE_DOMAIN:
+        return None
+    return spec.get("retrieval_config") or DEFAULT_RETRIEVAL_CONFIG
 
 
 def result_notes(assessment: Assessment) -> list[str]:

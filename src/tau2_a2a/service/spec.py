@@ -24,6 +24,7 @@ class EvaluationSpec:
     max_concurrency: int = 3
     shard_index: int | None = None  # an AgentBeats shard: task_ids then hold its part of the selection
     num_shards: int | None = None
+    retrieval_config: str | None = None  # banking_knowledge's retrieval config by name (None: tau2's default)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

