@@ -26,12 +26,12 @@ from tau2.utils.display import ConsoleDisplay
 from tau2_a2a.errors import ConfigError
 
 __all__ = [
-    "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
+    "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase",
+    "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
-    "retrieval_config_names", "run_to",
-    "save_summaries", "set_simulation_function", "simulate", "simulation_agent", "simulation_function",
-    "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
+    "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate",
+    "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
+    "use_results_io",
 ]
 
 _stock_run_task = tau2_run.run_task

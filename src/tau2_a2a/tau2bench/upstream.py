@@ -27,11 +27,12 @@ from tau2.agent.base_agent import ValidAgentInputMessage, is_valid_agent_history
 from tau2.cli import add_run_args as _add_upstream_run_args
 from tau2.data_model.simulation import Results, SimulationRun, TextRunConfig
 from tau2.data_model.tasks import Task
-from tau2.domains.banking_knowledge.retrieval import RETRIEVAL_VARIANT_ALIASES, get_all_variant_names
-from tau2.environment.toolkit import DISCOVERABLE_ATTR
 from tau2.domains.banking_knowledge import retrieval_toolkits as knowledge_toolkits
-from tau2.domains.banking_knowledge.retrieval import DEFAULT_RETRIEVAL_VARIANT, RetrievalVariant, resolve_variant
+from tau2.domains.banking_knowledge.retrieval import (
+    DEFAULT_RETRIEVAL_VARIANT, RETRIEVAL_VARIANT_ALIASES, RetrievalVariant, get_all_variant_names, resolve_variant,
+)
 from tau2.domains.banking_knowledge.tools import KnowledgeUserTools
+from tau2.environment.toolkit import DISCOVERABLE_ATTR
 from tau2.metrics.agent_metrics import compute_metrics
 from tau2.registry import registry
 from tau2.runner import get_tasks
@@ -44,12 +45,12 @@ from tau2.utils.display import ConsoleDisplay
 from tau2_a2a.errors import ConfigError
 
 __all__ = [
-    "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase", "UserState", "ValidAgentInputMessage",
-    "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
+    "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase",
+    "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
-    "retrieval_config_names", "run_to",
-    "save_summaries", "set_simulation_function", "simulate", "simulation_agent", "simulation_function",
-    "stock_simulation", "use_executor", "use_orchestrator", "use_results_io",
+    "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate",
+    "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
+    "use_results_io",
 ]
 
 _stock_run_single_task = tau2_batch.run_single_task
@@ -215,7 +216,7 @@ def knowledge_tool_names(retrieval_variant: str | None = None) -> tuple[list[str
 
 def domain_tool_names(domain: str) -> tuple[list[str], list[str]]:
     """A domain's agent and user tool names as a run with tau2's default settings offers them."""
-    if domain == "banking_knowledge":
+    if domain == KNOWLEDGE_DOMAIN:
         return knowledge_tool_names()
     environment = registry.get_env_constructor(domain)()
     user_tools = environment.get_user_tools() if environment.user_tools is not None else []
