@@ -4,8 +4,8 @@
 
 Reads src/tau2_a2a's imports as written (every `import` and `from ... import`,
 at any depth, also inside functions and TYPE_CHECKING blocks), nothing run:
-- the modules that import tau2 itself (the target: the seam's distribution.py, which the rest of the code
-  calls, and its two halves for the two tau2 distributions, nvidia.py and upstream.py; none elsewhere);
+- the modules that import tau2 itself (the target: one, the seam's imports.py; the rest of the code calls
+  distribution.py, which passes on its names and those of the half for the installed tau2);
 - import circles between modules of the package (the target: none);
 - rooms (folders) importing each other both ways (the target: none);
 - source files over 500 lines (the target: none).
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "tau2_a2a"
 MAX_LINES = 500
-SEAM = ["tau2_a2a.tau2bench.distribution", "tau2_a2a.tau2bench.nvidia", "tau2_a2a.tau2bench.upstream"]
+SEAM = ["tau2_a2a.tau2bench.imports"]
 
 
 def module_name(path: Path) -> str:

@@ -2,7 +2,7 @@
 
 `upstream` offers the same names for tau2-bench v1.0.1; `distribution` imports
 whichever matches the installed tau2, so nothing else in tau2-a2a tells them
-apart. Imported only by `distribution`.
+apart. Imports tau2 through `imports`; imported only by `distribution`.
 """
 
 from __future__ import annotations
@@ -12,16 +12,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
-import tau2.run as tau2_run
-from tau2.agent.base import ValidAgentInputMessage, is_valid_agent_history_message
-from tau2.agent.llm_agent import LLMGTAgent, LLMSoloAgent
-from tau2.cli import add_run_args as _add_nvidia_run_args
-from tau2.data_model.simulation import Results, RunConfig, SimulationRun
-from tau2.data_model.tasks import Task
-from tau2.registry import registry
-from tau2.run import run_domain, save_results_summary, save_termination_summary
-from tau2.user.base import OUT_OF_SCOPE, STOP, TRANSFER, BaseUser, UserState, ValidUserInputMessage
-from tau2.utils.display import ConsoleDisplay
+from tau2_a2a.tau2bench.imports import (
+    OUT_OF_SCOPE,
+    STOP,
+    TRANSFER,
+    BaseUser,
+    ConsoleDisplay,
+    LLMGTAgent,
+    LLMSoloAgent,
+    Results,
+    SimulationRun,
+    Task,
+    UserState,
+    ValidAgentInputMessage,
+    ValidUserInputMessage,
+    is_valid_agent_history_message,
+    registry,
+    run_domain,
+    save_results_summary,
+    save_termination_summary,
+    tau2_run,
+)
+from tau2_a2a.tau2bench.imports import Tau2RunConfig as RunConfig
+from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_nvidia_run_args
 
 from tau2_a2a.errors import ConfigError
 

@@ -7,8 +7,8 @@ layers) with its own checkpointing (atomic, resumed without a prompt when
 RunConfig is a union: a text run is a `TextRunConfig`, which this module
 extends with the settings tau2-a2a carries that upstream has no field for.
 Its banking_knowledge domain takes a retrieval config (checked here, its
-knowledge base prepared before any simulation). Imported only by
-`distribution`.
+knowledge base prepared before any simulation). Imports tau2 through
+`imports`; imported only by `distribution`.
 """
 
 from __future__ import annotations
@@ -21,26 +21,36 @@ from pathlib import Path
 from typing import Any, Optional
 
 import litellm
-import tau2.runner.batch as tau2_batch
-import tau2.runner.build as tau2_build
-from tau2.agent.base_agent import ValidAgentInputMessage, is_valid_agent_history_message
-from tau2.cli import add_run_args as _add_upstream_run_args
-from tau2.data_model.simulation import Results, SimulationRun, TextRunConfig
-from tau2.data_model.tasks import Task
-from tau2.domains.banking_knowledge import retrieval_toolkits as knowledge_toolkits
-from tau2.domains.banking_knowledge.retrieval import (
-    DEFAULT_RETRIEVAL_VARIANT, RETRIEVAL_VARIANT_ALIASES, RetrievalVariant, get_all_variant_names, resolve_variant,
+from tau2_a2a.tau2bench.imports import (
+    DEFAULT_RETRIEVAL_VARIANT,
+    DISCOVERABLE_ATTR,
+    OUT_OF_SCOPE,
+    RETRIEVAL_VARIANT_ALIASES,
+    STOP,
+    TRANSFER,
+    ConsoleDisplay,
+    HalfDuplexUser,
+    KnowledgeUserTools,
+    Results,
+    RetrievalVariant,
+    SimulationRun,
+    Task,
+    UserState,
+    ValidAgentInputMessage,
+    ValidUserInputMessage,
+    compute_metrics,
+    get_all_variant_names,
+    get_tasks,
+    is_valid_agent_history_message,
+    knowledge_toolkits,
+    registry,
+    resolve_variant,
+    tau2_batch,
+    tau2_build,
+    tau2_embeddings_cache,
 )
-from tau2.domains.banking_knowledge.tools import KnowledgeUserTools
-from tau2.environment.toolkit import DISCOVERABLE_ATTR
-from tau2.metrics.agent_metrics import compute_metrics
-from tau2.registry import registry
-from tau2.runner import get_tasks
-from tau2.user.user_simulator_base import (
-    OUT_OF_SCOPE, STOP, TRANSFER, HalfDuplexUser, UserState, ValidUserInputMessage,
-)
-from tau2.utils import llm_utils as _tau2_llm_utils  # noqa: F401  (its import sets the session undone below)
-from tau2.utils.display import ConsoleDisplay
+from tau2_a2a.tau2bench.imports import Tau2RunConfig as TextRunConfig
+from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_upstream_run_args
 
 from tau2_a2a.errors import ConfigError
 
@@ -311,11 +321,11 @@ def prepare_knowledge_base(config: RunConfig) -> None:
     they cannot be (the default, alltools, computes OpenAI embeddings: without OPENAI_API_KEY it cannot)."""
     if config.domain != KNOWLEDGE_DOMAIN:
         return
-    from tau2.knowledge.embeddings_cache import get_unique_embedder_configs_for_retrieval_configs, warm_kb_cache
-
     name = config.retrieval_config
     try:
-        warm_kb_cache(get_unique_embedder_configs_for_retrieval_configs([name], config.retrieval_config_kwargs or {}))
+        cache = tau2_embeddings_cache
+        cache.warm_kb_cache(cache.get_unique_embedder_configs_for_retrieval_configs(
+            [name], config.retrieval_config_kwargs or {}))
     except Exception as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
         raise ConfigError(f"The knowledge base of {KNOWLEDGE_DOMAIN} cannot be prepared for retrieval config {name} "
