@@ -14,7 +14,14 @@ import shlex
 from typing import Any
 
 from tau2_a2a.cli.common import add_transport_args, auth_token
-from tau2_a2a.client.config import AUTH_TOKEN_ENV, DEFAULT_MAX_REPLY_BYTES, DEFAULT_TIMEOUT_SECONDS, A2AConfig
+from tau2_a2a.client.config import (
+    AUTH_TOKEN_ENV,
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_TIMEOUT_SECONDS,
+    TOOLS_MODES,
+    A2AConfig,
+    McpServing,
+)
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.interrupt import RunInterrupted, stop_on_sigint
@@ -111,6 +118,10 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
         streaming=args.a2a_streaming,
         max_reply_bytes=args.a2a_max_reply_bytes,
         targets=None if args.a2a_allowed_targets is None else TargetPolicy.parse(args.a2a_allowed_targets),
+        tools=args.a2a_tools or ("mcp" if args.a2a_driven else "message"),
+        driven=args.a2a_driven,
+        mcp=McpServing(host=args.a2a_mcp_host, port=args.a2a_mcp_port, public_url=args.a2a_mcp_public_url,
+                       fixed=args.a2a_mcp_fixed),
     )
 
 
@@ -122,6 +133,7 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--a2a-timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
                        help="Seconds to wait for one reply (default: %(default)s)")
     group.add_argument("--a2a-debug", action="store_true", help="Log every A2A request and reply in full")
+    add_tools_args(group)
     group.add_argument("--a2a-allowed-targets", default=None, metavar="LIST",
                        help="Comma-separated hosts, *.domains, IPs, CIDR networks and the keywords public, private, "
                             "loopback the run may connect to: the endpoint, the card's interfaces, and what DNS "
@@ -139,6 +151,32 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
                             "to use every core of this machine), auto (the cluster this machine joined with "
                             "`ray start`), ray://HOST:PORT (Ray Client) or HOST:PORT (the head's GCS). This process "
                             "keeps the results file. Needs the ray extra: pip install 'tau2-a2a[ray]'")
+
+
+def add_tools_args(group: Any) -> None:
+    """How the agent under test gets the domain's tools: in the messages, or over MCP (docs/protocol.md)."""
+    group.add_argument("--a2a-tools", choices=TOOLS_MODES, default=None,
+                       help="How the agent gets the domain's tools: message (in the A2A messages, answered with tool "
+                            "calls; the default), mcp (an MCP server per simulation, which the agent calls with its "
+                            "own MCP client while tau2's message waits; its reply is its message to the user), auto "
+                            "(mcp when the card declares the MCP tools extension). In the MCP modes --a2a-timeout "
+                            "bounds the wait for each action of the agent (a tool call, a message, its reply), not "
+                            "the request")
+    group.add_argument("--a2a-driven", action="store_true",
+                       help="The agent drives: the whole simulation is one A2A task, the tools and the user "
+                            "(send_message_to_user) are MCP tools; implies --a2a-tools mcp")
+    group.add_argument("--a2a-mcp-host", default="127.0.0.1", metavar="HOST",
+                       help="Address the MCP tools server listens on (default: %(default)s; 0.0.0.0 for agents on "
+                            "other machines or containers)")
+    group.add_argument("--a2a-mcp-port", type=int, default=0, metavar="PORT",
+                       help="Port of the MCP tools server (default: a free one)")
+    group.add_argument("--a2a-mcp-public-url", default=None, metavar="URL",
+                       help="The MCP server's URL as the agent reaches it, told to it in the first message "
+                            "(default: http://HOST:PORT/mcp)")
+    group.add_argument("--a2a-mcp-fixed", action="store_true",
+                       help="Serve the tools at one fixed URL with no per-simulation token, for agents whose MCP "
+                            "servers are configured beforehand; runs one simulation at a time (--max-concurrency 1) "
+                            "and needs --a2a-mcp-port")
 
 
 def resolve_domain(args: argparse.Namespace) -> None:

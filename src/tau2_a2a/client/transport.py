@@ -40,6 +40,17 @@ class Wire:
     events: int = 0  # A2A events received (a blocking call has one)
     first_event_at: float | None = None  # perf_counter() of the first event
     deadline: float | None = None  # perf_counter() by which the reply must be in
+    aborted: bool = False  # set by abort(): the request ends at its next read
+    finished: bool = False  # the request is over: its connection may serve another one now
+    network_stream: Any = None  # the connection serving the request, once a read was made on it
+
+    def abort(self) -> None:
+        """End the request from another thread: its deadline is now, and the socket it reads from is shut."""
+        if self.finished:
+            return
+        self.aborted = True
+        self.deadline = time.perf_counter()
+        _shut(self.network_stream)
 
     def saw_event(self, size: int) -> None:
         self.events += 1
@@ -72,6 +83,7 @@ async def metered(call: Any, wire: Wire, timeout: float | None) -> Any:
             return await asyncio.wait_for(call, timeout=timeout)
         return await call
     finally:
+        wire.finished = True
         current_wire.reset(token)
 
 
@@ -117,6 +129,48 @@ class _CountedStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         self._inner.close()
+
+
+def _shut(network_stream: Any) -> None:
+    sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose reads keep to the deadline of the request they serve (`current_wire`), and which that
+    request can shut from another thread (`Wire.abort`)."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        wire = current_wire.get()
+        if wire is not None:
+            wire.network_stream = self._inner
+            if wire.aborted:
+                raise httpcore.ReadError("the request was aborted")
+            if wire.deadline is not None:
+                left = wire.deadline - time.perf_counter()
+                if left <= 0:
+                    raise httpcore.ReadTimeout("the reply's time ran out")
+                timeout = left if timeout is None else min(timeout, left)
+        return self._inner.read(max_bytes, timeout)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(*args, **kwargs))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
 
 
 def _shut_at(deadline: float, network_stream: Any) -> threading.Timer | None:
@@ -167,7 +221,8 @@ class _PolicyBackend(httpcore.SyncBackend):
         failure: Exception | None = None
         for address in addresses:
             try:
-                return super().connect_tcp(str(address), port, timeout, local_address, socket_options)
+                return _DeadlineStream(super().connect_tcp(str(address), port, timeout, local_address,
+                                                           socket_options))
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
                 failure = error
         raise failure or httpcore.ConnectError(f"{host} has no address")

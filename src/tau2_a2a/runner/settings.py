@@ -74,6 +74,10 @@ class RunSettings:
             raise ConfigError("--agent a2a_agent needs --a2a-endpoint URL (the agent's base URL).")
         if self.ray and self.agent != A2A_AGENT:
             raise ConfigError("--ray runs the simulations of an A2A evaluation: pass --agent a2a_agent.")
+        if self.a2a is not None and self.a2a.mcp.fixed and (self.max_concurrency > 1 or self.ray):
+            raise ConfigError("--a2a-mcp-fixed serves one simulation's tools at a time at its one URL: run with "
+                              "--max-concurrency 1 and without --ray, or leave out --a2a-mcp-fixed so that each "
+                              "simulation's first message names its own token.")
 
     @property
     def is_a2a(self) -> bool:
