@@ -102,8 +102,8 @@ def llm_agent_command(args: argparse.Namespace) -> int:
     url, grpc_url = _agent_urls(args)
     print(f"tau2 baseline LLM agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)")
     _print_bindings(url, grpc_url)
-    executor = LLMExecutor(args.model, llm_args, idle_timeout=args.idle_timeout)
-    serve_forever(a2a_app(executor, llm_agent_card(url, args.model, grpc_url)),
+    executor = LLMExecutor(args.model, llm_args, idle_timeout=args.idle_timeout, mcp_only=args.tools == "mcp")
+    serve_forever(a2a_app(executor, llm_agent_card(url, args.model, grpc_url, mcp_tools=args.tools == "mcp")),
                   args.host, args.port, grpc_port=args.grpc_port)
     return 0
 
