@@ -148,14 +148,16 @@ class ToolServer:
 
     # -- the MCP handlers (on the server's event loop) -------------------------------
 
-    def _find(self, request: Any) -> SimulationTools:
+    def _find(self, request: Any, calling: bool = True) -> SimulationTools:
+        """The request's simulation (see _Gate); a call once it is over is refused, a listing is still answered
+        (MCP clients list the tools again to check the result of the call that was answered last)."""
         simulation = request.scope.get("tau2_simulation") if request is not None else None
-        if simulation is None or simulation.actions.closed:
+        if simulation is None or (calling and simulation.actions.closed):
             raise _mcp_error(types.INVALID_REQUEST, "This conversation is over: its tools are closed.")
         return simulation
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=self._find(ctx.request).tools)
+        return types.ListToolsResult(tools=self._find(ctx.request, calling=False).tools)
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         simulation = self._find(ctx.request)
