@@ -47,7 +47,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from tau2_a2a.tau2bench.distribution import STOP
 
-from tau2_a2a.tau2bench.oracle_script import find_marker, find_task, oracle_steps, task_marker
+from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SEND_TO_USER
+from tau2_a2a.tau2bench.oracle_script import OracleStep, find_marker, find_task, oracle_steps, task_marker
 
 MODEL = "openai/standin"
 NO_MARKER = "I can only play tasks named by a [tau2-task domain=... id=...] line."
@@ -81,7 +82,7 @@ class StandinLLM:
         body = await request.json()
         with self._lock:
             self.requests.append(body)
-        message = self.reply(body.get("messages", []))
+        message = self.reply(body.get("messages", []), body.get("tools"))
         prompt_tokens = len(json.dumps([body.get("messages"), body.get("tools")], sort_keys=True)) // 4
         completion_tokens = len(json.dumps(message, sort_keys=True)) // 4
         return JSONResponse({
@@ -109,7 +110,7 @@ class StandinLLM:
         """The requests it answered as tau2's user simulator."""
         return [body for body in self.requests if user_scenario_task(body.get("messages", [])) is not None]
 
-    def reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """As the judge when asked for verdicts, as the user when the system prompt holds a task's scenario,
         else as the agent."""
         prompt = judge_prompt(messages)
@@ -118,14 +119,19 @@ class StandinLLM:
         task = user_scenario_task(messages)
         if task is not None:
             return user_reply(messages, *task)
-        return self.agent_reply(messages)
+        return self.agent_reply(messages, tools)
 
-    def agent_reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The next golden action after as many tool results as seen so far, then the closing text."""
+    def agent_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The next golden action after as many tool results as seen so far, then the closing text. Offered the
+        agent-driven mode's `send_message_to_user`, it says each text through it, and stops once the user has
+        ended the conversation."""
         marker = next((found for m in messages if m.get("role") == "user"
                        for found in [find_marker(content_text(m.get("content")))] if found), None)
         if marker is None:
             return {"role": "assistant", "content": NO_MARKER}
+        tool_results = [m for m in messages if m.get("role") == "tool"]
+        if tool_results and CONVERSATION_ENDED in content_text(tool_results[-1].get("content")):  # as the client wraps it
+            return {"role": "assistant", "content": "Goodbye."}
         steps = oracle_steps(*marker)
         if self.tool_calls_as_text:
             done = sum(1 for m in messages if m.get("role") == "user"
@@ -133,6 +139,9 @@ class StandinLLM:
         else:
             done = sum(1 for m in messages if m.get("role") == "tool")
         step = steps[min(done, len(steps) - 1)]
+        speaks_by_tool = any((t.get("function") or {}).get("name") == SEND_TO_USER for t in tools or [])
+        if step.tool_name is None and speaks_by_tool:
+            step = OracleStep(tool_name=SEND_TO_USER, arguments={"message": step.text or ""})
         if step.tool_name is None:
             return {"role": "assistant", "content": step.text}
         call = {"id": f"call_standin_{done}", "name": step.tool_name, "arguments": step.arguments or {}}

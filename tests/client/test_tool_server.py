@@ -12,7 +12,7 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tau2_a2a.client.agent_actions import ActionQueue, ToolCallAction, ToolOutcome, UserMessageAction
+from tau2_a2a.client.agent_actions import ActionQueue, FailureAction, ToolCallAction, ToolOutcome, UserMessageAction
 from tau2_a2a.client.config import McpServing
 from tau2_a2a.client.tool_server import MAX_REQUEST_BYTES, ToolServer
 from tau2_a2a.protocol.hosting import free_port
@@ -29,6 +29,13 @@ CANCEL = {"type": "function", "function": {"name": "cancel_reservation", "descri
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "raw", "version": "1"}}}
+
+
+def open_waiting(server: ToolServer, tools: list[dict], actions: ActionQueue, driven: bool = False) -> McpServer:
+    """A simulation's tools, opened while a message of tau2's waits for the agent's reply (calls are taken)."""
+    mcp = server.open(tools, actions, driven=driven)
+    server.simulation(mcp).waiting = True
+    return mcp
 
 
 @pytest.fixture
@@ -60,8 +67,8 @@ def answer_calls(actions: ActionQueue, stop: threading.Event, seen: list[Any]) -
 
 def test_each_token_opens_its_own_simulations_tools_only(server):
     first_actions, second_actions = ActionQueue(), ActionQueue()
-    first = server.open([LOOKUP], first_actions, driven=False)
-    second = server.open([CANCEL], second_actions, driven=False)
+    first = open_waiting(server, [LOOKUP], first_actions, driven=False)
+    second = open_waiting(server, [CANCEL], second_actions, driven=False)
     assert first.url == second.url and first.token != second.token
     stop, seen_first, seen_second = threading.Event(), [], []
     answer_calls(first_actions, stop, seen_first)
@@ -89,7 +96,7 @@ def test_each_token_opens_its_own_simulations_tools_only(server):
 
 def test_a_tool_of_another_simulation_or_none_is_an_mcp_error(server):
     actions = ActionQueue()
-    mcp = server.open([LOOKUP], actions, driven=False)
+    mcp = open_waiting(server, [LOOKUP], actions, driven=False)
 
     async def unknown() -> str:
         async with mcp_session(mcp) as session:
@@ -105,7 +112,7 @@ def test_a_tool_of_another_simulation_or_none_is_an_mcp_error(server):
 
 
 def test_requests_without_a_valid_token_are_refused_in_one_line(server):
-    mcp = server.open([LOOKUP], ActionQueue(), driven=False)
+    mcp = open_waiting(server, [LOOKUP], ActionQueue(), driven=False)
     headers = {"Accept": "application/json, text/event-stream"}
     for auth in ({}, {"Authorization": "Bearer not-a-token"}, {"Authorization": f"Basic {mcp.token}"}):
         response = httpx.post(mcp.url, json=INITIALIZE, headers={**headers, **auth})
@@ -116,7 +123,7 @@ def test_requests_without_a_valid_token_are_refused_in_one_line(server):
 
 def test_a_finished_simulations_token_opens_nothing_and_its_waiting_call_gets_the_closing_answer(server):
     actions = ActionQueue()
-    mcp = server.open([LOOKUP], actions, driven=False)
+    mcp = open_waiting(server, [LOOKUP], actions, driven=False)
     result: dict[str, Any] = {}
 
     async def call_and_wait() -> None:
@@ -138,7 +145,7 @@ def test_a_finished_simulations_token_opens_nothing_and_its_waiting_call_gets_th
 
 def test_malformed_and_oversized_bodies_get_an_error_and_the_server_goes_on(server):
     actions = ActionQueue()
-    mcp = server.open([LOOKUP], actions, driven=False)
+    mcp = open_waiting(server, [LOOKUP], actions, driven=False)
     headers = {**mcp.headers, "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     bad = httpx.post(mcp.url, content=b"{not json", headers=headers)
     assert bad.status_code == 400 and "Traceback" not in bad.text
@@ -159,7 +166,7 @@ def test_malformed_and_oversized_bodies_get_an_error_and_the_server_goes_on(serv
 
 def test_the_driven_mode_offers_send_message_to_user_and_returns_the_users_reply(server):
     actions = ActionQueue()
-    mcp = server.open([LOOKUP], actions, driven=True)
+    mcp = open_waiting(server, [LOOKUP], actions, driven=True)
     stop, seen = threading.Event(), []
     answer_calls(actions, stop, seen)
 
@@ -182,10 +189,10 @@ def test_the_fixed_url_serves_the_one_simulation_in_flight_and_says_when_there_i
         idle = httpx.post(url, json=INITIALIZE, headers={"Accept": "application/json, text/event-stream"})
         assert idle.status_code == 409 and "No conversation is in progress" in idle.json()["error"]["message"]
         actions = ActionQueue()
-        mcp = server.open([LOOKUP], actions, driven=False)
+        mcp = open_waiting(server, [LOOKUP], actions, driven=False)
         assert mcp.token is None
         with pytest.raises(RuntimeError, match="one simulation at a time"):
-            server.open([LOOKUP], ActionQueue(), driven=False)
+            open_waiting(server, [LOOKUP], ActionQueue(), driven=False)
         stop, seen = threading.Event(), []
         answer_calls(actions, stop, seen)
 
@@ -200,3 +207,21 @@ def test_the_fixed_url_serves_the_one_simulation_in_flight_and_says_when_there_i
         assert seen == [("get_user_details", {"user_id": "u3"})]
     finally:
         server.close()
+
+
+def test_a_call_while_no_message_waits_for_the_agent_is_refused_and_ends_its_simulation(server):
+    actions = ActionQueue()
+    mcp = server.open([LOOKUP], actions, driven=False)  # the agent has replied: nothing of tau2's waits
+
+    async def late() -> str:
+        async with mcp_session(mcp) as session:
+            try:
+                await session.call_tool("get_user_details", {"user_id": "u1"})
+            except MCPError as error:
+                return error.error.message
+            return "no error"
+
+    assert asyncio.run(late()).startswith("No message of tau2's waits for your reply")
+    failure = actions.take(5)
+    assert isinstance(failure, FailureAction)
+    assert "called the tool get_user_details after it had replied" in str(failure.failure)

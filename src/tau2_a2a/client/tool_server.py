@@ -36,7 +36,8 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Message, Receive, Scope, Send
 
-from tau2_a2a.client.agent_actions import ActionQueue, ToolCallAction, UserMessageAction
+from tau2_a2a.client.agent_actions import ActionQueue, FailureAction, ToolCallAction, UserMessageAction
+from tau2_a2a.client.errors import AgentMalformedReply
 from tau2_a2a.client.config import McpServing
 from tau2_a2a.client.records import RequestRecord
 from tau2_a2a.protocol.hosting import BackgroundServer
@@ -65,6 +66,7 @@ class SimulationTools:
     driven: bool
     records: list[RequestRecord] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    waiting: bool = False  # a message of tau2's waits for the agent's reply: the time for its tool calls
 
     def names(self) -> set[str]:
         return {tool.name for tool in self.tools}
@@ -175,6 +177,13 @@ class ToolServer:
                 raise _mcp_error(types.INVALID_REQUEST, "This conversation is over.")
             reply = await asyncio.wrap_future(said.reply)
             return types.CallToolResult(content=[types.TextContent(type="text", text=reply)], is_error=False)
+        if not simulation.waiting and not simulation.driven:
+            late = AgentMalformedReply(
+                f"the agent called the tool {params.name[:100]} after it had replied: in the MCP tools mode it calls "
+                "tools while tau2's message waits for its reply, then replies (docs/protocol.md)")
+            simulation.actions.post(FailureAction(late))
+            raise _mcp_error(types.INVALID_REQUEST, "No message of tau2's waits for your reply: call tools while "
+                                                    "one does, before you reply.")
         call = ToolCallAction(params.name, arguments, request_bytes=size)
         if not simulation.actions.post(call):
             raise _mcp_error(types.INVALID_REQUEST, "This conversation is over: its tools are closed.")

@@ -16,7 +16,6 @@ tool or the user thinks.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +32,7 @@ from tau2_a2a.client.config import redact
 from tau2_a2a.client.errors import AgentMalformedReply, AgentTimeout
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
 from tau2_a2a.client.session import DRIVEN, A2ASession, InFlight
+from tau2_a2a.client.tool_server import SimulationTools
 from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SIMULATION_ENDED, McpServer, mcp_conversation_start
 from tau2_a2a.protocol.messages import reply_parts, user_turn
 from tau2_a2a.tau2bench.distribution import AssistantMessage, ToolCall, ToolMessage, UserMessage
@@ -51,6 +51,7 @@ class McpConversation:
     session: A2ASession
     server: McpServer
     actions: ActionQueue
+    tools: SimulationTools
     turn: int = 0
     context_id: str | None = None
     task_id: str | None = None
@@ -60,14 +61,13 @@ class McpConversation:
     waiting_user: UserMessageAction | None = None
     messages: list[Any] = field(default_factory=list)  # the assistant messages made, for late records
     call_count: int = 0
-    sent_at: float = 0.0  # perf_counter() when the request in flight was sent
     usage_of: Any = None  # (exchange) -> (usage, cost) of a reply, as the message mode reads it
 
     @classmethod
     def open(cls, session: A2ASession, tool_schemas: list[dict[str, Any]]) -> McpConversation:
         actions = ActionQueue()
         server = session.tool_server.open(tool_schemas, actions, session.tools_mode == DRIVEN)
-        return cls(session, server, actions)
+        return cls(session, server, actions, session.tool_server.simulation(server))
 
     @property
     def driven(self) -> bool:
@@ -95,13 +95,14 @@ class McpConversation:
         if self.turn == 0:
             parts = opening(self.server, self.driven, parts)
         self.acted = False
-        self.sent_at = time.perf_counter()
+        self.tools.waiting = True
         self.in_flight = self.session.send_in_background(parts, self.context_id, self.task_id, self.turn,
                                                          may_retry=lambda: not self.acted)
         self.in_flight.future.add_done_callback(self._post_reply)
         self.turn += 1
 
     def _post_reply(self, done: Any) -> None:
+        self.tools.waiting = False
         error = done.exception()
         self.actions.post(FailureAction(error) if error is not None else ReplyAction(done.result()))
 
@@ -133,10 +134,6 @@ class McpConversation:
 
     def _message(self, action: Action) -> AssistantMessage:
         if isinstance(action, ToolCallAction):
-            if action.received_at < self.sent_at and not self.driven:
-                raise self._failure(AgentMalformedReply(
-                    f"the agent called the tool {action.name} after it had replied: in the MCP tools mode it calls "
-                    "tools while tau2's message waits for its reply, then replies (docs/protocol.md)"))
             self.acted = True
             call_id = f"mcp_{self.turn}_{self.call_count}"
             self.call_count += 1
@@ -183,8 +180,7 @@ class McpConversation:
                                 raw_data={RAW_DATA_KEY: raw})
 
     def _mcp_records(self) -> list[dict[str, Any]]:
-        records = self.session.tool_server.simulation(self.server).take_records() \
-            if not self.actions.closed else []
+        records = self.tools.take_records()
         for record in records:
             record.context_id = self.context_id
             record.turn = max(self.turn - 1, 0)
@@ -200,7 +196,6 @@ class McpConversation:
         """The simulation is over: answer what waits, close its tools, end its A2A request; idempotent."""
         if self.actions.closed:
             return
-        simulation = self.session.tool_server.simulation(self.server)
         self.actions.close(SIMULATION_ENDED, CONVERSATION_ENDED)
         late: list[RequestRecord] = []
         in_flight = self.in_flight
@@ -216,7 +211,7 @@ class McpConversation:
         if self.driven and self.task_id:
             late.extend(self.session.cancel_task(self.task_id, self.turn))
         self.session.tool_server.close_simulation(self.server)
-        late_mcp = simulation.take_records()
+        late_mcp = self.tools.take_records()
         if self.messages:  # what came after the last message was made is the simulation's too
             raw = self.messages[-1].raw_data[RAW_DATA_KEY]
             raw["requests"].extend(r.as_dict() for r in late)
