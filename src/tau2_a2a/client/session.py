@@ -123,7 +123,7 @@ class A2ASession:
         self._discover_lock = threading.Lock()
         self.targets = config.targets or TargetPolicy()
         self._http = make_http(config, self.targets)
-        self.tools_mode = MESSAGE  # how the agent gets its tools, once discovered: MESSAGE, MCP or DRIVEN
+        self._tools_mode = MESSAGE  # see tools_mode
         self._tool_server: ToolServer | None = None
         self._tool_server_lock = threading.Lock()
 
@@ -155,7 +155,7 @@ class A2ASession:
                 self.binding = interface.protocol_binding
                 self.protocol_version = protocol_version(interface)
                 self.streaming = self._streams(card)
-                self.tools_mode = self._tools_mode(card)
+                self._tools_mode = self._tools_mode_of(card)
                 self._call_context = self._context()
                 self._client = self._call(self._make_client(card))
                 self._call(self._check_access(interface))
@@ -168,7 +168,14 @@ class A2ASession:
                         "sending blocking SendMessage requests instead.", self.config.endpoint)
         return self.config.streaming and card.capabilities.streaming
 
-    def _tools_mode(self, card: AgentCard) -> str:
+    @property
+    def tools_mode(self) -> str:
+        """How the agent gets its tools: MESSAGE, MCP or DRIVEN (`--a2a-tools auto` asks the card, so this
+        discovers it first)."""
+        _ = self.card
+        return self._tools_mode
+
+    def _tools_mode_of(self, card: AgentCard) -> str:
         if self.config.driven:
             return DRIVEN
         if self.config.tools == "mcp" or (self.config.tools == "auto" and declares_mcp_tools(card)):
