@@ -68,8 +68,8 @@ class McpServing:
         if self.public_url is not None:
             parsed = urlparse(self.public_url)
             if parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.username or parsed.query:
-                raise ConfigError(f"--a2a-mcp-public-url must be an http(s) URL without credentials or query, "
-                                  f"such as http://tau2:8931/mcp; got {self.public_url!r}.")
+                raise ConfigError("--a2a-mcp-public-url must be an http(s) URL without credentials or query, such "
+                                  "as http://tau2:8931/mcp: the agent is told it in every first message.")
             if parsed.path in ("", "/"):
                 object.__setattr__(self, "public_url", self.public_url.rstrip("/") + "/mcp")
         if self.fixed and not (self.port or self.public_url):

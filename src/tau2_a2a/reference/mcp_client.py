@@ -20,12 +20,23 @@ from tau2_a2a.protocol.mcp_tools import McpServer
 
 @asynccontextmanager
 async def mcp_session(server: McpServer) -> AsyncIterator[ClientSession]:
-    """An initialized MCP client session to `server`."""
-    async with create_mcp_http_client(headers=server.headers) as http, \
-            streamable_http_client(server.url, http_client=http) as (read, write), \
-            ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
+    """An initialized MCP client session to `server`. An error inside comes out as itself, not wrapped in the
+    exception group of the client's task group, so an agent's own errors reach its A2A server as they are."""
+    try:
+        async with create_mcp_http_client(headers=server.headers) as http, \
+                streamable_http_client(server.url, http_client=http) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+    except BaseExceptionGroup as group:
+        raise _first(group) from None
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
 
 
 async def call(session: ClientSession, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
