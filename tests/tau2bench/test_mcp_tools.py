@@ -59,6 +59,21 @@ def test_the_oracle_over_mcp_scores_what_native_tau2_scores(domain: str, driven:
     assert outcome.results.info.agent_info.llm_args["a2a_tools_used"] == ("driven" if driven else "mcp")
 
 
+def test_no_mcp_token_reaches_the_logs_or_the_files(oracle_url: str, tmp_path: Path,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import re
+
+    caplog.set_level(logging.INFO, logger="tau2_a2a")
+    run_a2a(oracle_url, tmp_path, "airline", task_ids=["0"], a2a=A2AConfig(
+        endpoint=oracle_url, retry=FAST, tools="mcp", debug=True))
+    assert "Bearer ***" in caplog.text  # the first message named the token, and the debug log hid it
+    shown = re.compile(r"Bearer\s+(?!\*\*\*)[A-Za-z0-9._~+/=-]{8,}")
+    assert not shown.search(caplog.text)
+    for path in tmp_path.rglob("*.json"):
+        assert not shown.search(path.read_text()) and "mcpServers" not in path.read_text()
+
+
 @pytest.mark.parametrize(("transport", "streaming"), [("jsonrpc", True), ("http-json", False),
                                                       ("http-json", True), ("grpc", False), ("grpc", True)])
 def test_every_binding_carries_the_mcp_tools_modes(transport: str, streaming: bool, serve: Serve,

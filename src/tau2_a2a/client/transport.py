@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import re
 import socket
 import threading
 import time
@@ -277,7 +278,7 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             _cut_timeouts(request, wire.deadline)
         if self._debug:
             wire_log.info("A2A request %s %s\n%s", request.method, request.url,
-                          redact(body.decode(errors="replace"), self._token))
+                          _shown(body, self._token))
         try:
             response = self._inner.handle_request(request)
         except (httpx.ConnectError, httpx.ConnectTimeout, AgentTargetRefused):
@@ -316,7 +317,7 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             wire.error_body = raw[:2000].decode(errors="replace")
         if self._debug:
             wire_log.info("A2A reply %s\n%s", response.status_code,
-                          redact(raw.decode(errors="replace"), self._token))
+                          _shown(raw, self._token))
         return httpx.Response(
             response.status_code,
             headers=response.headers,
@@ -327,10 +328,19 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
 
     def _log_reply_chunk(self, chunk: bytes) -> None:
         if self._debug:
-            wire_log.info("A2A reply chunk\n%s", redact(chunk.decode(errors="replace"), self._token))
+            wire_log.info("A2A reply chunk\n%s", _shown(chunk, self._token))
 
     async def aclose(self) -> None:
         self._inner.close()
+
+
+_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+")
+
+
+def _shown(body: bytes, token: str | None) -> str:
+    """A body as the debug log shows it: without the agent's token, nor any bearer token it carries (the MCP
+    tools modes name each simulation's MCP token in its first message)."""
+    return _BEARER.sub(r"\1***", redact(body.decode(errors="replace"), token))
 
 
 def _cut_timeouts(request: httpx.Request, deadline: float) -> None:
