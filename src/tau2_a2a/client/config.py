@@ -42,6 +42,7 @@ _MCP_HOST = "a2a_mcp_host"
 _MCP_PORT = "a2a_mcp_port"
 _MCP_PUBLIC_URL = "a2a_mcp_public_url"
 _MCP_FIXED = "a2a_mcp_fixed"
+_MCP_PUBLIC_HOST = "a2a_mcp_public_host"
 
 # --a2a-transport choices: `auto` takes the card's first interface we speak.
 TRANSPORTS = ("auto", "jsonrpc", "http-json", "grpc")
@@ -59,8 +60,9 @@ class McpServing:
 
     host: str = "127.0.0.1"
     port: int = 0  # 0: a free port
-    public_url: str | None = None  # None: http://HOST:PORT/mcp
+    public_url: str | None = None  # None: http://PUBLIC_HOST:PORT/mcp
     fixed: bool = False
+    public_host: str | None = None  # the host name agents reach this machine by (None: HOST, or its address)
 
     def __post_init__(self) -> None:
         if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
@@ -162,8 +164,8 @@ class A2AConfig:
         if self.tools != "message" or self.driven:  # the defaults leave earlier runs' records as they were
             record[_TOOLS] = self.tools
             record[_DRIVEN] = self.driven
-            record.update({_MCP_HOST: self.mcp.host, _MCP_PORT: self.mcp.port,
-                           _MCP_PUBLIC_URL: self.mcp.public_url, _MCP_FIXED: self.mcp.fixed})
+            record.update({_MCP_HOST: self.mcp.host, _MCP_PORT: self.mcp.port, _MCP_PUBLIC_URL: self.mcp.public_url,
+                           _MCP_FIXED: self.mcp.fixed, _MCP_PUBLIC_HOST: self.mcp.public_host})
         return record
 
     @classmethod
@@ -190,7 +192,8 @@ class A2AConfig:
             mcp=McpServing(host=str(record.get(_MCP_HOST, McpServing.host)),
                            port=int(record.get(_MCP_PORT, McpServing.port)),
                            public_url=record.get(_MCP_PUBLIC_URL),
-                           fixed=bool(record.get(_MCP_FIXED, False))),
+                           fixed=bool(record.get(_MCP_FIXED, False)),
+                           public_host=record.get(_MCP_PUBLIC_HOST)),
         )
 
     @property

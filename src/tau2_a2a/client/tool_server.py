@@ -103,8 +103,8 @@ class ToolServer:
                                         transport_security=self._security())
         self._server = BackgroundServer(_Gate(inner, self), host=self.serving.host,
                                         port=self.serving.port or None).start()
-        self.url = self.serving.public_url or f"http://{_url_host(advertised_host(self.serving.host))}:" \
-                                              f"{self._server.port}{MCP_PATH}"
+        host = self.serving.public_host or advertised_host(self.serving.host)
+        self.url = self.serving.public_url or f"http://{_url_host(host)}:{self._server.port}{MCP_PATH}"
         log.info("MCP tools server on %s:%d, told to agents as %s", self.serving.host, self._server.port, self.url)
         return self
 
@@ -114,6 +114,8 @@ class ToolServer:
         hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
         if public is not None and public.hostname:
             hosts.append(f"{_url_host(public.hostname)}:{public.port}" if public.port else _url_host(public.hostname))
+        elif self.serving.public_host:
+            hosts.append(f"{_url_host(self.serving.public_host)}:*")
         elif self.serving.host not in ("127.0.0.1", "localhost", "::1"):
             hosts.append("*")  # every address of this machine: the token is the check
         if "*" in hosts:
