@@ -36,6 +36,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Message, Receive, Scope, Send
 
+from tau2_a2a.client import tracing
 from tau2_a2a.client.agent_actions import ActionQueue, FailureAction, ToolCallAction, UserMessageAction
 from tau2_a2a.client.errors import AgentMalformedReply
 from tau2_a2a.client.config import McpServing
@@ -67,6 +68,7 @@ class SimulationTools:
     records: list[RequestRecord] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     waiting: bool = False  # a message of tau2's waits for the agent's reply: the time for its tool calls
+    trace_context: Any = None  # with tracing on, the simulation's turn that sent the request the agent acts on
 
     def names(self) -> set[str]:
         return {tool.name for tool in self.tools}
@@ -215,7 +217,8 @@ class _Gate:
         scope["tau2_simulation"] = simulation
         metered = _Meter(receive, send)
         try:
-            await self._inner(scope, metered.receive, metered.send)
+            with tracing.within(_trace_parent(scope, simulation)):
+                await self._inner(scope, metered.receive, metered.send)
         finally:
             simulation.records.append(metered.record(scope, started, self._server.url))
 
@@ -279,6 +282,17 @@ class _Meter:
                              request_bytes=self.request_bytes, response_bytes=self.response_bytes,
                              input_tokens=0, output_tokens=0, transport=MCP_BINDING, events=1,
                              error="http" if failed else self.error)
+
+
+def _trace_parent(scope: Scope, simulation: SimulationTools) -> Any:
+    """With tracing on, the trace an MCP request continues: the agent's, when its headers carry one, else the
+    simulation's turn. (The `mcp` SDK's server span then follows a `traceparent` in the request's `_meta`,
+    where MCP clients such as ADK's McpToolset put the agent's tool call.)"""
+    if not tracing.enabled():
+        return None
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope.get("headers") or []
+               if name in (b"traceparent", b"tracestate")}
+    return tracing.context_from(headers) or simulation.trace_context
 
 
 def _method(body_start: bytes) -> str | None:

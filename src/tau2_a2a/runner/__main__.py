@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 
+from tau2_a2a.client import tracing
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.command import run_command
 from tau2_a2a.runner.interrupt import stop_on_sigint
@@ -36,7 +37,8 @@ def main() -> int:
 
     def run() -> int:
         settings = read_settings(sys.stdin.read())
-        with stop_on_sigint():
+        tracing.setup()
+        with stop_on_sigint(), tracing.continued(tracing.environment_carrier()):  # the starter's trace, if any
             return report_outcome(evaluate(settings))
 
     return run_command(run)

@@ -24,7 +24,10 @@ returns is saved, so no simulation is counted twice.
 
 The A2A config, bearer token included, reaches each actor as an argument of
 its constructor, in memory: never Ray's runtime environment, job metadata or
-a log line. Each actor makes its own A2A session from it.
+a log line. Each actor makes its own A2A session from it. With tracing on, the
+driver's OTEL_ variables go the same way, so every actor exports its spans,
+and each simulation's span context goes with its arguments, so an actor's
+spans join the driver's trace.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from tau2_a2a.client import tracing
 from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
 from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.records import current_node, set_node
@@ -51,6 +55,8 @@ from tau2_a2a.runner.outcome import SimulationLost
 from tau2_a2a.tau2bench.distribution import SimulationRun
 from tau2_a2a.tau2bench.environments import install as install_environments
 from tau2_a2a.tau2bench.orchestration import on_session, run_task, simulations_by
+
+log = logging.getLogger("tau2_a2a.runner")
 
 RETRIES = 2  # runs of a simulation again after the actor running it died
 # Each actor reserves half a CPU: when a node leaves, its actors restart on the nodes left (while half the
@@ -161,9 +167,11 @@ def _environment_without(name: str) -> Iterator[None]:
 class SimulationActor:
     """One Ray worker process: whole simulations (conversation and scoring) with tau2's `run_task`."""
 
-    def __init__(self, a2a: A2AConfig) -> None:
+    def __init__(self, a2a: A2AConfig, otel: dict[str, str] | None = None) -> None:
         import ray
 
+        os.environ.update(otel or {})  # the driver's OTEL_ variables: this actor exports its spans alike
+        tracing.setup()
         install_environments()  # environments from databases read once in this actor
         self.session = A2ASession(a2a)
         set_node(ray.get_runtime_context().get_node_id())
@@ -172,9 +180,14 @@ class SimulationActor:
         """The Ray node and the process this actor runs in."""
         return current_node(), os.getpid()
 
-    def run(self, arguments: dict[str, Any]) -> SimulationRun:
-        with on_session(self.session):
+    def run(self, arguments: dict[str, Any], trace: dict[str, str] | None = None) -> SimulationRun:
+        """One simulation, inside the driver's span of it (`trace`, a W3C carrier) when tracing is on."""
+        with on_session(self.session), tracing.continued(trace):
             return run_task(**arguments)
+
+    def flush(self) -> None:
+        """Send this actor's spans now: the run's end stops it before its exporter's next batch."""
+        tracing.flush()
 
 
 @dataclass
@@ -206,7 +219,8 @@ class ActorPool:
             num_cpus=ACTOR_CPUS, max_concurrency=per_actor, max_restarts=-1, max_task_retries=RETRIES,
             scheduling_strategy="SPREAD",
         )
-        actors = [actor_class.remote(a2a) for _ in range(count)]
+        actors = [actor_class.remote(a2a, tracing.environment() if tracing.enabled() else None)
+                  for _ in range(count)]
         try:
             places = ray.get([actor.where.remote() for actor in actors])
         except ray.exceptions.RayError as error:
@@ -229,8 +243,17 @@ class ActorPool:
     @contextmanager
     def running_tau2_simulations(self) -> Iterator[None]:
         """tau2's run_tasks, in this process, sends each simulation to an actor while inside."""
-        with simulations_by(self.run_task):
-            yield
+        try:
+            with simulations_by(self.run_task):
+                yield
+        finally:
+            if tracing.enabled():
+                import ray
+
+                try:
+                    ray.get([actor.flush.remote() for actor in self.actors], timeout=60)
+                except ray.exceptions.RayError as error:  # an actor gone: its last spans with it
+                    log.warning("Some Ray actors' last spans were not sent: %s", _first_line(error))
 
     def run_task(self, **arguments: Any) -> SimulationRun:
         """tau2's run_task on the next free slot; raises what the simulation raised there."""
@@ -240,7 +263,7 @@ class ActorPool:
             raise AgentAuthError(str(self._refusal), status=self._refusal.status)
         actor = self._free.get()
         try:
-            return ray.get(actor.run.remote(arguments))
+            return ray.get(actor.run.remote(arguments, tracing.carrier() or None))
         except ray.exceptions.RayTaskError as error:
             cause = error.cause if isinstance(error.cause, BaseException) else error
             if isinstance(cause, AgentAuthError):

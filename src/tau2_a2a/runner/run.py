@@ -19,7 +19,9 @@ import re
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+from tau2_a2a.client import tracing
 from tau2_a2a.client.bindings import READABLE
 from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.session import DRIVEN, MCP, A2ASession
@@ -44,11 +46,16 @@ def evaluate(settings: RunSettings) -> RunOutcome:
     agent refusing our credentials mid-run raises RunStopped, also keeping what finished.
     """
     install_environments()
+    tracing.setup()  # on only when OpenTelemetry's variables ask for it
     plan = plan_run(settings.tau2)  # tasks that do not exist: said now, not after the agent's check
     with ExitStack() as run:
+        run.callback(tracing.flush)  # last: the run's spans are in the viewer when it returns
+        span = run.enter_context(tracing.span(f"tau2-a2a run {settings.domain}", run_span_attributes(settings)))
         session = run.enter_context(A2ASession(settings.a2a)) if settings.a2a else None
         if session is not None:
             card = session.card
+            if span is not None:
+                span.set_attributes({"gen_ai.agent.name": card.name, "a2a.binding": session.binding})
             print(f"A2A agent: {card.name} at {session.config.endpoint} ({describe_binding(session)})", flush=True)
             plan.point_at(A2A_AGENT, {**session.config.as_record(), CARD_KEY: card_identity(card),
                                       TOOLS_KEY: session.tools_mode},
@@ -71,6 +78,15 @@ def evaluate(settings: RunSettings) -> RunOutcome:
             raise ending(ended, path, report, session) from None
         return RunOutcome(results, path, metrics_path(path) if report else None, report)
     raise AssertionError("not reached")  # ExitStack does not swallow what the run raises
+
+
+def run_span_attributes(settings: RunSettings) -> dict[str, Any]:
+    """What a run's span says of it (nothing secret: the endpoint is named by its host and port only)."""
+    endpoint = urlsplit(settings.a2a.endpoint) if settings.a2a else None
+    return {"tau2.domain": settings.domain, "tau2.agent": settings.agent, "tau2.num_trials": settings.num_trials,
+            "tau2.num_tasks": settings.num_tasks, "tau2.task_ids": ",".join(settings.task_ids or []) or None,
+            "tau2.user": settings.user, "tau2.user_llm": settings.user_llm, "tau2.ray": settings.ray,
+            "server.address": endpoint.hostname if endpoint else None, "server.port": endpoint.port if endpoint else None}
 
 
 def ending(error: BaseException, path: Path, report: dict[str, Any] | None,

@@ -28,6 +28,7 @@ from tau2_a2a.client.agent_actions import (
     ToolOutcome,
     UserMessageAction,
 )
+from tau2_a2a.client import tracing
 from tau2_a2a.client.config import redact
 from tau2_a2a.client.errors import AgentMalformedReply, AgentTimeout
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
@@ -96,6 +97,7 @@ class McpConversation:
             parts = opening(self.server, self.driven, parts)
         self.acted = False
         self.tools.waiting = True
+        self.tools.trace_context = tracing.current_context()
         self.in_flight = self.session.send_in_background(parts, self.context_id, self.task_id, self.turn,
                                                          may_retry=lambda: not self.acted)
         self.in_flight.future.add_done_callback(self._post_reply)

@@ -43,11 +43,12 @@ __all__ = [
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
     "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate",
-    "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
-    "use_results_io",
+    "simulation_agent", "simulation_domain", "simulation_function", "stock_simulation", "use_evaluator",
+    "use_executor", "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_task = tau2_run.run_task
+_stock_evaluate = tau2_run.evaluate_simulation
 
 def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any]) -> dict[str, Any]:
     """A toolkit's `get_tools()` as tau2 lists them (all its tools), each made by `tool` (instead of `as_tool`)."""
@@ -150,6 +151,16 @@ def simulate(config: RunConfig, task: Task, seed: int) -> SimulationRun:
 def simulation_agent(arguments: dict[str, Any]) -> str:
     """The agent name of a simulation, from its arguments."""
     return arguments["agent"]
+
+
+def simulation_domain(arguments: dict[str, Any]) -> str:
+    """The domain of a simulation, from its arguments."""
+    return arguments["domain"]
+
+
+def use_evaluator(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Have tau2 score each simulation with `wrap(its own evaluate_simulation)`."""
+    tau2_run.evaluate_simulation = wrap(_stock_evaluate)
 
 
 def use_executor(executor_class: type) -> None:

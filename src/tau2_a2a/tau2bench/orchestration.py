@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tau2_a2a.client.errors import A2AFailure, AgentAuthError
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.errors import ConfigError
+from tau2_a2a.tau2bench import traces
 from tau2_a2a.tau2bench.distribution import (
     AssistantMessage,
     Orchestrator,
@@ -38,8 +39,10 @@ from tau2_a2a.tau2bench.distribution import (
     TerminationReason,
     set_simulation_function,
     simulation_agent,
+    simulation_domain,
     simulation_function,
     stock_simulation,
+    use_evaluator,
     use_orchestrator,
 )
 
@@ -55,7 +58,8 @@ log = logging.getLogger("tau2_a2a.client")
 class A2AOrchestrator(Orchestrator):
     """tau2's Orchestrator, with A2A failures turned into an AGENT_ERROR termination.
 
-    It also tells a user that asks (the scripted user) which task it plays.
+    It also tells a user that asks (the scripted user) which task it plays, and, with tracing on, makes each
+    step and tool call a span (`traces`) and keeps the trace's id in the trajectory.
     """
 
     def initialize(self) -> None:
@@ -63,16 +67,23 @@ class A2AOrchestrator(Orchestrator):
         if callable(bind):
             bind(self.domain, self.task)
         super().initialize()
+        traces.traced_tools(self.environment)
 
     def run(self) -> SimulationRun:
         try:
-            return super().run()
+            run = super().run()
+            traces.record_trace_id(run.messages)
+            return run
         finally:  # however the simulation ended: an MCP tools mode's server and request end with it
             conversation = getattr(self.agent_state, "mcp", None)
             if conversation is not None:
                 conversation.close()
 
     def step(self) -> None:
+        with traces.turn(self.step_count, self.to_role, self.trajectory):
+            self._step()
+
+    def _step(self) -> None:
         try:
             super().step()
         except AgentAuthError:
@@ -138,10 +149,13 @@ def stopping_on_refusal(simulation: Callable[..., SimulationRun]) -> Callable[..
     """`simulation`, its refusal of our credentials turned into RunRefused."""
 
     def run(**arguments: Any) -> SimulationRun:
-        try:
-            return simulation(**arguments)
-        except AgentAuthError as refusal:
-            raise RunRefused(refusal) from None
+        with traces.simulation(arguments["task"].id, arguments.get("seed"), simulation_domain(arguments)) as span:
+            try:
+                result = simulation(**arguments)
+            except AgentAuthError as refusal:
+                raise RunRefused(refusal) from None
+            traces.scored(span, result)
+            return result
 
     return run
 
@@ -166,5 +180,6 @@ def simulations_by(simulation: Callable[..., SimulationRun]) -> Iterator[None]:
 def install() -> None:
     """Make tau2 build our orchestrator (a subclass) and stop after a refusal; nothing else changes."""
     use_orchestrator(A2AOrchestrator)
+    use_evaluator(traces.traced_evaluation)
     if simulation_function() is _STOCK:
         set_simulation_function(stopping_on_refusal(run_task_unless_refused))

@@ -33,6 +33,7 @@ from tau2_a2a.tau2bench import provenance
 from tau2_a2a.tau2bench.orchestration import RunRefused
 from tau2_a2a.tau2bench.results_file import atomic_open, scrub_secrets
 from tau2_a2a.tau2bench.resume import refuse_changed_resume
+from tau2_a2a.tau2bench.traces import numbered_trials
 
 
 # RunSettings' names for RunConfig's fields, where they differ.
@@ -75,7 +76,8 @@ class RunPlan:
         path = self.results_path
         refuse_changed_resume(self.config, path, self.task_ids)
         try:
-            return run_to(self.config, path)
+            with numbered_trials(self.config.seed, self.config.num_trials):
+                return run_to(self.config, path)
         except RunRefused as stop:
             raise stop.refusal from None
         finally:

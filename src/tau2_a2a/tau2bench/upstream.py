@@ -48,6 +48,7 @@ from tau2_a2a.tau2bench.imports import (
     tau2_batch,
     tau2_build,
     tau2_embeddings_cache,
+    tau2_simulation,
 )
 from tau2_a2a.tau2bench.imports import Tau2RunConfig as TextRunConfig
 from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_upstream_run_args
@@ -59,11 +60,12 @@ __all__ = [
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
     "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate",
-    "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
-    "use_results_io",
+    "simulation_agent", "simulation_domain", "simulation_function", "stock_simulation", "use_evaluator",
+    "use_executor", "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_single_task = tau2_batch.run_single_task
+_stock_evaluate = tau2_simulation.evaluate_simulation
 
 def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any],
                include: Optional[list[str]] = None) -> dict[str, Any]:
@@ -275,6 +277,16 @@ def simulate(config: RunConfig, task: Task, seed: int) -> SimulationRun:
 def simulation_agent(arguments: dict[str, Any]) -> str:
     """The agent name of a simulation, from its arguments."""
     return arguments["config"].agent
+
+
+def simulation_domain(arguments: dict[str, Any]) -> str:
+    """The domain of a simulation, from its arguments."""
+    return arguments["config"].domain
+
+
+def use_evaluator(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Have upstream score each simulation with `wrap(its own evaluate_simulation)`."""
+    tau2_simulation.evaluate_simulation = wrap(_stock_evaluate)
 
 
 class _ExitRaises:
