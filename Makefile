@@ -30,7 +30,7 @@ install: $(STAMP) $(STAMP03) postgres chromium
 $(STAMP_NVIDIA): pyproject.toml
 	test -x $(VENV_NVIDIA)/bin/python || $(PYTHON311) -m venv $(VENV_NVIDIA)
 	$(VENV_NVIDIA)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV_NVIDIA)/bin/python -m pip install --quiet -e '.[test,ray,nvidia]'
+	$(VENV_NVIDIA)/bin/python -m pip install --quiet -e '.[test,ray,nvidia,otel]'
 	touch $(STAMP_NVIDIA)
 
 install-nvidia: $(STAMP_NVIDIA)
@@ -81,7 +81,7 @@ $(TAU2_SRC)/pyproject.toml:
 $(STAMP): pyproject.toml $(TAU2_SRC)/pyproject.toml
 	test -x $(BIN)/python || { py=$$(scripts/python313.sh) && $$py -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,ray,upstream]'
+	$(BIN)/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,ray,upstream,otel]'
 	touch $(STAMP)
 
 demo: $(STAMP)

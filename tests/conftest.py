@@ -133,3 +133,25 @@ def postgres() -> Iterator[Any]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def otlp() -> Iterator[Any]:
+    """A real OTLP/HTTP receiver on loopback for the whole session (tests/support/otlp.py)."""
+    from tests.support.otlp import SpanReceiver
+
+    receiver = SpanReceiver().start()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture
+def traced(otlp: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Tracing on in this process, exporting to the session's receiver (its OTEL_ variable set); off after."""
+    from tau2_a2a.client import tracing
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.endpoint)
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "200")
+    assert tracing.setup()
+    yield otlp
+    tracing.stop()

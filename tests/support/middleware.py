@@ -323,3 +323,14 @@ def _aborting(handler: Any, code: Any, details: str, recorder: GrpcAbort, metada
 
     return grpc.unary_unary_rpc_method_handler(refuse, request_deserializer=handler.request_deserializer,
                                                response_serializer=handler.response_serializer)
+
+
+class GrpcMetadataLog(grpc.aio.ServerInterceptor):
+    """Records each gRPC call's method and metadata (`seen`) and passes it on unchanged."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, str]]] = []
+
+    async def intercept_service(self, continuation: Any, details: Any) -> Any:
+        self.seen.append((details.method, {k: v for k, v in details.invocation_metadata or ()}))
+        return await continuation(details)

@@ -111,10 +111,38 @@ def _provider() -> Any:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     named = os.environ.get("OTEL_SERVICE_NAME") or "service.name=" in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
-    provider = TracerProvider(resource=Resource.create({} if named else {"service.name": SERVICE_NAME}))
+    provider = TracerProvider(resource=Resource.create({} if named else {"service.name": SERVICE_NAME}),
+                              id_generator=_ids())
     for exporter in _exporters():
         provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
+
+
+def _ids() -> Any:
+    """Trace and span ids from a generator of their own. The SDK's default draws them from Python's global
+    `random`, which tau2 seeds with the run's seed before every run: two runs in one process would then reuse
+    the same ids, and their traces would merge."""
+    import random
+
+    from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+
+    class OwnRandomIds(RandomIdGenerator):
+        def __init__(self) -> None:
+            self._random = random.Random(os.urandom(32))
+
+        def generate_span_id(self) -> int:
+            while True:
+                span_id = self._random.getrandbits(64)
+                if span_id:
+                    return span_id
+
+        def generate_trace_id(self) -> int:
+            while True:
+                trace_id = self._random.getrandbits(128)
+                if trace_id:
+                    return trace_id
+
+    return OwnRandomIds()
 
 
 def _exporters() -> list[Any]:
