@@ -1,0 +1,87 @@
+"""One trace from tau2 into a real ADK agent: the agent's own spans (its LLM calls, its MCP tool calls) descend
+from tau2's simulation span, received by a real OTLP/HTTP receiver on loopback.
+
+The agent is google-adk's own `to_a2a` app behind OpenTelemetry's ASGI middleware
+(how an agent developer turns on incoming trace context), its model the
+stand-in LLM; ADK emits its spans out of the box once a tracer provider is set.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+
+from tau2_a2a.client.config import A2AConfig, McpServing
+from tau2_a2a.protocol.hosting import free_port
+from tau2_a2a.reference.adk_agent import adk_app
+from tau2_a2a.tau2bench.traces import trace_id_of
+from testbed.standin_llm import MODEL, StandinLLM
+from tests.reference.test_adk_agent import golden_calls, trajectory_calls
+from tests.support.otlp import Span, descends_from
+from tests.support.runs import FAST, Serve, run_a2a
+
+TASKS = ["3", "8"]
+
+
+def simulation_trace(receiver, trace: str) -> tuple[Span, list[Span]]:
+    """A simulation's span and every span of its trace (all in once the simulation's span, which ends last
+    in this process, is: the agent's spans end before the reply they are part of)."""
+    [simulation] = receiver.wait_for(lambda _: [s for s in receiver.trace(trace) if s.name.startswith("simulation ")])
+    return simulation, receiver.trace(trace)
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+def test_adk_llm_calls_descend_from_the_simulation(traced, serve: Serve, tmp_path: Path, streaming: bool) -> None:
+    standin = StandinLLM.serve(serve, tool_calls_as_text=True)
+    agent = serve(lambda url: OpenTelemetryMiddleware(
+        adk_app(MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0})))
+
+    outcome = run_a2a(agent.url, tmp_path, task_ids=TASKS, a2a=A2AConfig(endpoint=agent.url, retry=FAST,
+                                                                         streaming=streaming))
+
+    assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(TASKS, 1.0)
+    method = "A2A SendStreamingMessage" if streaming else "A2A SendMessage"
+    for run in outcome.results.simulations:
+        simulation, spans = simulation_trace(traced, trace_id_of(run.messages))
+        llm_calls = [s for s in spans if s.name.startswith("generate_content ")]
+        # One model call per turn of the agent's (each golden call, then its words), each under an A2A request
+        # of this simulation: tau2's request -> ADK's server span -> its invocation -> its LLM call.
+        assert len(llm_calls) == len(golden_calls("airline", [run.task_id])[run.task_id]) + 1
+        requests = [s for s in spans if s.name == method]
+        for call in llm_calls:
+            assert descends_from(call, simulation, spans)
+            assert any(descends_from(call, request, spans) for request in requests)
+    assert trajectory_calls(outcome) == golden_calls("airline", TASKS)
+
+
+def test_adk_mcp_tool_calls_hang_under_the_turn(traced, serve: Serve, tmp_path: Path) -> None:
+    """ADK's McpToolset: its tool-call spans descend from the simulation's turn, the MCP server's span of each
+    call from ADK's tool call (the `_meta` trace context ADK sends), and tau2 runs the call in its env turn."""
+    standin = StandinLLM.serve(serve)
+    mcp_port = free_port()
+    agent = serve(lambda url: OpenTelemetryMiddleware(adk_app(
+        MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0},
+        mcp_url=f"http://127.0.0.1:{mcp_port}/mcp")))
+
+    outcome = run_a2a(agent.url, tmp_path, task_ids=TASKS, a2a=A2AConfig(
+        endpoint=agent.url, retry=FAST, tools="auto", mcp=McpServing(port=mcp_port)))
+
+    assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(TASKS, 1.0)
+    for run in outcome.results.simulations:
+        simulation, spans = simulation_trace(traced, trace_id_of(run.messages))
+        golden = [name for name, _ in golden_calls("airline", [run.task_id])[run.task_id]]
+        agent_turns = [s for s in spans if s.name.startswith("turn ") and s.attributes["tau2.role"] == "agent"]
+        adk_tools = [s for s in spans if s.name.startswith("execute_tool ") and "tau2.tool.requestor" not in s.attributes]
+        tau2_tools = [s for s in spans if s.name.startswith("execute_tool ") and "tau2.tool.requestor" in s.attributes]
+        served = [s for s in spans if s.name.startswith("tools/call ")]
+        assert sorted(s.attributes["gen_ai.tool.name"] for s in tau2_tools) == sorted(golden)
+        assert sorted(s.name.removeprefix("execute_tool ") for s in adk_tools) == sorted(golden)
+        assert len(served) == len(golden)
+        for tool in adk_tools:
+            assert any(descends_from(tool, turn, spans) for turn in agent_turns)
+        for call in served:
+            assert any(descends_from(call, tool, spans) for tool in adk_tools)
+        llm_calls = [s for s in spans if s.name.startswith("generate_content ")]
+        assert llm_calls and all(descends_from(call, simulation, spans) for call in llm_calls)
