@@ -19,12 +19,13 @@ import pytest
 from starlette.middleware import Middleware
 
 from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.compare.html import trajectory
+from tau2_a2a.tau2bench.distribution import Results
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.protocol.hosting import a2a_app
-from tau2_a2a.tau2bench.traces import trace_id_of
+from tau2_a2a.client.records import trace_id_of
 from testbed.standin_llm import MODEL, StandinLLM
-from tests.support.executors import agent_app
 from tests.support.middleware import GrpcMetadataLog, HttpExchange, RequireBearer, WireLog
 from tests.support.otlp import descends_from
 from tests.support.paths import REPO
@@ -47,7 +48,8 @@ def traceparents(value: str) -> tuple[str, str]:
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
 @pytest.mark.parametrize("transport", ["jsonrpc", "http-json", "grpc"])
-def test_every_request_carries_its_simulations_trace(traced, tmp_path: Path, transport: str, streaming: bool) -> None:
+def test_every_request_carries_its_simulations_trace(traced, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    transport: str, streaming: bool) -> None:
     http: list[HttpExchange] = []
     grpc_calls = GrpcMetadataLog()
     port, grpc_port = free_port(), free_port()
@@ -64,6 +66,13 @@ def test_every_request_carries_its_simulations_trace(traced, tmp_path: Path, tra
     assert [s.reward_info.reward for s in simulations] == [1.0, 1.0]
     traces = {s.task_id: trace_id_of(s.messages) for s in simulations}
     assert all(re.fullmatch(r"[0-9a-f]{32}", t) for t in traces.values()) and len(set(traces.values())) == 2
+    # The results file keeps them where tau2 reads it back, and the report's trajectory view links each.
+    saved = Results.model_validate_json(outcome.results_path.read_text())
+    assert {s.task_id: trace_id_of(s.messages) for s in saved.simulations} == traces
+    monkeypatch.setenv("TAU2_A2A_TRACE_URL", "http://localhost:16686/trace/{trace_id}")
+    views = [trajectory("run", s) for s in json.loads(outcome.results_path.read_text())["simulations"]]
+    assert {(v["task"], v["trace"], v["trace_url"]) for v in views} == {
+        (task, trace, f"http://localhost:16686/trace/{trace}") for task, trace in traces.items()}
     method = "SendStreamingMessage" if streaming else "SendMessage"
     assert {r["method"] for s in outcome.report["simulations"] for r in s["requests"]} == {method}
     if transport == "grpc":
@@ -145,10 +154,9 @@ from opentelemetry import trace
 from tau2_a2a.client import tracing
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor
-from tests.support.executors import agent_app
 from tests.support.middleware import WireLog
 from tests.support.runs import run_a2a
-from tau2_a2a.tau2bench.traces import trace_id_of
+from tau2_a2a.client.records import trace_id_of
 
 exchanges = []
 port = free_port()

@@ -16,6 +16,7 @@ from typing import Any
 from tau2_a2a.protocol.messages import part_size_text
 
 RAW_DATA_KEY = "a2a"
+TRACE_ID_KEY = "trace_id"  # with tracing on, in the first A2A record of a trajectory: the simulation's trace
 
 _node = socket.gethostname()
 
@@ -107,3 +108,14 @@ class TokenCounter:
                 self._by_content[key] = tokens
             total += tokens
         return total
+
+
+def trace_id_of(messages: Iterable[Any]) -> str | None:
+    """The simulation's trace id kept in its trajectory (messages as tau2's models or as a results file's dicts);
+    None when it was not traced."""
+    for message in messages:
+        raw = message.get("raw_data") if isinstance(message, dict) else getattr(message, "raw_data", None)
+        record = (raw or {}).get(RAW_DATA_KEY) if isinstance(raw, dict) else None
+        if isinstance(record, dict) and record.get(TRACE_ID_KEY):
+            return str(record[TRACE_ID_KEY])
+    return None

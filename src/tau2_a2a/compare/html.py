@@ -13,12 +13,14 @@ from __future__ import annotations
 import base64
 import gzip
 import io
+import re
 from typing import Any
 
 import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from tau2_a2a.client.records import RAW_DATA_KEY
+from tau2_a2a.client.records import RAW_DATA_KEY, trace_id_of
+from tau2_a2a.client.tracing import trace_url
 from tau2_a2a.compare import stats
 from tau2_a2a.compare.runs import Run, a2a_records, failed_components, failure_kind, reward_of
 
@@ -84,7 +86,16 @@ def trajectory(label: str, simulation: dict[str, Any]) -> dict[str, Any]:
         "basis": info.get("reward_basis") or [],
         "checks": reward_checks(info),
         "requests": len(a2a_records(simulation)),
+        **trace_view(simulation),
     }
+
+
+def trace_view(simulation: dict[str, Any]) -> dict[str, Any]:
+    """The simulation's trace (docs/tracing.md): its id, and its link where TAU2_A2A_TRACE_URL gives a template."""
+    trace = trace_id_of(simulation["messages"])
+    if trace is None or not re.fullmatch(r"[0-9a-f]{32}", trace):
+        return {}
+    return {"trace": trace, "trace_url": trace_url(trace)}
 
 
 def message_view(message: dict[str, Any]) -> dict[str, Any]:

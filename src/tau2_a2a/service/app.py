@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
+from tau2_a2a.client import tracing
 from tau2_a2a.service import catalog
 from tau2_a2a.service.evaluator_agent import build_agent
 from tau2_a2a.service.auth import BearerAuth, grpc_bearer_auth
@@ -132,6 +133,8 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
                     await used.dispose()
 
     middleware = [Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)]
+    if tracing.setup():  # outermost: a caller's trace continues here, and into each evaluation's run
+        middleware.insert(0, Middleware(tracing.ContinueTrace))
     if settings.auth_token:
         middleware.append(Middleware(BearerAuth, token=settings.auth_token))
     middleware += conformance_middleware()  # innermost: it answers what a2a-sdk's routes would answer wrongly

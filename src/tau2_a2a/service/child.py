@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig, redact
+from tau2_a2a.client.tracing import TRACEPARENT_ENV, TRACESTATE_ENV
 from tau2_a2a.client.targets import CLI_FLAG, SERVICE_FLAG, TargetPolicy
 from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.runner.parent import EXIT_WITH_ENV
@@ -99,7 +100,8 @@ def run_settings(spec: EvaluationSpec, directory: Path, ray_address: str | None 
 
 def start_child(spec: EvaluationSpec, directory: Path, token: str | None, *, python: str = sys.executable,
                 ray_address: str | None = None, user_llm_api_base: str | None = None,
-                allowed_targets: tuple[str, ...] = ()) -> subprocess.Popen:
+                allowed_targets: tuple[str, ...] = (), trace_parent: dict[str, str] | None = None
+                ) -> subprocess.Popen:
     """Start the evaluation's child in `directory`: the runner's entry point, the run's settings and the
     target's `token` as JSON on its stdin, nothing on its command line. The only place that knows how a
     child is started.
@@ -112,6 +114,11 @@ def start_child(spec: EvaluationSpec, directory: Path, token: str | None, *, pyt
     env = {k: v for k, v in os.environ.items() if k != AUTH_TOKEN_ENV and not k.startswith(SERVICE_ENV_PREFIX)}
     env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", NO_COLOR="1", TERM="dumb", COLUMNS="120")
     env[EXIT_WITH_ENV] = str(os.getpid())
+    env.pop(TRACEPARENT_ENV, None), env.pop(TRACESTATE_ENV, None)
+    if trace_parent:  # with tracing on (the OTEL_ variables pass on), the run continues this trace
+        env[TRACEPARENT_ENV] = trace_parent["traceparent"]
+        if trace_parent.get("tracestate"):
+            env[TRACESTATE_ENV] = trace_parent["tracestate"]
     directory.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
     with _private_append(directory / CHILD_LOG) as child_log:
         process = subprocess.Popen(

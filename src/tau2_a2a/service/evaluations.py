@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from tau2_a2a.client import tracing
 from tau2_a2a.service import summary
 from tau2_a2a.service.child import DEFAULT_NICE, ChildRun, ran_every_simulation
 from tau2_a2a.service.progress import ProgressReader, final_result
@@ -125,6 +126,7 @@ class EvaluationManager:
         self._lock = threading.RLock()
         self._jobs: dict[str, _Job] = {}
         self._tokens: dict[str, str] = {}  # of queued evaluations received here; never stored
+        self._trace_parents: dict[str, dict[str, str]] = {}  # with tracing on: the request each came in
         self._progress = ProgressReader()
         self._follow: Callable[[Row], None] | None = None
         self._orphaned_tasks: list[Row] = []
@@ -158,6 +160,8 @@ class EvaluationManager:
                                                   lease_until=self._lease() if token else None))
             if token:
                 self._tokens[evaluation_id] = token
+            if tracing.enabled():  # its run continues the trace of the request that asked for it
+                self._trace_parents[evaluation_id] = tracing.carrier()
             log.info("evaluation %s queued: %s on %s, %d simulations", evaluation_id,
                      spec.agent_endpoint, spec.domain, spec.total_simulations)
             self._dispatch()
@@ -362,7 +366,8 @@ class EvaluationManager:
         evaluation_id = job.record["evaluation_id"]
         job.child = ChildRun.start(EvaluationSpec(**job.record["request"]), job.directory, job.token, nice=self.nice,
                                    python=self.python, ray_address=self.ray_address,
-                                   user_llm_api_base=self.user_llm_api_base, allowed_targets=self.allowed_targets)
+                                   user_llm_api_base=self.user_llm_api_base, allowed_targets=self.allowed_targets,
+                                   trace_parent=self._trace_parents.pop(evaluation_id, None))
         job.record.update(status=Status.RUNNING.value, started_at=job.record.get("started_at") or now(),
                           replica=self.replica)
         if resumed:

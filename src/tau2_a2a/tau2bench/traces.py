@@ -29,9 +29,8 @@ from datetime import datetime
 from typing import Any
 
 from tau2_a2a.client import tracing
-from tau2_a2a.client.records import RAW_DATA_KEY
+from tau2_a2a.client.records import RAW_DATA_KEY, TRACE_ID_KEY
 
-TRACE_ID_KEY = "trace_id"  # in the first A2A record of a simulation's trajectory (raw_data["a2a"])
 USER_SIMULATOR, JUDGE = "user_simulator", "judge"
 _llm_caller: ContextVar[str | None] = ContextVar("tau2_a2a_llm_caller", default=None)
 _trials: ContextVar[dict[int, int] | None] = ContextVar("tau2_a2a_trials", default=None)
@@ -156,16 +155,6 @@ def record_trace_id(messages: list[Any] | None) -> None:
         if isinstance(raw, dict):
             raw[TRACE_ID_KEY] = found
             return
-
-
-def trace_id_of(messages: list[Any]) -> str | None:
-    """The trace id `record_trace_id` kept in a trajectory (messages as tau2's models or as dicts)."""
-    for message in messages:
-        raw = message.get("raw_data") if isinstance(message, dict) else getattr(message, "raw_data", None)
-        found = ((raw or {}).get(RAW_DATA_KEY) or {}).get(TRACE_ID_KEY) if isinstance(raw, dict) else None
-        if found:
-            return str(found)
-    return None
 
 
 # -- LLM calls --------------------------------------------------------------------------
