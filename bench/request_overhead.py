@@ -23,7 +23,14 @@ message, the agent's next answer back); in the MCP tools mode one MCP
 session kept open) through tau2-a2a's MCP server to the simulation's thread
 and back. Neither counts the tool's own run in tau2's environment.
 
-    .venv/bin/python bench/request_overhead.py [--requests 200]
+Then, with `--tracing`, the cost of tracing (docs/tracing.md): two client
+processes of our A2A session, one with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT
+at a real OTLP/HTTP receiver, oteltap, that this process runs; each request
+under a turn's span, as in a run) and one with no OTEL_ variable, take turns
+sending the same user turn over JSON-RPC. Two processes, because a process
+that has set a tracer provider cannot unset it.
+
+    .venv/bin/python bench/request_overhead.py [--requests 200] [--tracing]
 """
 
 from __future__ import annotations
@@ -102,7 +109,11 @@ def timed(send: Send, parts: list[Part]) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--tracing", action="store_true", help="also: one request with tracing on against off")
+    parser.add_argument("--worker", metavar="URL", help=argparse.SUPPRESS)  # a client process of --tracing
     args = parser.parse_args()
+    if args.worker:
+        return tracing_worker(args.worker)
     grpc_port = free_port()
     with oracle_process(free_port(), grpc_port=grpc_port) as url, \
             httpx.Client(headers={"A2A-Version": "1.0"}) as http, \
@@ -141,7 +152,86 @@ def main() -> int:
         tool_call_costs(sessions["jsonrpc"], args.requests)
         for session in sessions.values():
             session.close()
+        if args.tracing:
+            tracing_costs(url, args.requests)
     return 0
+
+
+def tracing_worker(url: str) -> int:
+    """A client process of `--tracing`: one request per line read, its wall and CPU ms written back."""
+    from tau2_a2a.client import tracing
+
+    tracing.setup()
+    parts = user_turn("Yes, please.")
+    with A2ASession(A2AConfig(endpoint=url, transport="jsonrpc")) as session:
+        for line in sys.stdin:
+            if line.strip() != "go":
+                break
+            with tracing.span("turn 1: agent"):
+                wall, cpu = timed(functools.partial(session_send, session), parts)
+            print(f"{wall} {cpu}", flush=True)
+    tracing.flush()
+    return 0
+
+
+def tracing_costs(url: str, requests: int) -> None:
+    """Tracing on against off, one request each in turn, in two client processes (see the module's docstring)."""
+    import asyncio
+    import os
+    import subprocess
+    import threading
+
+    from oteltap import OtelTapHttpProtobufReceiver, OtelTapHttpProtobufReceiverSettings
+
+    port = free_port()
+    received = [0]
+    stop = threading.Event()
+
+    def receive() -> None:
+        async def run() -> None:
+            receiver = await OtelTapHttpProtobufReceiver(OtelTapHttpProtobufReceiverSettings(http_port=port)).start()
+
+            async def count() -> None:
+                async for _ in receiver.stream_traces():
+                    received[0] += 1
+
+            counting = asyncio.create_task(count())
+            while not stop.is_set():
+                await asyncio.sleep(0.1)
+            counting.cancel()
+            await receiver.stop()
+
+        asyncio.run(run())
+
+    threading.Thread(target=receive, daemon=True).start()
+    quiet = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    envs = {"off": quiet, "on": {**quiet, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}}
+    workers = {arm: subprocess.Popen([sys.executable, __file__, "--worker", url], env=env, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE) for arm, env in envs.items()}
+    samples: dict[str, list[tuple[float, float]]] = {arm: [] for arm in workers}
+    try:
+        for round_ in range(requests + 10):  # the first 10 warm both up
+            for arm, worker in workers.items():
+                worker.stdin.write("go\n")
+                worker.stdin.flush()
+                wall, cpu = map(float, worker.stdout.readline().split())
+                if round_ >= 10:
+                    samples[arm].append((wall, cpu))
+    finally:
+        for worker in workers.values():
+            worker.stdin.close()
+            worker.wait(60)
+        stop.set()
+    on, off = samples["on"], samples["off"]
+    print(f"Tracing, {requests} requests each, interleaved (JSON-RPC SendMessage of a user turn; on: OTLP/HTTP to a "
+          f"receiver on loopback, {received[0]} spans received):")
+    for arm, values in (("off", off), ("on", on)):
+        walls = [w for w, _ in values]
+        print(f"  tracing {arm:3s}: mean {statistics.mean(walls):.2f} ms, p50 {statistics.median(walls):.2f} ms, "
+              f"CPU {statistics.mean(c for _, c in values):.2f} ms per request")
+    print(f"  on - off: {statistics.mean(w for w, _ in on) - statistics.mean(w for w, _ in off):+.2f} ms wall, "
+          f"{statistics.mean(c for _, c in on) - statistics.mean(c for _, c in off):+.2f} ms CPU per request; "
+          f"ratio {statistics.mean(w for w, _ in on) / statistics.mean(w for w, _ in off):.2f}")
 
 
 def tool_call_costs(session: A2ASession, requests: int) -> None:

@@ -26,6 +26,8 @@ from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.protocol.hosting import a2a_app
 from tau2_a2a.client.records import trace_id_of
 from testbed.standin_llm import MODEL, StandinLLM
+from tau2_a2a.client.tracing import wanted
+from tests.support.cli import run_cli
 from tests.support.middleware import GrpcMetadataLog, HttpExchange, RequireBearer, WireLog
 from tests.support.otlp import descends_from
 from tests.support.paths import REPO
@@ -154,6 +156,7 @@ from opentelemetry import trace
 from tau2_a2a.client import tracing
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor
+from tests.support.executors import agent_app
 from tests.support.middleware import WireLog
 from tests.support.runs import run_a2a
 from tau2_a2a.client.records import trace_id_of
@@ -186,3 +189,24 @@ def test_off_means_off(tmp_path: Path) -> None:
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen == {"reward": 1.0, "tracing": False, "provider": "ProxyTracerProvider", "sdk_imported": False,
                     "trace_headers": [], "trace_id": None, "results_mention_trace": False}
+
+
+def test_which_variables_turn_tracing_on() -> None:
+    endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+    assert not wanted({}) and not wanted({"OTEL_SERVICE_NAME": "x", "OTEL_TRACES_SAMPLER": "always_on"})
+    assert wanted(endpoint) and wanted({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"})
+    assert wanted({"OTEL_TRACES_EXPORTER": "console"})
+    assert not wanted({**endpoint, "OTEL_TRACES_EXPORTER": "none"})
+    assert not wanted({**endpoint, "OTEL_SDK_DISABLED": "TRUE"})
+
+
+def test_an_exporter_it_cannot_make_stops_the_run_in_one_line(oracle_url: str, tmp_path: Path) -> None:
+    process = run_cli(["run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", oracle_url, "--user",
+                       "scripted_user", "--num-tasks", "1", "--results-dir", str(tmp_path)],
+                      env={"OTEL_TRACES_EXPORTER": "zipkin"})
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 2
+    assert stderr.strip().splitlines()[-1] == ("error: OTEL_TRACES_EXPORTER='zipkin' is not an exporter tau2-a2a "
+                                               "makes: use otlp or console (or set up your own TracerProvider "
+                                               "before the run).")
+    assert "Traceback" not in stderr and not list(tmp_path.glob("*.json"))

@@ -20,6 +20,7 @@ from starlette.middleware import Middleware
 from tau2.data_model.simulation import Results
 
 from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
+from tau2_a2a.client.records import trace_id_of
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, compute_metrics
 from tau2_a2a.reference.oracle_agent import OracleExecutor
@@ -251,3 +252,28 @@ def test_the_mcp_tools_modes_run_on_ray_each_actor_serving_its_own_tools(
                 for message in simulation["messages"]
                 for record in ((message.get("raw_data") or {}).get("a2a") or {}).get("mcp_requests", [])}
     assert mcp_urls and all(url.startswith("http://127.0.0.1:") for url in mcp_urls)
+
+
+def test_every_actor_exports_its_spans_into_the_drivers_simulation(cluster: Any, otlp: Any, oracle_url: str,
+                                                                  tmp_path: Path) -> None:
+    """Tracing on the driver: the actors get its OTEL_ variables and each simulation's span context, so the
+    turns, tool calls and A2A requests they make (spans only an actor makes) land in the simulation's trace."""
+    tasks = TASKS[:4]
+    command = run_on_ray(oracle_url, cluster.address, tmp_path, "ray", tasks, "--max-concurrency", "2")
+    done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint})
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = Results.load(tmp_path / "ray.json")
+    assert {s.task_id: s.reward_info.reward for s in results.simulations} == dict.fromkeys(tasks, 1.0)
+    for simulation in results.simulations:
+        trace = trace_id_of(simulation.messages)
+        assert trace is not None
+        spans = otlp.wait_for(lambda _: (lambda found: found if {"simulation", "turn", "A2A"} <= {
+            s.name.split(" ")[0] for s in found} else None)(otlp.trace(trace)))
+        [root] = [s for s in spans if s.name.startswith("simulation ")]
+        assert root.parent_id == "" and root.attributes["tau2.reward"] == 1.0
+        by_id = {s.span_id: s for s in spans}
+        for turn in (s for s in spans if s.name.startswith("turn ")):
+            assert turn.parent_id == root.span_id  # made in an actor, under the driver's span of the simulation
+        requests = [s for s in spans if s.name == "A2A SendMessage"]
+        assert requests and all(by_id[s.parent_id].name.startswith("turn ") for s in requests)

@@ -79,7 +79,8 @@ class SpanReceiver:
     async def _receive(self) -> None:
         self._stopping = asyncio.Event()
         try:
-            receiver = await OtelTapHttpProtobufReceiver(OtelTapHttpProtobufReceiverSettings(http_port=self.port)).start()
+            settings = OtelTapHttpProtobufReceiverSettings(http_port=self.port)
+            receiver = await OtelTapHttpProtobufReceiver(settings).start()
         except BaseException as error:  # noqa: BLE001  (said by start())
             self._error = error
             self._ready.set()

@@ -73,9 +73,18 @@ def oracle_command(args: argparse.Namespace) -> int:
     print(f"tau2 oracle agent at {url} (card: {url}/.well-known/agent-card.json)")
     _print_bindings(url, grpc_url)
     mcp = args.tools == "mcp"
-    serve_forever(a2a_app(OracleExecutor(delay=args.delay, mcp_only=mcp), oracle_card(url, grpc_url, mcp_tools=mcp)),
-                  args.host, args.port, grpc_port=args.grpc_port)
+    app = a2a_app(OracleExecutor(delay=args.delay, mcp_only=mcp), oracle_card(url, grpc_url, mcp_tools=mcp))
+    serve_forever(traced(app), args.host, args.port, grpc_port=args.grpc_port)
     return 0
+
+
+def traced(app: Any) -> Any:
+    """`app`, continuing the trace a request carries when an OTEL_ variable turns tracing on (docs/tracing.md)."""
+    from tau2_a2a.client import tracing
+
+    if tracing.setup():
+        app.add_middleware(tracing.ContinueTrace)
+    return app
 
 
 def _agent_urls(args: argparse.Namespace) -> tuple[str, str | None]:
@@ -103,7 +112,7 @@ def llm_agent_command(args: argparse.Namespace) -> int:
     print(f"tau2 baseline LLM agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)")
     _print_bindings(url, grpc_url)
     executor = LLMExecutor(args.model, llm_args, idle_timeout=args.idle_timeout, mcp_only=args.tools == "mcp")
-    serve_forever(a2a_app(executor, llm_agent_card(url, args.model, grpc_url, mcp_tools=args.tools == "mcp")),
+    serve_forever(traced(a2a_app(executor, llm_agent_card(url, args.model, grpc_url, mcp_tools=args.tools == "mcp"))),
                   args.host, args.port, grpc_port=args.grpc_port)
     return 0
 
@@ -134,6 +143,7 @@ def adk_agent_command(args: argparse.Namespace) -> int:
     adk_logger.handlers[:], adk_logger.propagate = [console], False
     url = f"http://{args.host}:{args.port}"
     print(f"tau2 ADK agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)", flush=True)
-    uvicorn.run(adk_app(args.model, url, args.api_base, llm_args, mcp_url=args.mcp_url, mcp_fixed=args.mcp_fixed),
+    app = adk_app(args.model, url, args.api_base, llm_args, mcp_url=args.mcp_url, mcp_fixed=args.mcp_fixed)
+    uvicorn.run(traced(app),
                 host=args.host, port=args.port, log_level="warning")
     return 0

@@ -86,7 +86,8 @@ def run_span_attributes(settings: RunSettings) -> dict[str, Any]:
     return {"tau2.domain": settings.domain, "tau2.agent": settings.agent, "tau2.num_trials": settings.num_trials,
             "tau2.num_tasks": settings.num_tasks, "tau2.task_ids": ",".join(settings.task_ids or []) or None,
             "tau2.user": settings.user, "tau2.user_llm": settings.user_llm, "tau2.ray": settings.ray,
-            "server.address": endpoint.hostname if endpoint else None, "server.port": endpoint.port if endpoint else None}
+            "server.address": endpoint.hostname if endpoint else None,
+            "server.port": endpoint.port if endpoint else None}
 
 
 def ending(error: BaseException, path: Path, report: dict[str, Any] | None,
