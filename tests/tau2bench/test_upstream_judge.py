@@ -185,3 +185,26 @@ def test_an_unreachable_judge_leaves_its_simulations_unscored_and_a_rerun_scores
     assert again["2"].reward_info.reward == 1.0
     assert checks(again["2"]) == EXPECTED_CHECKS["2"]
     assert len(judge.judge_requests()) == 1
+
+
+def test_the_judges_calls_are_spans_of_each_simulations_evaluation(traced: Any, judge: StandinLLM, oracle_url: str,
+                                                                   tmp_path: Path) -> None:
+    """Traced, each simulation's trace holds its evaluation and, under it, the judge's LLM call (its model and
+    tokens, OpenTelemetry's GenAI conventions), and never the judge's API key."""
+    from tau2_a2a.client.records import trace_id_of
+
+    tasks = SAMPLE[:2]
+    outcome = run_a2a(oracle_url, tmp_path, "retail", task_ids=tasks)
+    assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(tasks, 1.0)
+    for simulation in outcome.results.simulations:
+        trace = trace_id_of(simulation.messages)
+        # LiteLLM reports a call from a thread of its own: its span may come after the simulation's
+        spans = traced.wait_for(lambda _: (lambda found: found if {"simulation", "chat"} <= {
+            s.name.split(" ")[0] for s in found} else None)(traced.trace(trace)))
+        [evaluation] = [s for s in spans if s.name == "evaluation"]
+        [call] = [s for s in spans if s.name.startswith("chat ")]
+        assert call.parent_id == evaluation.span_id and evaluation.attributes["tau2.reward"] == 1.0
+        assert call.attributes["tau2.llm.caller"] == "judge"
+        assert call.attributes["gen_ai.request.model"] == JUDGE_MODEL
+        assert call.attributes["gen_ai.usage.input_tokens"] > 0 and call.attributes["gen_ai.usage.output_tokens"] > 0
+        assert all(b"standin-judge-key" not in s.raw.SerializeToString() for s in spans)
