@@ -16,7 +16,6 @@ import logging
 import threading
 import time
 import uuid
-from urllib.parse import urlsplit
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,7 +64,7 @@ from tau2_a2a.client.transport import (
     open_grpc_channel,
 )
 from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS, A2AConfig
-from tau2_a2a.client import tracing
+from tau2_a2a.client import request_spans, tracing
 from tau2_a2a.client.tool_server import ToolServer
 from tau2_a2a.protocol.mcp_tools import declares_mcp_tools
 from tau2_a2a.protocol.messages import answer_parts
@@ -216,16 +215,6 @@ class A2ASession:
             parameters = {"authorization": f"Bearer {self.config.auth_token}"}
         return ClientCallContext(timeout=timeout or self.config.timeout, service_parameters=parameters)
 
-    @staticmethod
-    def _traced(context: ClientCallContext | None) -> ClientCallContext | None:
-        """`context` carrying the current trace context (W3C `traceparent`, `tracestate`) when tracing is on:
-        a2a-sdk sends service parameters as HTTP headers (JSON-RPC, HTTP+JSON) and as gRPC metadata alike."""
-        headers = tracing.carrier()
-        if not headers or context is None:
-            return context
-        return ClientCallContext(timeout=context.timeout, service_parameters={**(context.service_parameters or {}),
-                                                                                **headers})
-
     async def _discover(self) -> tuple[AgentCard, AgentInterface]:
         endpoint = self.config.endpoint
         try:
@@ -336,7 +325,8 @@ class A2ASession:
         records: list[RequestRecord] = []
 
         async def cancel() -> None:
-            call = self._client.cancel_task(CancelTaskRequest(id=task_id), context=self._traced(self._call_context))
+            call = self._client.cancel_task(CancelTaskRequest(id=task_id),
+                                            context=request_spans.with_trace(self._call_context))
             try:
                 _, record = await self._request("CancelTask", turn, 1, None, 0, call)
                 records.append(record)
@@ -408,7 +398,7 @@ class A2ASession:
             wire.request_bytes += request.ByteSize()
         streamed = StreamedReply()
         context = self._call_context if _request_timeout.get() is None else self._context(_request_timeout.get())
-        async for event in self._client.send_message(request, context=self._traced(context)):
+        async for event in self._client.send_message(request, context=request_spans.with_trace(context)):
             if wire is not None:
                 wire.saw_event(event.ByteSize() if self._grpc else 0)
                 if self._grpc and wire.response_bytes > self.config.max_reply_bytes:
@@ -424,7 +414,7 @@ class A2ASession:
         wire = current_wire.get()
         if wire is not None and self._grpc:
             wire.request_bytes += request.ByteSize()
-        task = await self._client.get_task(request, context=self._traced(self._call_context))
+        task = await self._client.get_task(request, context=request_spans.with_trace(self._call_context))
         if wire is not None:
             wire.saw_event(task.ByteSize() if self._grpc else 0)
         return task
@@ -458,19 +448,11 @@ class A2ASession:
     async def _request(self, method: str, turn: int | None, attempt: int, context_id: str | None,
                        input_tokens: int, call: Any, discovery: bool = False,
                        timeout: float | None = None) -> tuple[Any, RequestRecord]:
-        """`_metered_request`, in a client span of its own when tracing is on (see `tracing`)."""
+        """`_metered_request`, in a client span of its own when tracing is on (see `request_spans`)."""
+        metered = self._metered_request(method, turn, attempt, context_id, input_tokens, call, discovery, timeout)
         if not tracing.enabled():
-            return await self._metered_request(method, turn, attempt, context_id, input_tokens, call, discovery,
-                                               timeout)
-        with tracing.span(f"A2A {method}", request_span_start(self, method, turn, attempt), kind="client") as span:
-            try:
-                result, record = await self._metered_request(method, turn, attempt, context_id, input_tokens, call,
-                                                             discovery, timeout)
-            except Failed as failed:
-                annotate_request_span(span, failed.record)
-                raise
-            annotate_request_span(span, record)
-            return result, record
+            return await metered
+        return await request_spans.traced(metered, self, method, turn, attempt)
 
     async def _metered_request(self, method: str, turn: int | None, attempt: int, context_id: str | None,
                                input_tokens: int, call: Any, discovery: bool = False,
@@ -576,29 +558,3 @@ def _open_task_id(reply: Message | Task) -> str | None:
         return reply.id
     return None
 
-
-_SENDS = ("SendMessage", "SendStreamingMessage")
-
-
-def request_span_start(session: A2ASession, method: str, turn: int | None, attempt: int) -> dict[str, Any]:
-    """What a request's span says before it is sent (OpenTelemetry's GenAI and RPC conventions where they fit)."""
-    card = session._card
-    return {"rpc.system": "a2a", "rpc.method": method, "a2a.binding": session.binding or None,
-            "a2a.protocol_version": session.protocol_version or None, "a2a.turn": turn, "a2a.attempt": attempt,
-            "a2a.streaming": session.streaming if method in _SENDS else None,
-            "gen_ai.operation.name": "invoke_agent" if method in _SENDS else None,
-            "gen_ai.agent.name": card.name if card is not None else None,
-            "server.address": urlsplit(session.config.endpoint).hostname,
-            "server.port": urlsplit(session.config.endpoint).port}
-
-
-def annotate_request_span(span: Any, record: RequestRecord) -> None:
-    """A request's span, once it ended: its record's measures, and its failure by category."""
-    span.set_attributes(tracing.attributes_of({
-        "gen_ai.conversation.id": record.context_id, "http.response.status_code": record.http_status,
-        "rpc.grpc.status_code": record.grpc_status, "a2a.request.bytes": record.request_bytes,
-        "a2a.response.bytes": record.response_bytes, "a2a.events": record.events,
-        "a2a.first_event_ms": record.first_event_ms, "a2a.message.input_tokens": record.input_tokens,
-        "a2a.message.output_tokens": record.output_tokens}))
-    if record.error:
-        tracing.failed(span, record.error, record.error_message)
