@@ -14,8 +14,10 @@ spans otherwise). Each turn is one
 step of tau2's orchestrator and says the message it produced; tool calls are
 the environment's own. The LLM calls are LiteLLM's (both tau2 distributions
 call it), seen through a LiteLLM callback that makes a span only for a call
-made inside a user turn or an evaluation here: the LLM calls of anything else
-in the process (an agent served in it) are not tau2's.
+made inside a turn or an evaluation, in the simulation's own context: the
+user simulator's, the judge's, and a native tau2 agent's (`tau2-a2a ab`'s
+native arm); the LLM calls of anything else in the process (an agent served
+in it, on threads of its own) are not tau2's.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from typing import Any
 from tau2_a2a.client import tracing
 from tau2_a2a.client.records import RAW_DATA_KEY, TRACE_ID_KEY
 
-USER_SIMULATOR, JUDGE = "user_simulator", "judge"
+USER_SIMULATOR, NATIVE_AGENT, JUDGE = "user_simulator", "agent", "judge"
+# Whose LLM calls a turn's are (an A2A agent makes none here: a tau2 agent running in this process does).
+_CALLERS = {"user": USER_SIMULATOR, "agent": NATIVE_AGENT}
 _llm_caller: ContextVar[str | None] = ContextVar("tau2_a2a_llm_caller", default=None)
 _trials: ContextVar[dict[int, int] | None] = ContextVar("tau2_a2a_trials", default=None)
 _llm_spans_installed = False
@@ -85,7 +89,7 @@ def turn(step: int, role: Any, trajectory: list[Any]) -> Iterator[None]:
         return
     name = getattr(role, "value", str(role))
     before = len(trajectory)
-    caller = _llm_caller.set(USER_SIMULATOR if name == "user" else None)
+    caller = _llm_caller.set(_CALLERS.get(name))
     try:
         with tracing.span(f"turn {step}: {name}", {"tau2.turn": step, "tau2.role": name}) as span:
             yield
