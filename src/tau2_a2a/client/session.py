@@ -60,6 +60,7 @@ from tau2_a2a.client.transport import (
     open_grpc_channel,
 )
 from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.client.limits import request_over_limit
 from tau2_a2a.protocol.messages import answer_parts
 from tau2_a2a.protocol.stream import StreamedReply
 from tau2_a2a.protocol.toolcalls import MalformedReply
@@ -297,8 +298,13 @@ class A2ASession:
     async def _send_once(self, request: SendMessageRequest) -> Message | Task:
         """One SendMessage (one event) or SendStreamingMessage (events until the stream ends), as one reply."""
         wire = current_wire.get()
-        if wire is not None and self._grpc:
-            wire.request_bytes += request.ByteSize()
+        if self._grpc:
+            size = request.ByteSize()
+            if size > self.config.max_request_bytes:
+                raise request_over_limit(f"SendMessage to {self.config.endpoint}", size,
+                                         self.config.max_request_bytes)
+            if wire is not None:
+                wire.request_bytes += size
         streamed = StreamedReply()
         async for event in self._client.send_message(request, context=self._call_context):
             if wire is not None:

@@ -60,6 +60,7 @@ _sink = _quiet_sink()
 
 from tau2.agent.llm_agent import LLMAgent  # noqa: E402
 from tau2.config import (  # noqa: E402
+    DEFAULT_AGENT_IMPLEMENTATION,
     DEFAULT_LLM_AGENT,
     DEFAULT_LLM_TEMPERATURE_USER,
     DEFAULT_LLM_USER,
@@ -141,7 +142,7 @@ else:
 _loud_again(_sink)
 
 __all__ = [
-    "AIRLINE_DB_PATH", "Action", "AssistantMessage", "ConsoleDisplay", "DATA_DIR",
+    "AIRLINE_DB_PATH", "Action", "AssistantMessage", "ConsoleDisplay", "DATA_DIR", "DEFAULT_AGENT_IMPLEMENTATION",
     "DEFAULT_LLM_AGENT", "DEFAULT_LLM_TEMPERATURE_USER", "DEFAULT_LLM_USER", "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MAX_STEPS", "DEFAULT_NUM_TRIALS", "DEFAULT_USER_IMPLEMENTATION", "DISTRIBUTION", "Environment",
     "FlightDB", "Info", "LLMAgent", "MOCK_DB_PATH", "Message", "MockDB", "MultiToolMessage", "NVIDIA",

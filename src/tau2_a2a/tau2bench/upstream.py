@@ -52,6 +52,7 @@ from tau2_a2a.tau2bench.imports import (
 from tau2_a2a.tau2bench.imports import Tau2RunConfig as TextRunConfig
 from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_upstream_run_args
 
+from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS
 from tau2_a2a.errors import ConfigError
 
 __all__ = [
@@ -150,12 +151,14 @@ def check_run_fields(fields: dict[str, Any]) -> None:
 
 
 def _check_seconds(flag: str, value: Any, above_zero: bool) -> None:
+    """A number of seconds, finite and at most a day (a longer wait overflows the clocks it is kept on)."""
     if value is None:
         return
     bound = "above 0" if above_zero else "0 or more"
     if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-            or value < 0 or (above_zero and value == 0)):
-        raise ConfigError(f"{flag} must be a finite number of seconds, {bound}, got {value!r}.")
+            or value < 0 or (above_zero and value == 0) or value > MAX_TIMEOUT_SECONDS):
+        raise ConfigError(f"{flag} must be a finite number of seconds, {bound} and at most {MAX_TIMEOUT_SECONDS:g}, "
+                          f"got {value!r}.")
 
 
 def _check_retrieval(fields: dict[str, Any]) -> None:
