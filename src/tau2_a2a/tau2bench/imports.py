@@ -121,6 +121,7 @@ else:
     import tau2.knowledge.embeddings_cache as tau2_embeddings_cache  # noqa: E402,F401
     import tau2.runner.batch as tau2_batch  # noqa: E402,F401
     import tau2.runner.build as tau2_build  # noqa: E402,F401
+    import tau2.runner.helpers as tau2_helpers  # noqa: E402,F401
     from tau2.agent.base_agent import ValidAgentInputMessage, is_valid_agent_history_message  # noqa: E402,F401
     from tau2.cli import add_run_args as tau2_add_run_args  # noqa: E402,F401
     from tau2.data_model.simulation import TextRunConfig as Tau2RunConfig  # noqa: E402,F401
