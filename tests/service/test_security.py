@@ -270,7 +270,8 @@ async def test_files_are_the_services_users_only(service: BackgroundServer, resu
 # -- small ones -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("arguments, expected", [
-    ({"max_steps": 1e300}, "max_steps must be at most 1000 on this service, got 1e+300."),
+    ({"max_steps": 1e300}, "max_steps must be at most 200 on this service, got 1e+300."),
+    ({"max_steps": 201}, "max_steps must be at most 200 on this service, got 201."),
     ({"num_trials": 1e9}, "num_trials must be at most 200 on this service, got 1000000000."),
     ({"num_tasks": 1e7}, "num_tasks must be at most 100000 on this service, got 10000000."),
     ({"user_llm_args": {"temperature": 7}}, "user_llm_args.temperature must be a number from 0 to 2."),

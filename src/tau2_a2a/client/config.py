@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlparse, urlsplit
 
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.errors import ConfigError
 
-__all__ = ["A2AConfig", "ConfigError", "RetryPolicy", "redact", "validate_endpoint", "check_limit",
+__all__ = ["A2AConfig", "AgentLimits", "ConfigError", "RetryPolicy", "redact", "validate_endpoint", "check_limit",
            "check_timeout"]
 
 AUTH_TOKEN_ENV = "TAU2_A2A_AUTH_TOKEN"
@@ -29,7 +29,7 @@ DEFAULT_MAX_REPLY_BYTES = 8 << 20
 # What one agent may drive its simulation to: every tool call it asks for runs here and its result goes back
 # to it, so a flood of calls takes the run's memory and disk. The oracle's largest figures over every text
 # domain of tau2-bench v1.0.1 are in README.md ("Limits"); these leave a wide margin above them.
-DEFAULT_MAX_TOOL_CALLS_PER_REPLY = 64
+DEFAULT_MAX_TOOL_CALLS_PER_REPLY = 128
 DEFAULT_MAX_TOOL_CALLS = 1000  # per simulation
 DEFAULT_MAX_REQUEST_BYTES = 16 << 20  # one request back to the agent
 
@@ -134,6 +134,19 @@ def check_timeout(seconds: float, flag: str = "--a2a-timeout") -> float:
     return seconds
 
 
+@dataclass(frozen=True)
+class AgentLimits:
+    """What one agent under test may take of a run, as A2AConfig holds them: the time a reply may take, the
+    bytes of a reply and of a request, the tool calls of a reply and of a simulation. The evaluation service's
+    operator sets them for every evaluation it runs (`tau2-a2a serve --agent-*`); see `A2AConfig.limited`."""
+
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    max_tool_calls_per_reply: int = DEFAULT_MAX_TOOL_CALLS_PER_REPLY
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+
+
 def check_limit(value: int, flag: str) -> int:
     """A limit is a whole number, at least 1 (and below 2**40); say so otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
@@ -167,6 +180,11 @@ class A2AConfig:
             raise ConfigError("A2A max attempts must be at least 1.")
         for _, name, _, flag in _LIMITS:
             check_limit(getattr(self, name), flag)
+
+    @classmethod
+    def limited(cls, endpoint: str, limits: AgentLimits, **settings: Any) -> A2AConfig:
+        """A config for `endpoint` whose limits are `limits` (the rest: `settings`, or the defaults)."""
+        return cls(endpoint=endpoint, **asdict(limits), **settings)
 
     def as_record(self) -> dict[str, Any]:
         """The config as a results file keeps it (the agent's `llm_args`) and as run settings travel: no token."""
