@@ -36,7 +36,7 @@ from a2a.helpers import new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, Role
+from a2a.types import AgentSkill, Message, Role
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -157,8 +157,18 @@ class TricklingRelay:
     def stop(self) -> None:
         self._stopping.set()
         if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(timeout=10)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
+
+    async def _close(self) -> None:
+        """Stop listening and end every relay in progress."""
+        if self._server is not None:
+            self._server.close()
+        relays = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in relays:
+            task.cancel()
+        await asyncio.gather(*relays, return_exceptions=True)
 
     def trickles(self, head: bytes, body: bytes) -> bool:
         card = head.startswith(b"GET /.well-known/")
@@ -215,7 +225,9 @@ class HostileAgent:
                       if hostility.trickle else None)
         self.url = f"http://127.0.0.1:{public}"
         self.grpc_url = f"127.0.0.1:{self.grpc_port}" if self.grpc_port else None
-        card = agent_card(hostility.name, hostility.description, self.url, grpc_url=self.grpc_url)
+        card = agent_card(hostility.name, hostility.description, self.url, grpc_url=self.grpc_url, streaming=True,
+                          skills=[AgentSkill(id="hostile", name="hostile", description="Misbehaves on purpose.",
+                                             tags=["test"])])
         middleware = [Middleware(_ErrorBody, body=hostility.error_body)] if hostility.error_body is not None else []
         self.server = BackgroundServer(a2a_app(self.executor, card, middleware=middleware), port=agent_port,
                                        grpc_port=self.grpc_port)

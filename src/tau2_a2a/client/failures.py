@@ -56,7 +56,7 @@ def card_failure(error: BaseException, endpoint: str, path: str, token: str | No
         )
     if status is not None:
         return AgentCardError(f"Fetching the agent card {where} failed with HTTP {status}.", status=status)
-    transport_failure = classify(error, None, token, f"Fetching the agent card {where}")
+    transport_failure = classify(error, None, token, f"Fetching the agent card {where}", timeout=timeout)
     if isinstance(transport_failure, (AgentUnreachable, AgentTimeout, AgentTargetRefused, AgentReplyTooLarge)):
         return transport_failure
     return AgentCardError(

@@ -127,6 +127,8 @@ def _shut(stream: Any) -> None:
         pass  # already closed
 
 
+GRPC_BACKSTOP_SECONDS = 2.0  # after gRPC's own deadline, the whole gRPC call is ended here
+
 current_wire: contextvars.ContextVar[Wire | None] = contextvars.ContextVar(
     "tau2_a2a_wire", default=None
 )
@@ -145,9 +147,13 @@ async def metered(call: Any, wire: Wire, timeout: float | None) -> Any:
         if timeout is None:
             return await call
         task = asyncio.current_task()
-        wire._awaited_by(task, asyncio.get_running_loop())
         try:
-            return await asyncio.wait_for(call, timeout=timeout)
+            wire._awaited_by(task, asyncio.get_running_loop())
+        except AgentRequestAborted:
+            call.close()  # never begun
+            raise
+        try:  # gRPC's own deadline (the call's, a stream's included) ends it first, with its status; this is the backstop
+            return await asyncio.wait_for(call, timeout=timeout + GRPC_BACKSTOP_SECONDS)
         except asyncio.CancelledError:
             if not wire.aborted or task is None:
                 raise
