@@ -32,11 +32,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from a2a.helpers import new_text_part
+from a2a.helpers import new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import AgentSkill, Message, Role
+from a2a.types import AgentSkill, Message, Role, TaskState
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -80,10 +80,10 @@ class HostileExecutor(AgentExecutor):
                 await asyncio.sleep(0.1)
             return
         if hostility.fail_text is not None:
-            updater = TaskUpdater(event_queue, context.task_id or "", context_id)
-            await updater.submit()
-            await updater.failed(Message(role=Role.ROLE_AGENT, message_id=str(uuid.uuid4()),
-                                         parts=[new_text_part(hostility.fail_text)]))
+            task_id = context.task_id or ""
+            await event_queue.enqueue_event(new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED))
+            updater = TaskUpdater(event_queue, task_id, context_id)
+            await updater.failed(updater.new_agent_message([new_text_part(hostility.fail_text)]))
             return
         parts = [new_text_part(hostility.reply_text)]
         if hostility.flood:
