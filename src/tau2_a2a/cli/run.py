@@ -39,7 +39,7 @@ SEED_RANGE = (-(2**63), 2**63 - 1)
 RUN_EPILOG = ("Exit codes: 0 no simulation ended with an A2A error; 3 some did (they score 0); 2 the run could not "
               "start or the agent refused the token (finished simulations are kept; re-run to resume); 1 the run "
               "is incomplete: tau2 could not score some simulations (re-run to retry them), or a simulation's Ray "
-              "worker died three times (with --ray); 130 stopped by Ctrl-C (finished "
+              "worker died three times (with --ray); 130 stopped by Ctrl-C, 143 by SIGTERM (finished "
               "simulations and their metrics are kept; the last line gives the command that resumes). A resume "
               "continues only a run with the same settings.")
 
