@@ -71,4 +71,4 @@ def test_a_flood_of_tool_calls_ends_at_the_operators_limit_and_the_evaluation_co
         record = result_data(asyncio.run(asyncio.wait_for(ask(service.url, RUN, one_task(flooding.url)), GENEROUS)))
     assert record["status"] == "completed"
     assert record["result"]["metrics"]["avg_reward"] == 0.0
-    assert record["result"]["protocol"]["simulations_ended_by_a2a_errors"] == {"limit": 1}
+    assert record["result"]["a2a_errors"] == {"simulations": 1, "by_category": {"limit": 1}}

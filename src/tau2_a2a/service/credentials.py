@@ -111,9 +111,9 @@ def without_userinfo(url: str) -> str:
 
 def stored_endpoint(url: str) -> str:
     """What may be kept of an endpoint URL: without its user name and password, and of one with a query string
-    or fragment (refused: a token may sit there) its scheme, host and port only."""
+    or fragment (a token may sit there) its scheme, host and port only, then `/?<removed>`: still refused."""
     if has_query_or_fragment(url):
-        return origin(url)
+        return f"{origin(url)}/?{REMOVED}"
     return without_userinfo(url)
 
 
