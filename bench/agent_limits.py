@@ -102,7 +102,8 @@ def main() -> int:
             most, longest_run = golden_actions(domain)
             print(f"{domain}{' ' + config if config else ''} ({figures['simulations']} simulations, split "
                   f"{args.task_split}): largest request {figures['request_bytes']} bytes ({figures['request_at']}), "
-                  f"largest reply {figures['response_bytes']} bytes; tool calls per reply {figures['calls_per_reply']}, "
+                  f"largest reply {figures['response_bytes']} bytes; tool calls per reply "
+                  f"{figures['calls_per_reply']}, "
                   f"per simulation {figures['calls_per_simulation']}; turns {figures['turns']}; golden actions of "
                   f"the agent, every task of the task set: {most} in a task, {longest_run} in a row", flush=True)
             largest["request_bytes"] = max(largest["request_bytes"], figures["request_bytes"])

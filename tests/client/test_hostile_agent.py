@@ -150,11 +150,12 @@ def test_a_stalled_grpc_reply_ends_its_simulation_at_the_deadline(hostile: list[
                       a2a=A2AConfig(endpoint=agent.url, timeout=3, retry=ONCE, transport="grpc", streaming=streaming))
     assert time.monotonic() - began < GENEROUS
     failed = ended_by(outcome, "0")
-    assert (failed["error"], failed["transport"]) == ("timeout", "GRPC")
-    assert failed["method"] == ("SendStreamingMessage" if streaming else "SendMessage")
-    # gRPC's own deadline ends the call (DEADLINE_EXCEEDED); on a machine too busy to notice, ours does, 2 s later
-    assert failed["grpc_status"] in ("DEADLINE_EXCEEDED", None)
-    assert failed["error_message"].startswith(f"{failed['method']} to {agent.url} timed out after 3s")
+    method = "SendStreamingMessage" if streaming else "SendMessage"
+    # our own timer cuts the whole call, a stream's too: no status came back
+    assert (failed["error"], failed["transport"], failed["grpc_status"], failed["method"]) == (
+        "timeout", "GRPC", None, method)
+    assert failed["error_message"] == (f"{method} to {agent.url} timed out after 3s; raise --a2a-timeout if the "
+                                       "agent is slow.")
 
 
 # -- ending a request from another thread ---------------------------------------------------------------------------

@@ -81,6 +81,12 @@ def has_userinfo(url: Any) -> bool:
     return isinstance(url, str) and _USERINFO.match(url) is not None
 
 
+def without_userinfo(url: str) -> str:
+    """The URL with its user name and password replaced by *** (still refused, no longer secret)."""
+    found = _USERINFO.match(url)
+    return url if found is None else f"{found.group(1)}://***@{url[found.end():]}"
+
+
 def has_query_or_fragment(url: Any) -> bool:
     """Whether a URL carries a query string or a fragment (`?token=...`, `#...`), which a base URL has not."""
     return isinstance(url, str) and ("?" in url or "#" in url)

@@ -127,8 +127,6 @@ def _shut(stream: Any) -> None:
         pass  # already closed
 
 
-GRPC_BACKSTOP_SECONDS = 2.0  # after gRPC's own deadline, the whole gRPC call is ended here
-
 current_wire: contextvars.ContextVar[Wire | None] = contextvars.ContextVar(
     "tau2_a2a_wire", default=None
 )
@@ -152,8 +150,8 @@ async def metered(call: Any, wire: Wire, timeout: float | None) -> Any:
         except AgentRequestAborted:
             call.close()  # never begun
             raise
-        try:  # gRPC's own deadline (the call's, a stream's included) ends it first, with its status; this is the backstop
-            return await asyncio.wait_for(call, timeout=timeout + GRPC_BACKSTOP_SECONDS)
+        try:  # the whole call, a stream's events included (gRPC's own deadline, the same, is there too)
+            return await asyncio.wait_for(call, timeout=timeout)
         except asyncio.CancelledError:
             if not wire.aborted or task is None:
                 raise
@@ -322,8 +320,9 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
     so its events arrive as sent; any other body is read whole (an error body's
     words go into the error message). Reading stops once a reply is over
     `max_bytes`, whole body or event stream, and the request fails as a
-    malformed reply. A request body over `max_request_bytes` is not sent. Debug logs never show the bearer token, not even when
-    the agent echoes it back.
+    malformed reply. A request body over `max_request_bytes` is not sent.
+    Debug logs never show the bearer token, not even when the agent echoes it
+    back.
     """
 
     def __init__(self, inner: httpx.BaseTransport, debug: bool, token: str | None,

@@ -28,15 +28,13 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from tau2_a2a.client.config import has_query_or_fragment, has_userinfo, origin  # noqa: F401  (has_userinfo: for the service's checks)
+from tau2_a2a.client.config import has_query_or_fragment, origin, without_userinfo
 from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_USER
 
 REMOVED = "<removed>"  # what a scrubbed value becomes in every stored copy of the request
 NO_LLM_USERS = frozenset({"scripted_user"})  # users that call no LLM: user_llm is not used
 DEFAULT_ALLOWED_USER_LLMS: tuple[str, ...] = (DEFAULT_LLM_USER,)  # tau2's default user LLM only
 _SECRET_KEY = re.compile(r"(^|_)(api_?key|key|secret|password|authorization|credentials?|token)$", re.IGNORECASE)
-# The authority of a URL up to its last "@" (lenient, as a client's URL parser may be): userinfo present.
-_USERINFO = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):/*[^/?#]*@")
 _REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 _MAX_TOKENS = 1_000_000
 
@@ -101,12 +99,6 @@ def check_sampling_args(args: Any) -> dict[str, Any]:
             raise ArgumentRefused(f"user_llm_args.{key} must be {accepts}.")
         checked[key] = int(value) if accepts.startswith("a whole") else value
     return checked
-
-
-def without_userinfo(url: str) -> str:
-    """The URL with its user name and password replaced by *** (still refused, no longer secret)."""
-    found = _USERINFO.match(url)
-    return url if found is None else f"{found.group(1)}://***@{url[found.end():]}"
 
 
 def stored_endpoint(url: str) -> str:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tau2_a2a.client.config import AgentLimits, ConfigError, check_limit, check_timeout
-from tau2_a2a.service.credentials import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy, has_userinfo
+from tau2_a2a.client.config import AgentLimits, ConfigError, check_limit, check_timeout, has_userinfo
+from tau2_a2a.service.credentials import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy
 from tau2_a2a.service.child import DEFAULT_NICE
 from tau2_a2a.service.evaluations import DEFAULT_LIMITS, EvaluationError, EvaluationManager, Limits
 from tau2_a2a.service.request_limit import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_REQUEST_BYTES

@@ -23,10 +23,10 @@ from tau2_a2a.tau2bench.distribution import (
     retrieval_config_names,
 )
 
-from tau2_a2a.client.config import ConfigError, has_query_or_fragment, origin
+from tau2_a2a.client.config import ConfigError, has_query_or_fragment, has_userinfo, origin
 from tau2_a2a.service import catalog, summary
 from tau2_a2a.service.assessment import Assessment, Shard
-from tau2_a2a.service.credentials import ArgumentRefused, UserLLMPolicy, check_sampling_args, has_userinfo
+from tau2_a2a.service.credentials import ArgumentRefused, UserLLMPolicy, check_sampling_args
 from tau2_a2a.service.evaluations import EvaluationError, EvaluationManager
 from tau2_a2a.service.spec import EvaluationSpec
 from tau2_a2a.client.targets import TargetPolicy
