@@ -43,7 +43,13 @@ def run_command(command: Callable[[], int], debug: bool = False,
 @contextmanager
 def command_logging(debug: bool) -> Iterator[None]:
     """Our stdlib logging to stderr for one command (tau2 resets loguru's sinks, not
-    these); put back as it was afterwards, for callers of main() in a process."""
+    these); put back as it was afterwards, for callers of main() in a process.
+
+    Every log line reaches the terminal as text (terminal.py): ours, what other
+    libraries log through Python's last-resort handler, and tau2's (loguru), whose
+    messages may quote the agent under test."""
+    from loguru import logger as loguru_logger
+
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(PlainFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     package = logging.getLogger("tau2_a2a")
@@ -51,9 +57,26 @@ def command_logging(debug: bool) -> Iterator[None]:
     package.handlers[:] = [handler]
     package.setLevel(logging.INFO if debug else logging.WARNING)
     package.propagate = False
+    last_resort = logging.lastResort
+    last_resort_formatter = last_resort.formatter if last_resort is not None else None
+    if last_resort is not None:
+        last_resort.setFormatter(PlainFormatter("%(message)s"))
+    loguru_logger.configure(patcher=_plain_loguru_message)  # loguru cannot take a patcher back: it checks _plain
+    _plain.append(True)
     try:
         yield
     finally:
+        _plain.pop()
         package.handlers[:] = handlers
         package.setLevel(level)
         package.propagate = propagate
+        if last_resort is not None:
+            last_resort.setFormatter(last_resort_formatter)
+
+
+_plain: list[bool] = []  # one entry per command whose logging is in place
+
+
+def _plain_loguru_message(record: dict) -> None:
+    if _plain:
+        record["message"] = plain(record["message"], keep_lines=True)
