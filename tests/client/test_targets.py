@@ -420,7 +420,8 @@ def test_serve_passes_its_policy_to_each_evaluation_run(tmp_path: Path, monkeypa
 
 
 @pytest.mark.parametrize("flags, line", [
-    (["--a2a-max-reply-bytes", "0"], "error: --a2a-max-reply-bytes must be a whole number of bytes, at least 1, got 0."),
+    (["--a2a-max-reply-bytes", "0"], "error: --a2a-max-reply-bytes must be a whole number from 1 to 1099511627776, "
+                                     "got 0."),
     (["--a2a-allowed-targets", " , "], ("error: --a2a-allowed-targets needs at least one entry, e.g. "
                                         "--a2a-allowed-targets public,loopback.")),
     (["--a2a-allowed-targets", "http://x/"], ("error: Allowed target 'http://x/' is neither a host name, a *.domain "

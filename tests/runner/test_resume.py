@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tau2.data_model.simulation import Results
@@ -202,8 +203,8 @@ def test_a_native_agent_resumes_only_its_own_run(tmp_path: Path) -> None:
 
 # -- Ctrl-C ---------------------------------------------------------------------------------------------------------
 
-STOPPED = re.compile(r"Stopped by Ctrl-C: (\d+) finished simulations? kept in (\S+) \(protocol metrics: (\S+)\); "
-                     r"to resume, run: (.+)")
+STOPPED = re.compile(r"Stopped by (Ctrl-C|SIGTERM): (\d+) finished simulations? kept in (\S+) \(protocol metrics: "
+                     r"(\S+)\); to resume, run: (.+)")
 
 
 def all_saved(results: Path) -> int:
@@ -211,7 +212,12 @@ def all_saved(results: Path) -> int:
     return sum(len(saved_simulations(path) or []) for path in results.rglob("*.json"))
 
 
-def test_ctrl_c_keeps_what_finished_writes_its_metrics_and_says_how_to_resume(serve: Serve, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop, code, said", [
+    (lambda pid: os.killpg(pid, signal.SIGINT), 130, "Ctrl-C"),  # Ctrl-C at a terminal: the run and what it started
+    (lambda pid: os.kill(pid, signal.SIGTERM), 143, "SIGTERM"),  # `kill`, a container runtime, a job scheduler
+], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_keeps_what_finished_writes_its_metrics_and_says_how_to_resume(
+        serve: Serve, tmp_path: Path, stop: Any, code: int, said: str) -> None:
     slow = serve(lambda url: a2a_app(OracleExecutor(delay=0.5), oracle_card(url))).url
     run = ["run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", slow, "--user", "scripted_user",
            "--task-ids", *TASKS, "--max-concurrency", "2",
@@ -222,22 +228,22 @@ def test_ctrl_c_keeps_what_finished_writes_its_metrics_and_says_how_to_resume(se
         assert process.poll() is None, process.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "no simulation finished within 240 s"
         time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C at a terminal: the run and every process it started
+    stop(process.pid)
     _, stderr = process.communicate(timeout=120)
 
-    assert process.returncode == 130
+    assert process.returncode == code
     assert "Traceback" not in stderr
     lines = stderr.splitlines()
     assert len(lines) == 1, stderr[-3000:]
     stopped = STOPPED.fullmatch(lines[0])
-    assert stopped is not None, lines[0]
-    kept, results_path, metrics_file = int(stopped[1]), Path(stopped[2]), Path(stopped[3])
+    assert stopped is not None and stopped[1] == said, lines[0]
+    kept, results_path, metrics_file = int(stopped[2]), Path(stopped[3]), Path(stopped[4])
     finished = Results.load(results_path).simulations
     assert 1 <= kept == len(finished) < len(TASKS)
     metrics = json.loads(metrics_file.read_text())
     assert {m["simulation_id"] for m in metrics["simulations"]} == {s.id for s in finished}
 
-    command = shlex.split(stopped[4])
+    command = shlex.split(stopped[5])
     assert command[0] == "tau2-a2a"
     resumed = run_cli(command[1:])
     _, stderr = resumed.communicate(timeout=300)

@@ -85,7 +85,13 @@ def test_run_tau2_evaluation_keeps_the_retrieval_config_in_its_record(service: B
 @upstream
 @pytest.mark.parametrize("arguments, line", [
     ({"domain": KNOWLEDGE, "retrieval_config": "bm99"},
-     "Unknown retrieval_config 'bm99'. Accepted retrieval configs: alltools, alltools-qwen, bm25, bm25_grep, "
+     "retrieval_config is none of the accepted retrieval configs: alltools, alltools-qwen, bm25, bm25_grep, "
+     "bm25_reranker, bm25_reranker_grep, full_kb, golden_retrieval, grep_only, no_knowledge, openai_embeddings, "
+     "openai_embeddings_grep, openai_embeddings_reranker, openai_embeddings_reranker_grep, qwen_embeddings, "
+     "qwen_embeddings_grep, qwen_embeddings_reranker, qwen_embeddings_reranker_grep, terminal_use, "
+     "terminal_use_write, AllTools."),
+    ({"domain": KNOWLEDGE, "retrieval_config": {"name": "not-echoed-3b1e"}},  # the refusal never quotes it
+     "retrieval_config is none of the accepted retrieval configs: alltools, alltools-qwen, bm25, bm25_grep, "
      "bm25_reranker, bm25_reranker_grep, full_kb, golden_retrieval, grep_only, no_knowledge, openai_embeddings, "
      "openai_embeddings_grep, openai_embeddings_reranker, openai_embeddings_reranker_grep, qwen_embeddings, "
      "qwen_embeddings_grep, qwen_embeddings_reranker, qwen_embeddings_reranker_grep, terminal_use, "

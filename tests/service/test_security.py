@@ -193,6 +193,27 @@ async def test_a_password_in_the_agent_endpoint_is_refused_and_kept_nowhere(
     assert not list(results.glob("ev-*"))
 
 
+@pytest.mark.parametrize("tail", ["/?token=tok-in-url-7781", "/a2a#tok-in-url-7781"])
+async def test_a_token_in_the_agent_endpoints_query_or_fragment_is_refused_and_kept_nowhere(
+        service: BackgroundServer, results: Path, oracle_url: str, tail: str) -> None:
+    """Refused as it came, and as the service keeps it (scheme, host and port, then /?<removed>): never run
+    against the URL without it."""
+    endpoint = oracle_url + tail
+    task = await ask(service.url, RUN, oracle_run(endpoint))
+    assert refusal(task) == (
+        f"agent_endpoint {oracle_url}/... must not carry a query string or fragment: the agent card is fetched from "
+        "URL/.well-known/agent-card.json, so pass the agent's base URL alone; a token goes in agent_auth_token.")
+    stored = await final_task(service.url, task.id)
+    assessment = await ask_assessment(service.url, {"participants": {"agent": endpoint},
+                                                    "config": {"domain": "airline", "task_ids": ["3"]}})
+    assert "must not carry a query string or fragment" in " ".join(p.text for p in assessment.status.message.parts)
+    for reply in (task, stored, assessment):
+        assert "tok-in-url-7781" not in str(reply)
+    assert f"{oracle_url}/?<removed>" in str(stored.history[0])
+    assert b"tok-in-url-7781" not in stored_bytes(results)
+    assert not list(results.glob("ev-*"))
+
+
 async def ask_assessment(url: str, request: dict[str, Any]) -> Any:
     """An AgentBeats assessment, as the JSON text the gateway sends; the task it ends with."""
     from tests.support.service import stream_message
@@ -270,7 +291,8 @@ async def test_files_are_the_services_users_only(service: BackgroundServer, resu
 # -- small ones -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("arguments, expected", [
-    ({"max_steps": 1e300}, "max_steps must be at most 1000 on this service, got 1e+300."),
+    ({"max_steps": 1e300}, "max_steps must be at most 200 on this service, got 1e+300."),
+    ({"max_steps": 201}, "max_steps must be at most 200 on this service, got 201."),
     ({"num_trials": 1e9}, "num_trials must be at most 200 on this service, got 1000000000."),
     ({"num_tasks": 1e7}, "num_tasks must be at most 100000 on this service, got 10000000."),
     ({"user_llm_args": {"temperature": 7}}, "user_llm_args.temperature must be a number from 0 to 2."),

@@ -86,9 +86,14 @@ def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
      "error: --retrieval-config applies to the banking_knowledge domain only; leave it out for airline."),
     (KNOWLEDGE, ["--retrieval-config-kwargs", "[10]"],
      "error: --retrieval-config-kwargs must be a JSON object, e.g. '{\"top_k\": 10}', got [10]."),
-    ("airline", ["--timeout", "0"], "error: --timeout must be a finite number of seconds, above 0, got 0.0."),
+    ("airline", ["--timeout", "0"],
+     "error: --timeout must be a finite number of seconds, above 0 and at most 86400, got 0.0."),
     ("airline", ["--retry-delay", "-1"],
-     "error: --retry-delay must be a finite number of seconds, 0 or more, got -1.0."),
+     "error: --retry-delay must be a finite number of seconds, 0 or more and at most 86400, got -1.0."),
+    ("airline", ["--retry-delay", "1e300"],
+     "error: --retry-delay must be a finite number of seconds, 0 or more and at most 86400, got 1e+300."),
+    ("airline", ["--timeout", "86401"],
+     "error: --timeout must be a finite number of seconds, above 0 and at most 86400, got 86401.0."),
 ])
 def test_a_bad_upstream_setting_gets_one_line_and_exit_2(domain: str, extra: list[str], line: str,
                                                          tmp_path: Path) -> None:

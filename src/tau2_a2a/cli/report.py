@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tau2_a2a.runner.outcome import EXIT_USAGE
+from tau2_a2a.terminal import plain
 
 
 def add_report_command(commands: Any) -> None:
@@ -31,8 +32,8 @@ def report_command(args: argparse.Namespace) -> int:
     try:
         report, html_path, json_path = write(args.results, args.out, args.json, args.seed, args.resamples)
     except ReportError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {plain(str(error))}", file=sys.stderr)
         return EXIT_USAGE
-    print(terminal_summary(report))
+    print(plain(terminal_summary(report), keep_lines=True))  # results files hold what agents said
     print(f"Report: {html_path}\nFigures: {json_path}")
     return 0

@@ -14,7 +14,15 @@ import shlex
 from typing import Any
 
 from tau2_a2a.cli.common import add_transport_args, auth_token
-from tau2_a2a.client.config import AUTH_TOKEN_ENV, DEFAULT_MAX_REPLY_BYTES, DEFAULT_TIMEOUT_SECONDS, A2AConfig
+from tau2_a2a.client.config import (
+    AUTH_TOKEN_ENV,
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MAX_TOOL_CALLS,
+    DEFAULT_MAX_TOOL_CALLS_PER_REPLY,
+    DEFAULT_TIMEOUT_SECONDS,
+    A2AConfig,
+)
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.interrupt import RunInterrupted, stop_on_sigint
@@ -22,7 +30,7 @@ from tau2_a2a.runner.outcome import report_outcome
 from tau2_a2a.runner.parent import exit_with_parent
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
-from tau2_a2a.tau2bench.distribution import add_run_args
+from tau2_a2a.tau2bench.distribution import DEFAULT_AGENT_IMPLEMENTATION, add_run_args
 from tau2_a2a.tau2bench.runs import domains
 
 # Largest values the counting flags take: beyond them no run is meant, and some overflow tau2's arithmetic.
@@ -31,7 +39,7 @@ SEED_RANGE = (-(2**63), 2**63 - 1)
 RUN_EPILOG = ("Exit codes: 0 no simulation ended with an A2A error; 3 some did (they score 0); 2 the run could not "
               "start or the agent refused the token (finished simulations are kept; re-run to resume); 1 the run "
               "is incomplete: tau2 could not score some simulations (re-run to retry them), or a simulation's Ray "
-              "worker died three times (with --ray); 130 stopped by Ctrl-C (finished "
+              "worker died three times (with --ray); 130 stopped by Ctrl-C, 143 by SIGTERM (finished "
               "simulations and their metrics are kept; the last line gives the command that resumes). A resume "
               "continues only a run with the same settings.")
 
@@ -43,7 +51,8 @@ def add_run_command(commands: Any) -> None:
     add_run_args(run)
     add_a2a_args(run)
     # Without --agent-llm an A2A agent is named after its card, and tau2's agents get tau2's default LLM.
-    run.set_defaults(func=run_command, agent_llm=None)
+    # Without --agent: the A2A agent when an --a2a-* flag is given, else tau2's default (see resolve_agent).
+    run.set_defaults(func=run_command, agent_llm=None, agent=None)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -105,34 +114,56 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
     return A2AConfig(
         endpoint=args.a2a_endpoint,
         auth_token=auth_token(args.a2a_auth_token),
-        timeout=args.a2a_timeout,
+        timeout=_or(args.a2a_timeout, DEFAULT_TIMEOUT_SECONDS),
         debug=args.a2a_debug,
-        transport=args.a2a_transport,
+        transport=_or(args.a2a_transport, "auto"),
         streaming=args.a2a_streaming,
-        max_reply_bytes=args.a2a_max_reply_bytes,
+        max_reply_bytes=_or(args.a2a_max_reply_bytes, DEFAULT_MAX_REPLY_BYTES),
+        max_tool_calls_per_reply=_or(args.a2a_max_tool_calls_per_reply, DEFAULT_MAX_TOOL_CALLS_PER_REPLY),
+        max_tool_calls=_or(args.a2a_max_tool_calls, DEFAULT_MAX_TOOL_CALLS),
+        max_request_bytes=_or(args.a2a_max_request_bytes, DEFAULT_MAX_REQUEST_BYTES),
         targets=None if args.a2a_allowed_targets is None else TargetPolicy.parse(args.a2a_allowed_targets),
     )
 
 
+def _or(value: Any, default: Any) -> Any:
+    """A flag's value, or its default when it was not given (the A2A flags default to None: see resolve_agent)."""
+    return default if value is None else value
+
+
 def add_a2a_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("A2A agent under test (with --agent a2a_agent)")
-    group.add_argument("--a2a-endpoint", default=None, help="Base URL of the A2A agent")
+    """The A2A agent's flags. Each defaults to None (or False), so that giving any of them says the run is of the
+    A2A agent (see resolve_agent); a2a_config_from_args fills in the defaults the help shows."""
+    group = parser.add_argument_group("A2A agent under test (--agent a2a_agent, implied by any --a2a-* flag)")
+    group.add_argument("--a2a-endpoint", default=None, help="Base URL of the A2A agent; its card is fetched from "
+                                                            "URL/.well-known/agent-card.json")
     group.add_argument("--a2a-auth-token", default=None,
                        help=f"Bearer token for the agent (default: ${AUTH_TOKEN_ENV})")
-    group.add_argument("--a2a-timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
-                       help="Seconds to wait for one reply (default: %(default)s)")
+    group.add_argument("--a2a-timeout", type=float, default=None,
+                       help=f"Seconds one reply may take, all of it: a reply still coming then is cut off "
+                            f"(default: {DEFAULT_TIMEOUT_SECONDS:g})")
     group.add_argument("--a2a-debug", action="store_true", help="Log every A2A request and reply in full")
     group.add_argument("--a2a-allowed-targets", default=None, metavar="LIST",
                        help="Comma-separated hosts, *.domains, IPs, CIDR networks and the keywords public, private, "
                             "loopback the run may connect to: the endpoint, the card's interfaces, and what DNS "
                             "answers when connecting (default: any but link-local and cloud metadata addresses, "
                             "which are always refused)")
-    group.add_argument("--a2a-max-reply-bytes", type=int, default=DEFAULT_MAX_REPLY_BYTES, metavar="BYTES",
+    group.add_argument("--a2a-max-reply-bytes", type=int, default=None, metavar="BYTES",
                        help="Largest reply read from the agent (a whole event stream counts as one reply); a "
                             "larger one ends its simulation as a malformed reply. A tau2 turn is kilobytes, and "
                             "each reply is held several times over in memory, so one hostile agent's reply must "
-                            "not be unbounded (default: %(default)s, 8 MiB)")
-    add_transport_args(group)
+                            f"not be unbounded (default: {DEFAULT_MAX_REPLY_BYTES}, 8 MiB)")
+    group.add_argument("--a2a-max-tool-calls-per-reply", type=int, default=None, metavar="N",
+                       help="Most tool calls the agent may ask for in one reply; more end its simulation (default: "
+                            f"{DEFAULT_MAX_TOOL_CALLS_PER_REPLY})")
+    group.add_argument("--a2a-max-tool-calls", type=int, default=None, metavar="N",
+                       help="Most tool calls the agent may ask for in one simulation; more end it (default: "
+                            f"{DEFAULT_MAX_TOOL_CALLS})")
+    group.add_argument("--a2a-max-request-bytes", type=int, default=None, metavar="BYTES",
+                       help="Largest request sent to the agent (the policy and tools open a simulation; tool "
+                            "results make up the rest); a larger one is not sent and ends its simulation (default: "
+                            f"{DEFAULT_MAX_REQUEST_BYTES}, 16 MiB)")
+    add_transport_args(group, default=None)
     group.add_argument("--ray", default=None, metavar="ADDRESS",
                        help="Run the simulations on Ray actors, scored there, spread over the cluster's nodes "
                             "(without it, the run is threads in this process): local (a Ray instance for this run, "
@@ -153,8 +184,27 @@ def resolve_domain(args: argparse.Namespace) -> None:
         raise ConfigError(f"Unknown domain {args.domain!r}: tau2 knows {', '.join(known)}.")
 
 
+def a2a_flags_given(args: argparse.Namespace) -> list[str]:
+    """The --a2a-* flags given on the command line (each defaults to None or False)."""
+    return [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
+            if name.startswith("a2a_") and value not in (None, False)]
+
+
+def resolve_agent(args: argparse.Namespace) -> None:
+    """Which agent runs: --agent's; without it the A2A agent when an --a2a-* flag is given (they describe it),
+    else tau2's default. An --a2a-* flag beside another --agent is refused: it would be ignored, and the run
+    would score an agent other than the one it names."""
+    given = a2a_flags_given(args)
+    if args.agent is None:
+        args.agent = A2A_AGENT if given else DEFAULT_AGENT_IMPLEMENTATION
+    elif given and args.agent != A2A_AGENT:
+        raise ConfigError(f"{given[0]} is for --agent {A2A_AGENT}, but --agent {args.agent} was given: drop "
+                          f"--agent {args.agent} to evaluate the A2A agent, or drop the --a2a-* flags.")
+
+
 def check_run_args(args: argparse.Namespace) -> None:
     """Refuse, with one line each, the values of `tau2-a2a run`'s flags no run can use, before anything starts."""
+    resolve_agent(args)
     resolve_domain(args)
     _check_count("--num-tasks", args.num_tasks, optional=True)
     _check_count("--num-trials", args.num_trials)

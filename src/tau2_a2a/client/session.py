@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientFactory
@@ -60,6 +61,7 @@ from tau2_a2a.client.transport import (
     open_grpc_channel,
 )
 from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.client.limits import request_over_limit
 from tau2_a2a.protocol.messages import answer_parts
 from tau2_a2a.protocol.stream import StreamedReply
 from tau2_a2a.protocol.toolcalls import MalformedReply
@@ -230,16 +232,20 @@ class A2ASession:
 
     # -- sending -------------------------------------------------------------------
 
-    def send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int) -> Exchange:
+    def send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int,
+             on_request: Callable[[Wire], None] | None = None) -> Exchange:
         """Send one message and wait for the agent's reply (retrying transient failures).
 
         Once the agent has refused our credentials, nothing more is sent: the
         refusal is raised again at once, so the run stops instead of repeating it.
+        `on_request` is given the Wire of each request the send makes (every
+        attempt, every poll) as it starts, so that another thread can end it
+        (`Wire.abort()`): the send then fails with AgentRequestAborted.
         """
         _ = self.card  # discovery errors surface here, before any request
         self.raise_if_refused()
         try:
-            return self._call(self._send(parts, context_id, task_id, turn))
+            return self._call(self._send(parts, context_id, task_id, turn, on_request))
         except AgentAuthError as refusal:
             self.refusal = self.refusal or refusal
             raise
@@ -248,7 +254,8 @@ class A2ASession:
         if self.refusal is not None:
             raise AgentAuthError(str(self.refusal), status=self.refusal.status)
 
-    async def _send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int) -> Exchange:
+    async def _send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int,
+                    on_request: Callable[[Wire], None] | None = None) -> Exchange:
         records: list[RequestRecord] = []
         input_tokens = self._tokens.count_parts(parts)
 
@@ -265,21 +272,23 @@ class A2ASession:
             return self._send_once(SendMessageRequest(message=message))
 
         method = "SendStreamingMessage" if self.streaming else "SendMessage"
-        reply = await self._with_retries(method, turn, context_id, input_tokens, send_once, records)
-        reply = await self._settle(reply, turn, records)
+        reply = await self._with_retries(method, turn, context_id, input_tokens, send_once, records, on_request)
+        reply = await self._settle(reply, turn, records, on_request)
         context_id = reply.context_id or context_id
         for record in records:  # attempts refused before the agent opened the context belong to it too
             record.context_id = record.context_id or context_id
         return Exchange(reply=reply, context_id=context_id, task_id=_open_task_id(reply), records=records)
 
     async def _with_retries(self, method: str, turn: int, context_id: str | None, input_tokens: int,
-                            make_call: Any, records: list[RequestRecord]) -> Any:
+                            make_call: Any, records: list[RequestRecord],
+                            on_request: Callable[[Wire], None] | None = None) -> Any:
         """One request, retried with backoff while it fails in a way that may pass."""
         attempt = 0
         while True:
             attempt += 1
             try:
-                result, record = await self._request(method, turn, attempt, context_id, input_tokens, make_call())
+                result, record = await self._request(method, turn, attempt, context_id, input_tokens, make_call(),
+                                                     on_request=on_request)
                 records.append(record)
                 return result
             except Failed as failed:
@@ -297,8 +306,13 @@ class A2ASession:
     async def _send_once(self, request: SendMessageRequest) -> Message | Task:
         """One SendMessage (one event) or SendStreamingMessage (events until the stream ends), as one reply."""
         wire = current_wire.get()
-        if wire is not None and self._grpc:
-            wire.request_bytes += request.ByteSize()
+        if self._grpc:
+            size = request.ByteSize()
+            if size > self.config.max_request_bytes:
+                raise request_over_limit(f"SendMessage to {self.config.endpoint}", size,
+                                         self.config.max_request_bytes)
+            if wire is not None:
+                wire.request_bytes += size
         streamed = StreamedReply()
         async for event in self._client.send_message(request, context=self._call_context):
             if wire is not None:
@@ -324,7 +338,8 @@ class A2ASession:
     def _get_task(self, task_id: str) -> Any:
         return self._get_task_once(GetTaskRequest(id=task_id))
 
-    async def _settle(self, reply: Message | Task, turn: int, records: list[RequestRecord]) -> Message | Task:
+    async def _settle(self, reply: Message | Task, turn: int, records: list[RequestRecord],
+                      on_request: Callable[[Wire], None] | None = None) -> Message | Task:
         """Poll a task the agent left working until it needs input or ends."""
         deadline = time.monotonic() + self.config.timeout
         while isinstance(reply, Task) and reply.status.state in _PENDING_STATES:
@@ -335,7 +350,7 @@ class A2ASession:
                 raise error
             await asyncio.sleep(POLL_SECONDS)
             reply = await self._with_retries("GetTask", turn, reply.context_id, 0,
-                                             functools.partial(self._get_task, reply.id), records)
+                                             functools.partial(self._get_task, reply.id), records, on_request)
         if isinstance(reply, Task) and reply.status.state in _FAILED_STATES:
             failed = task_failure(reply, self.config.auth_token)
             record_failure(records[-1], failed)
@@ -344,7 +359,8 @@ class A2ASession:
         return reply
 
     async def _request(self, method: str, turn: int | None, attempt: int, context_id: str | None,
-                       input_tokens: int, call: Any, discovery: bool = False) -> tuple[Any, RequestRecord]:
+                       input_tokens: int, call: Any, discovery: bool = False,
+                       on_request: Callable[[Wire], None] | None = None) -> tuple[Any, RequestRecord]:
         """Run one A2A request under the meter; raise Failed with its record on failure.
 
         Every request gets its record, failed ones too; requests made before
@@ -352,6 +368,8 @@ class A2ASession:
         """
         started = time.perf_counter()
         wire = Wire(deadline=started + self.config.timeout)
+        if on_request is not None:
+            on_request(wire)
         result: Any = None
         cause: BaseException | None = None
         failure: A2AFailure | None = None

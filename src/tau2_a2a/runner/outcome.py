@@ -5,8 +5,8 @@ Exit codes of a run (`tau2-a2a run`, and the service's evaluation processes):
 errors (they score 0; the last line says how many and why); 2 the run could
 not start or was stopped (bad setting, agent unreachable, card invalid, token
 refused, before or during the run; finished simulations are kept); 1 a
-simulation's Ray worker died three times; 130 stopped by Ctrl-C (finished
-simulations are kept).
+simulation's Ray worker died three times; 130 stopped by Ctrl-C, 143 by SIGTERM
+(finished simulations are kept).
 
 A simulation tau2 itself could not finish or score (upstream's infrastructure
 error: e.g. its LLM judge of natural-language assertions unreachable, after

@@ -14,6 +14,7 @@ to the metrics file.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from contextlib import ExitStack
@@ -31,6 +32,7 @@ from tau2_a2a.tau2bench.environments import install as install_environments
 from tau2_a2a.tau2bench.orchestration import on_session
 from tau2_a2a.tau2bench.resume import CARD_KEY
 from tau2_a2a.tau2bench.runs import plan_run, simulations_saved
+from tau2_a2a.terminal import plain
 
 log = logging.getLogger("tau2_a2a.runner")
 
@@ -49,7 +51,8 @@ def evaluate(settings: RunSettings) -> RunOutcome:
         session = run.enter_context(A2ASession(settings.a2a)) if settings.a2a else None
         if session is not None:
             card = session.card
-            print(f"A2A agent: {card.name} at {session.config.endpoint} ({describe_binding(session)})", flush=True)
+            print(f"A2A agent: {plain(card.name)} at {session.config.endpoint} ({describe_binding(session)})",
+                  flush=True)
             plan.point_at(A2A_AGENT, {**session.config.as_record(), CARD_KEY: card_identity(card)},
                           agent_model_name(card.name) if settings.agent_llm is None else None)
             if settings.ray:
@@ -87,9 +90,16 @@ def ending(error: BaseException, path: Path, report: dict[str, Any] | None,
     )
 
 
+MAX_SLUG = 48  # characters of a card's name in a results file's name
+
+
 def agent_model_name(card_name: str) -> str:
-    """A run-name-safe label for the agent under test (tau2 names runs after the agent's LLM)."""
+    """A run-name-safe label for the agent under test (tau2 names runs, and their results files, after the agent's
+    LLM): the card's name in letters, digits, '.', '_' and '-', at most MAX_SLUG of them; a longer name is cut
+    and ends with 8 hex digits of its hash, so that two long names stay apart."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", card_name).strip("-") or "agent"
+    if len(slug) > MAX_SLUG:
+        slug = f"{slug[:MAX_SLUG - 9].rstrip('-.')}-{hashlib.sha256(card_name.encode()).hexdigest()[:8]}"
     return f"a2a-{slug}"
 
 

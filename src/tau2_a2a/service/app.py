@@ -103,6 +103,7 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
         event_stream=event_stream,
         tools=tools,
         task_reader=VersionedDatabaseTaskStore(reader, create_table=False) if reader is not None else None,
+        max_message_bytes=settings.max_message_bytes,
     )
 
     @asynccontextmanager

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig, redact
+from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig, AgentLimits, redact
 from tau2_a2a.client.targets import CLI_FLAG, SERVICE_FLAG, TargetPolicy
 from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.runner.parent import EXIT_WITH_ENV
@@ -64,6 +64,9 @@ _SERVICE_WORDING = (
     (re.compile(r" and re-run the same command to resume\."), " and send the evaluation again."),
     (re.compile(r"--a2a-auth-token(?: or \$?TAU2_A2A_AUTH_TOKEN)?"), "agent_auth_token"),
     (re.compile(re.escape(CLI_FLAG) + r"(?= )"), SERVICE_FLAG),  # the child names its flag; the operator sets ours
+    # The agent's limits: the operator's settings here (cli/serve.py).
+    (re.compile(r"--a2a-(timeout|max-reply-bytes|max-tool-calls-per-reply|max-tool-calls|max-request-bytes)\b"),
+     r"the service's --agent-\1"),
 )
 
 
@@ -80,14 +83,15 @@ def _private_append(path: Path) -> Any:
 
 
 def run_settings(spec: EvaluationSpec, directory: Path, ray_address: str | None = None,
-                 user_llm_api_base: str | None = None, allowed_targets: tuple[str, ...] = ()) -> RunSettings:
+                 user_llm_api_base: str | None = None, allowed_targets: tuple[str, ...] = (),
+                 agent_limits: AgentLimits = AgentLimits()) -> RunSettings:
     """The evaluation as a run: its results file in `directory`, its simulations in the child or on the Ray
     cluster at `ray_address` (the child the driver). `user_llm_api_base` is the operator's endpoint for the
     user LLM (never the caller's). The service's target policy goes along: the child checks every connection
-    it makes, to the card's interfaces too, when it makes it."""
+    it makes, to the card's interfaces too, when it makes it; and so do the operator's `agent_limits`."""
     user_llm_args = {**spec.user_llm_args, **({"api_base": user_llm_api_base} if user_llm_api_base else {})}
-    a2a = A2AConfig(endpoint=spec.agent_endpoint,
-                    targets=TargetPolicy.from_entries(allowed_targets) if allowed_targets else None)
+    a2a = A2AConfig.limited(spec.agent_endpoint, agent_limits,
+                            targets=TargetPolicy.from_entries(allowed_targets) if allowed_targets else None)
     return RunSettings(
         domain=spec.domain, a2a=a2a, ray=ray_address, user=spec.user, user_llm=spec.user_llm,
         user_llm_args=user_llm_args, num_trials=spec.num_trials, max_steps=spec.max_steps,
@@ -99,7 +103,8 @@ def run_settings(spec: EvaluationSpec, directory: Path, ray_address: str | None 
 
 def start_child(spec: EvaluationSpec, directory: Path, token: str | None, *, python: str = sys.executable,
                 ray_address: str | None = None, user_llm_api_base: str | None = None,
-                allowed_targets: tuple[str, ...] = ()) -> subprocess.Popen:
+                allowed_targets: tuple[str, ...] = (), agent_limits: AgentLimits = AgentLimits()
+                ) -> subprocess.Popen:
     """Start the evaluation's child in `directory`: the runner's entry point, the run's settings and the
     target's `token` as JSON on its stdin, nothing on its command line. The only place that knows how a
     child is started.
@@ -107,7 +112,7 @@ def start_child(spec: EvaluationSpec, directory: Path, token: str | None, *, pyt
     The child writes one results file in `directory`, read for progress and kept on cancel; a child
     started again on it (a resumed evaluation) redoes no finished simulation.
     """
-    settings = run_settings(spec, directory, ray_address, user_llm_api_base, allowed_targets)
+    settings = run_settings(spec, directory, ray_address, user_llm_api_base, allowed_targets, agent_limits)
     request = json.dumps({"settings": settings.to_dict(), "auth_token": token}).encode()
     env = {k: v for k, v in os.environ.items() if k != AUTH_TOKEN_ENV and not k.startswith(SERVICE_ENV_PREFIX)}
     env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", NO_COLOR="1", TERM="dumb", COLUMNS="120")

@@ -15,8 +15,9 @@ Everything else in `user_llm_args` is refused by name, never echoing its value.
 Before any store sees a structured request (the A2A task store, ADK's session),
 `scrub_tool_call` and `scrub_assessment` replace what the service would refuse
 and must not keep: the value of every secret-looking or unknown argument, of
-every unknown `user_llm_args` key, and the user name and password of an
-endpoint URL. The refusal then still names the argument; the value is gone.
+every unknown `user_llm_args` key, the user name and password of an
+endpoint URL, and all but the scheme, host and port of one with a query string
+or fragment. The refusal then still names the argument; the value is gone.
 """
 
 from __future__ import annotations
@@ -27,14 +28,13 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+from tau2_a2a.client.config import has_query_or_fragment, origin, without_userinfo
 from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_USER
 
 REMOVED = "<removed>"  # what a scrubbed value becomes in every stored copy of the request
 NO_LLM_USERS = frozenset({"scripted_user"})  # users that call no LLM: user_llm is not used
 DEFAULT_ALLOWED_USER_LLMS: tuple[str, ...] = (DEFAULT_LLM_USER,)  # tau2's default user LLM only
 _SECRET_KEY = re.compile(r"(^|_)(api_?key|key|secret|password|authorization|credentials?|token)$", re.IGNORECASE)
-# The authority of a URL up to its last "@" (lenient, as a client's URL parser may be): userinfo present.
-_USERINFO = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):/*[^/?#]*@")
 _REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 _MAX_TOKENS = 1_000_000
 
@@ -101,15 +101,12 @@ def check_sampling_args(args: Any) -> dict[str, Any]:
     return checked
 
 
-def has_userinfo(url: Any) -> bool:
-    """Whether a URL carries a user name or password (`http://user:pw@host`)."""
-    return isinstance(url, str) and _USERINFO.match(url) is not None
-
-
-def without_userinfo(url: str) -> str:
-    """The URL with its user name and password replaced by *** (still refused, no longer secret)."""
-    found = _USERINFO.match(url)
-    return url if found is None else f"{found.group(1)}://***@{url[found.end():]}"
+def stored_endpoint(url: str) -> str:
+    """What may be kept of an endpoint URL: without its user name and password, and of one with a query string
+    or fragment (a token may sit there) its scheme, host and port only, then `/?<removed>`: still refused."""
+    if has_query_or_fragment(url):
+        return f"{origin(url)}/?{REMOVED}"
+    return without_userinfo(url)
 
 
 @dataclass(frozen=True)
@@ -146,8 +143,8 @@ def scrub_arguments(arguments: dict[str, Any], accepted: Collection[str]) -> boo
             if value != REMOVED:
                 arguments[key] = REMOVED
                 changed = True
-        elif key == "agent_endpoint" and has_userinfo(value) and without_userinfo(value) != value:
-            arguments[key] = without_userinfo(value)
+        elif key == "agent_endpoint" and isinstance(value, str) and stored_endpoint(value) != value:
+            arguments[key] = stored_endpoint(value)
             changed = True
         elif key == "user_llm_args" and isinstance(value, dict):
             changed = _scrub_llm_args(value) or changed
@@ -169,8 +166,8 @@ def scrub_assessment(request: dict[str, Any], config_keys: Collection[str]) -> b
     participants = request.get("participants")
     if isinstance(participants, dict):
         for role, url in participants.items():
-            if has_userinfo(url) and without_userinfo(url) != url:
-                participants[role] = without_userinfo(url)
+            if isinstance(url, str) and stored_endpoint(url) != url:
+                participants[role] = stored_endpoint(url)
                 changed = True
     config = request.get("config")
     if isinstance(config, dict):

@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from tau2_a2a.client.config import AgentLimits
 from tau2_a2a.service import summary
 from tau2_a2a.service.child import DEFAULT_NICE, ChildRun, ran_every_simulation
 from tau2_a2a.service.progress import ProgressReader, final_result
@@ -102,7 +103,8 @@ class EvaluationManager:
     def __init__(self, root: Path | str, limits: Limits = DEFAULT_LIMITS, python: str = sys.executable,
                  ray_address: str | None = None, database: str | None = None, replica: str | None = None,
                  lease_seconds: float = 30.0, nice: int = DEFAULT_NICE,
-                 user_llm_api_base: str | None = None, allowed_targets: tuple[str, ...] = ()) -> None:
+                 user_llm_api_base: str | None = None, allowed_targets: tuple[str, ...] = (),
+                 agent_limits: AgentLimits = AgentLimits()) -> None:
         if not 0 <= nice <= 19:
             raise EvaluationError(f"Evaluations run 0 to 19 nice steps below the service, got {nice}: set "
                                   "--evaluation-nice or TAU2_EVAL_EVALUATION_NICE within that range.")
@@ -117,6 +119,7 @@ class EvaluationManager:
         self.python = python
         self.ray_address = ray_address  # each evaluation's simulations run on this Ray cluster
         self.allowed_targets = tuple(allowed_targets)  # the service's target policy, enforced in each child too
+        self.agent_limits = agent_limits  # what each evaluated agent may take of its run
         self.store = EvaluationStore(database or default_database(self.root))
         self.replica = replica or replica_name()
         self.lease_seconds = lease_seconds
@@ -362,7 +365,8 @@ class EvaluationManager:
         evaluation_id = job.record["evaluation_id"]
         job.child = ChildRun.start(EvaluationSpec(**job.record["request"]), job.directory, job.token, nice=self.nice,
                                    python=self.python, ray_address=self.ray_address,
-                                   user_llm_api_base=self.user_llm_api_base, allowed_targets=self.allowed_targets)
+                                   user_llm_api_base=self.user_llm_api_base, allowed_targets=self.allowed_targets,
+                                   agent_limits=self.agent_limits)
         job.record.update(status=Status.RUNNING.value, started_at=job.record.get("started_at") or now(),
                           replica=self.replica)
         if resumed:

@@ -42,6 +42,7 @@ from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import Assessment, AssessmentRejected, from_text, is_assessment, parse
 from tau2_a2a.service.evaluations import EvaluationError
 from tau2_a2a.service.executor import ARTIFACT_KEY, REJECTED, TASK_KEY
+from tau2_a2a.service.request_limit import cut_message_refusal
 from tau2_a2a.service.records import TERMINAL
 from tau2_a2a.service.result import ARTIFACT_NAME, build_result, result_notes
 from tau2_a2a.service.settings import ServiceSettings
@@ -128,6 +129,10 @@ class EvaluationServiceAgent(BaseAgent):
         return self.sub_agents[0] if self.sub_agents else None
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        cut = served_task(ctx).get("cut")
+        if cut:  # over --max-message-bytes: only a prefix of its text is left (request_limit.py)
+            yield self._error(ctx, cut_message_refusal(cut), code=REJECTED)
+            return
         try:
             request, text = read_request(ctx.user_content)
         except BadRequest as error:

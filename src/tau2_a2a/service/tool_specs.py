@@ -31,7 +31,10 @@ LIST = "list_evaluations"
 CANCEL = "cancel_evaluation"
 TOOL_NAMES = (LIST_DOMAINS, RUN, GET, LIST, CANCEL)
 ALIASES = {"ListDomains": LIST_DOMAINS, "RunTau2Evaluation": RUN}
-MAX_STEPS = 1000  # steps per simulation at most (tau2's default is 200)
+# Steps per simulation at most: tau2's default (200), which its leaderboard runs use. The oracle needs at most 37
+# agent turns on any task of tau2-bench v1.0.1 (README "Limits"); every step may cost an LLM call of the user
+# simulator on the operator's keys, so a caller may ask for fewer steps, not more.
+MAX_STEPS = DEFAULT_MAX_STEPS
 MAX_NUM_TASKS = 100_000  # more than any domain has: a bigger number is a mistake, not a request
 
 

@@ -23,10 +23,10 @@ from tau2_a2a.tau2bench.distribution import (
     retrieval_config_names,
 )
 
-from tau2_a2a.client.config import ConfigError
+from tau2_a2a.client.config import ConfigError, has_query_or_fragment, has_userinfo, origin
 from tau2_a2a.service import catalog, summary
 from tau2_a2a.service.assessment import Assessment, Shard
-from tau2_a2a.service.credentials import ArgumentRefused, UserLLMPolicy, check_sampling_args, has_userinfo
+from tau2_a2a.service.credentials import ArgumentRefused, UserLLMPolicy, check_sampling_args
 from tau2_a2a.service.evaluations import EvaluationError, EvaluationManager
 from tau2_a2a.service.spec import EvaluationSpec
 from tau2_a2a.client.targets import TargetPolicy
@@ -86,7 +86,7 @@ def _retrieval_config(domain: str, name: Any) -> str | None:
         raise ToolError(f"retrieval_config applies to the {KNOWLEDGE_DOMAIN} domain only; leave retrieval_config "
                         f"out for {domain}.")
     if name not in known:
-        raise ToolError(f"Unknown retrieval_config {name!r}. Accepted retrieval configs: {', '.join(known)}.")
+        raise ToolError(f"retrieval_config is none of the accepted retrieval configs: {', '.join(known)}.")
     return name
 
 
@@ -219,6 +219,10 @@ class EvaluationTools:
         if has_userinfo(agent_endpoint):
             raise ToolError("agent_endpoint must not carry a user name or password (user:password@host): the "
                             "service would keep it with the evaluation. Pass a bearer token as agent_auth_token.")
+        if has_query_or_fragment(agent_endpoint):
+            raise ToolError(f"agent_endpoint {origin(agent_endpoint)}/... must not carry a query string or "
+                            "fragment: the agent card is fetched from URL/.well-known/agent-card.json, so pass the "
+                            "agent's base URL alone; a token goes in agent_auth_token.")
         try:
             endpoint = self.targets.check(_text("agent_endpoint", agent_endpoint))
         except ConfigError as error:

@@ -29,7 +29,8 @@ from tau2_a2a.tau2bench.distribution import (
 from a2a.types import Message as A2AMessage
 from google.protobuf.json_format import MessageToDict
 
-from tau2_a2a.client.errors import AgentMalformedReply
+from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit
+from tau2_a2a.client.limits import check_tool_calls
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.client.config import redact
 from tau2_a2a.client.session import A2ASession
@@ -59,6 +60,7 @@ class A2AAgentState:
     turn: int = 0
     # call id -> tool name and the form the call came in, which its result goes back in
     pending_calls: dict[str, tuple[str, CallForm]] = field(default_factory=dict)
+    tool_calls: int = 0  # asked for so far (see client.limits)
 
 
 class A2AAgent(LLMAgent):
@@ -140,6 +142,13 @@ class A2AAgent(LLMAgent):
             record.error_message = str(failure)
             failure.records = exchange.records
             raise failure from None
+        try:
+            check_tool_calls(self.config, len(parsed.tool_calls), state.tool_calls)
+        except AgentOverLimit as failure:
+            record.error, record.error_message = failure.category.value, str(failure)
+            failure.records = exchange.records
+            raise
+        state.tool_calls += len(parsed.tool_calls)
         tool_calls = []
         for index, call in enumerate(parsed.tool_calls):
             call_id = call.id or f"call_{state.turn}_{index}"

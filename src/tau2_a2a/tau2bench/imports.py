@@ -60,6 +60,7 @@ _sink = _quiet_sink()
 
 from tau2.agent.llm_agent import LLMAgent  # noqa: E402
 from tau2.config import (  # noqa: E402
+    DEFAULT_AGENT_IMPLEMENTATION,
     DEFAULT_LLM_AGENT,
     DEFAULT_LLM_TEMPERATURE_USER,
     DEFAULT_LLM_USER,
@@ -120,6 +121,7 @@ else:
     import tau2.knowledge.embeddings_cache as tau2_embeddings_cache  # noqa: E402,F401
     import tau2.runner.batch as tau2_batch  # noqa: E402,F401
     import tau2.runner.build as tau2_build  # noqa: E402,F401
+    import tau2.runner.helpers as tau2_helpers  # noqa: E402,F401
     from tau2.agent.base_agent import ValidAgentInputMessage, is_valid_agent_history_message  # noqa: E402,F401
     from tau2.cli import add_run_args as tau2_add_run_args  # noqa: E402,F401
     from tau2.data_model.simulation import TextRunConfig as Tau2RunConfig  # noqa: E402,F401
@@ -141,7 +143,7 @@ else:
 _loud_again(_sink)
 
 __all__ = [
-    "AIRLINE_DB_PATH", "Action", "AssistantMessage", "ConsoleDisplay", "DATA_DIR",
+    "AIRLINE_DB_PATH", "Action", "AssistantMessage", "ConsoleDisplay", "DATA_DIR", "DEFAULT_AGENT_IMPLEMENTATION",
     "DEFAULT_LLM_AGENT", "DEFAULT_LLM_TEMPERATURE_USER", "DEFAULT_LLM_USER", "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MAX_STEPS", "DEFAULT_NUM_TRIALS", "DEFAULT_USER_IMPLEMENTATION", "DISTRIBUTION", "Environment",
     "FlightDB", "Info", "LLMAgent", "MOCK_DB_PATH", "Message", "MockDB", "MultiToolMessage", "NVIDIA",

@@ -43,8 +43,8 @@ __all__ = [
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
     "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate",
-    "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
-    "use_results_io",
+    "simulation_agent", "simulation_function", "stock_simulation", "use_commit_hash", "use_executor",
+    "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_task = tau2_run.run_task
@@ -114,6 +114,11 @@ def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
     if "solo" in agent:
         return LLMSoloAgent.check_valid_task
     return None
+
+
+def use_commit_hash(function: Callable[[], str]) -> None:
+    """What tau2 calls for the git commit a results file records (its own lets git's stderr reach the terminal)."""
+    tau2_run.get_commit_hash = function  # type: ignore[attr-defined]
 
 
 def use_orchestrator(orchestrator_class: type) -> None:

@@ -48,10 +48,12 @@ from tau2_a2a.tau2bench.imports import (
     tau2_batch,
     tau2_build,
     tau2_embeddings_cache,
+    tau2_helpers,
 )
 from tau2_a2a.tau2bench.imports import Tau2RunConfig as TextRunConfig
 from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_upstream_run_args
 
+from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS
 from tau2_a2a.errors import ConfigError
 
 __all__ = [
@@ -59,8 +61,8 @@ __all__ = [
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
     "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate",
-    "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
-    "use_results_io",
+    "simulation_agent", "simulation_function", "stock_simulation", "use_commit_hash", "use_executor",
+    "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_single_task = tau2_batch.run_single_task
@@ -150,12 +152,14 @@ def check_run_fields(fields: dict[str, Any]) -> None:
 
 
 def _check_seconds(flag: str, value: Any, above_zero: bool) -> None:
+    """A number of seconds, finite and at most a day (a longer wait overflows the clocks it is kept on)."""
     if value is None:
         return
     bound = "above 0" if above_zero else "0 or more"
     if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-            or value < 0 or (above_zero and value == 0)):
-        raise ConfigError(f"{flag} must be a finite number of seconds, {bound}, got {value!r}.")
+            or value < 0 or (above_zero and value == 0) or value > MAX_TIMEOUT_SECONDS):
+        raise ConfigError(f"{flag} must be a finite number of seconds, {bound} and at most {MAX_TIMEOUT_SECONDS:g}, "
+                          f"got {value!r}.")
 
 
 def _check_retrieval(fields: dict[str, Any]) -> None:
@@ -236,6 +240,11 @@ def domain_tool_names(domain: str) -> tuple[list[str], list[str]]:
 def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
     """The tasks `agent` can do, as its registration says (None: all)."""
     return registry.get_agent_task_filter(agent)
+
+
+def use_commit_hash(function: Callable[[], str]) -> None:
+    """What tau2 calls for the git commit a results file records (its own lets git's stderr reach the terminal)."""
+    tau2_helpers.get_commit_hash = function  # type: ignore[attr-defined]
 
 
 def use_orchestrator(orchestrator_class: type) -> None:
