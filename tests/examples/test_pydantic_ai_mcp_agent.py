@@ -86,6 +86,23 @@ def test_streamed_replies_score_the_golden_actions(serve, standin, tmp_path):
     assert {(r["method"], r["error"]) for r in records} == {("SendStreamingMessage", None)}
 
 
+def test_the_agent_driven_mode_is_one_task_per_simulation(serve, standin, tmp_path):
+    """--a2a-driven: the whole simulation is one A2A task, which fasta2a's worker runs to its end. The stand-in
+    never calls send_message_to_user: its last words are the task's result, which ends the conversation."""
+    agent = serve(lambda url: a2a_app(build_agent("standin", standin.api_base, "standin-key"), url))
+    task_ids = TASKS[:3]
+
+    outcome = run_a2a(agent.url, tmp_path, "airline", task_ids=task_ids,
+                      a2a=A2AConfig(endpoint=agent.url, retry=FAST, tools="mcp", driven=True))
+
+    assert rewards(outcome) == dict.fromkeys(task_ids, 1.0)
+    assert trajectory_calls(outcome) == golden_calls("airline", task_ids)
+    assert {s.termination_reason.value for s in outcome.results.simulations} == {"agent_stop"}
+    assert all("send_message_to_user" in {t["function"]["name"] for t in body["tools"]} for body in standin.requests)
+    sends = [r for s in outcome.report["simulations"] for r in s["requests"] if r["method"] == "SendMessage"]
+    assert len(sends) == len(task_ids)
+
+
 def test_the_example_command_with_one_fixed_url_scores_the_golden_actions(standin, tmp_path):
     """`python -m examples.pydantic_ai_mcp_agent --mcp-url URL` in its own process, for `--a2a-mcp-fixed`. The run
     tells agents a URL that leads nowhere: the agent reaches its tools by the one it was configured with."""
