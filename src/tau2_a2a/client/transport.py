@@ -26,6 +26,7 @@ import httpx
 from tau2_a2a.client.errors import AgentReplyTooLarge, AgentTargetRefused, AgentUnreachable
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
 from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig, redact
+from tau2_a2a.protocol.timestamps import naive_status_times_as_utc
 
 wire_log = logging.getLogger("tau2_a2a.wire")
 
@@ -95,7 +96,8 @@ class _CountedStream(httpx.AsyncByteStream):
     so a stream that falls silent just before its reply is due would wait a
     whole timeout more. At the reply's deadline a timer shuts the
     connection's socket, which ends any read at once, and the stream ends as
-    timed out, silent or still flowing.
+    timed out, silent or still flowing. Events pass on line by line, each
+    line whole.
     """
 
     def __init__(self, inner: Any, wire: Wire | None, log_chunk: Any, network_stream: Any,
@@ -111,6 +113,7 @@ class _CountedStream(httpx.AsyncByteStream):
         deadline = self._wire.deadline if self._wire is not None else None
         timer = _shut_at(deadline, self._network_stream) if deadline is not None else None
         received = 0
+        partial_line = bytearray()  # events are read line by line: a chunk may end inside a line
         try:
             for chunk in self._inner:
                 received += len(chunk)
@@ -119,7 +122,14 @@ class _CountedStream(httpx.AsyncByteStream):
                 if received > self._max_bytes:
                     raise AgentReplyTooLarge(_too_large(self._request, received, self._max_bytes))
                 self._log_chunk(chunk)
-                yield chunk
+                end = chunk.rfind(b"\n") + 1
+                if not end:
+                    partial_line += chunk
+                    continue
+                lines, partial_line = bytes(partial_line) + chunk[:end], bytearray(chunk[end:])
+                yield _read_event_lines(lines)
+            if partial_line:
+                yield _read_event_lines(bytes(partial_line))
         except httpx.TransportError:
             if deadline is not None and time.perf_counter() >= deadline:
                 raise httpx.ReadTimeout("the reply's time ran out while its event stream was still open") from None
@@ -130,6 +140,21 @@ class _CountedStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         self._inner.close()
+
+
+def _read_event_lines(lines: bytes) -> bytes:
+    """Event-stream lines with each event's offset-less status timestamp read as UTC (protocol/timestamps.py)."""
+    if b'"timestamp"' not in lines:
+        return lines
+    return b"".join(_read_event_line(line) for line in lines.splitlines(keepends=True))
+
+
+def _read_event_line(line: bytes) -> bytes:
+    if not line.startswith(b"data:"):
+        return line
+    data = line[5:].strip()
+    read = naive_status_times_as_utc(data)
+    return line if read is data else b"data: " + read + line[len(line.rstrip(b"\r\n")):]
 
 
 def _shut(network_stream: Any) -> None:
@@ -259,7 +284,8 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
     words go into the error message). Reading stops once a reply is over
     `max_bytes`, whole body or event stream, and the request fails as a
     malformed reply. Debug logs never show the bearer token, not even when
-    the agent echoes it back.
+    the agent echoes it back. A task status's timestamp written without a UTC
+    offset is read as UTC (protocol/timestamps.py); nothing else is changed.
     """
 
     def __init__(self, inner: httpx.BaseTransport, debug: bool, token: str | None,
@@ -318,10 +344,14 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
         if self._debug:
             wire_log.info("A2A reply %s\n%s", response.status_code,
                           _shown(raw, self._token))
+        headers = response.headers
+        read = naive_status_times_as_utc(raw)
+        if read is not raw:
+            headers = httpx.Headers({k: v for k, v in headers.items() if k.lower() != "content-length"})
         return httpx.Response(
             response.status_code,
-            headers=response.headers,
-            stream=httpx.ByteStream(raw),
+            headers=headers,
+            stream=httpx.ByteStream(read),
             extensions=response.extensions,
             request=request,
         )
