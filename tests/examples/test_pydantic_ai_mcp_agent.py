@@ -88,7 +88,8 @@ def test_streamed_replies_score_the_golden_actions(serve, standin, tmp_path):
 
 def test_the_agent_driven_mode_is_one_task_per_simulation(serve, standin, tmp_path):
     """--a2a-driven: the whole simulation is one A2A task, which fasta2a's worker runs to its end. The stand-in
-    never calls send_message_to_user: its last words are the task's result, which ends the conversation."""
+    says each of its texts through send_message_to_user, as native tau2's agent says them to the user, until the
+    user ends the conversation; then Pydantic AI ends its task."""
     agent = serve(lambda url: a2a_app(build_agent("standin", standin.api_base, "standin-key"), url))
     task_ids = TASKS[:3]
 
@@ -97,7 +98,7 @@ def test_the_agent_driven_mode_is_one_task_per_simulation(serve, standin, tmp_pa
 
     assert rewards(outcome) == dict.fromkeys(task_ids, 1.0)
     assert trajectory_calls(outcome) == golden_calls("airline", task_ids)
-    assert {s.termination_reason.value for s in outcome.results.simulations} == {"agent_stop"}
+    assert {s.termination_reason.value for s in outcome.results.simulations} == {"user_stop"}
     assert all("send_message_to_user" in {t["function"]["name"] for t in body["tools"]} for body in standin.requests)
     sends = [r for s in outcome.report["simulations"] for r in s["requests"] if r["method"] == "SendMessage"]
     assert len(sends) == len(task_ids)
