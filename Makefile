@@ -81,7 +81,7 @@ $(TAU2_SRC)/pyproject.toml:
 $(STAMP): pyproject.toml $(TAU2_SRC)/pyproject.toml
 	test -x $(BIN)/python || { py=$$(scripts/python313.sh) && $$py -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,ray,upstream]'
+	$(BIN)/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,ray,upstream,examples]'
 	touch $(STAMP)
 
 demo: $(STAMP)

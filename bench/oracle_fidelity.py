@@ -9,7 +9,9 @@ its own process and serves every binding; `--transport` picks the one used.
 Each arm runs untimed first (`--warmup`): the native oracle reads the domain's
 tasks on its first run, which would otherwise count against native alone.
 `--ray local` runs the A2A arm's simulations on a local Ray instance, as
-`tau2-a2a run --ray local` does.
+`tau2-a2a run --ray local` does. `--a2a-tools message mcp driven` runs one A2A
+arm per way of giving the agent its tools (docs/mcp-tools.md), side by side
+against the same native arm.
 
 The run passes when, for every task and trial, the A2A arm's reward equals
 the native arm's and the trajectories match; tasks the native oracle itself
@@ -32,12 +34,14 @@ banking_knowledge); banking_knowledge runs with `--retrieval-config`
         --repeats 1 --max-concurrency 2                          # upstream's newer domains, every task
     .venv/bin/python bench/oracle_fidelity.py --domains banking_knowledge --retrieval-config full_kb
     .venv/bin/python bench/oracle_fidelity.py --domains all --standin-judge   # every task of every text domain
+    .venv/bin/python bench/oracle_fidelity.py --domains all --standin-judge --a2a-tools message mcp driven
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 import random
 import sys
 import tempfile
@@ -61,7 +65,8 @@ from tau2_a2a.tau2bench.oracle_script import judged_by_llm  # noqa: E402
 from tau2_a2a.tau2bench.runs import domains as known_domains  # noqa: E402
 
 
-AGENTS = {"native": "oracle_agent", "a2a": "a2a_agent"}
+AGENTS = {"native": "oracle_agent", "message": "a2a_agent", "mcp": "a2a_agent", "driven": "a2a_agent"}
+TOOLS_MODES = ("message", "mcp", "driven")
 KNOWLEDGE_DOMAIN = "banking_knowledge"
 
 
@@ -79,8 +84,10 @@ def chosen_task_ids(domain: str, args: argparse.Namespace) -> tuple[list[str] | 
 
 def settings(domain: str, arm: str, save_to: str, results_dir: str, task_ids: list[str] | None,
              args: argparse.Namespace, a2a: A2AConfig) -> RunSettings:
+    a2a = replace(a2a, tools="message" if arm == "message" else "mcp", driven=arm == "driven")
+    over_a2a = arm != "native"
     return RunSettings(
-        domain=domain, agent=AGENTS[arm], a2a=a2a if arm == "a2a" else None, ray=args.ray if arm == "a2a" else None,
+        domain=domain, agent=AGENTS[arm], a2a=a2a if over_a2a else None, ray=args.ray if over_a2a else None,
         agent_llm=arm, agent_llm_args={}, user="scripted_user", user_llm="scripted", user_llm_args={},
         num_trials=args.num_trials, num_tasks=args.num_tasks if task_ids is None else None,
         task_split_name=args.task_split, task_ids=task_ids[:args.num_tasks] if task_ids is not None else None,
@@ -151,6 +158,9 @@ def main() -> int:
                         help="the A2A binding the client uses (auto: the card's first, JSON-RPC)")
     parser.add_argument("--ray", default=None, metavar="ADDRESS",
                         help="run the A2A arm's simulations on Ray (default: in this process, like tau2's)")
+    parser.add_argument("--a2a-tools", nargs="+", choices=TOOLS_MODES, default=["message"],
+                        help="one A2A arm per way the agent gets its tools: message, mcp, driven (agent-driven); "
+                             "default: message")
     parser.add_argument("--retrieval-config", default="bm25_grep",
                         help="banking_knowledge's retrieval config (default bm25_grep, offline)")
     parser.add_argument("--llm-judged", action="store_true",
@@ -169,35 +179,39 @@ def main() -> int:
         a2a = A2AConfig(endpoint=url, transport=args.transport)
         for domain in args.domains:
             task_ids, left_out = chosen_task_ids(domain, args)
-            native_s = a2a_s = 0.0
-            for repeat in range(-args.warmup, args.repeats):  # ABBA order, so what is left of warming favours neither arm
-                for arm in (("native", "a2a") if repeat % 2 == 0 else ("a2a", "native")):
+            arms = ["native", *args.a2a_tools]
+            seconds = dict.fromkeys(arms, 0.0)
+            results: dict[str, Any] = {}
+            for repeat in range(-args.warmup, args.repeats):  # order rotates, so what is left of warming favours none
+                for arm in arms[repeat % len(arms):] + arms[:repeat % len(arms)]:
                     run = settings(domain, arm, f"{domain}_{arm}_{repeat}", results_dir, task_ids, args, a2a)
                     started = time.perf_counter()
-                    if arm == "native":
-                        native = evaluate(run).results
-                        native_s += (time.perf_counter() - started) if repeat >= 0 else 0.0
-                    else:
-                        over_a2a = evaluate(run).results
-                        a2a_s += (time.perf_counter() - started) if repeat >= 0 else 0.0
-            scores, native_scores = rewards(over_a2a), rewards(native)
-            differences = trajectory_differences(over_a2a, native)
-            differing = sorted((key for key in scores if scores[key] != native_scores.get(key)), key=str)
-            ok &= not differences and not differing and scores.keys() == native_scores.keys()
+                    results[arm] = evaluate(run).results
+                    seconds[arm] += (time.perf_counter() - started) if repeat >= 0 else 0.0
+            native = results["native"]
+            native_scores = rewards(native)
             tasks = (f"{len(task_ids)} tasks drawn with seed {args.seed} from split {args.task_split}"
                      if args.sample is not None else f"split {args.task_split}")
             tasks += f", {left_out} LLM-judged tasks left out" if left_out else ""
             tasks += f", retrieval config {args.retrieval_config}" if domain == KNOWLEDGE_DOMAIN else ""
-            lines.append(
-                f"{domain} ({tasks}, transport {args.transport}): {len(scores)} simulations, "
-                f"reward 1.0 on {sum(r == 1.0 for r in scores.values())} over A2A, "
-                f"{sum(r == 1.0 for r in native_scores.values())} natively; "
-                f"rewards {'equal' if not differing else 'DIFFER: ' + '; '.join(map(str, differing[:5]))}; "
-                f"trajectories {'match' if not differences else 'DIFFER: ' + '; '.join(differences[:5])}; "
-                f"wall time A2A {a2a_s:.1f}s / native {native_s:.1f}s = {a2a_s / max(native_s, 1e-9):.3f} "
-                f"(max concurrency {args.max_concurrency}, A2A {'on Ray ' + args.ray if args.ray else 'in this process'}, "
-                f"{args.repeats} timed runs per arm after {args.warmup} untimed)"
-            )
+            for mode in args.a2a_tools:
+                over_a2a = results[mode]
+                scores = rewards(over_a2a)
+                differences = trajectory_differences(over_a2a, native)
+                differing = sorted((key for key in scores if scores[key] != native_scores.get(key)), key=str)
+                ok &= not differences and not differing and scores.keys() == native_scores.keys()
+                a2a_s, native_s = seconds[mode], seconds["native"]
+                lines.append(
+                    f"{domain} ({tasks}, transport {args.transport}, tools {mode}): {len(scores)} simulations, "
+                    f"reward 1.0 on {sum(r == 1.0 for r in scores.values())} over A2A, "
+                    f"{sum(r == 1.0 for r in native_scores.values())} natively; "
+                    f"rewards {'equal' if not differing else 'DIFFER: ' + '; '.join(map(str, differing[:5]))}; "
+                    f"trajectories {'match' if not differences else 'DIFFER: ' + '; '.join(differences[:5])}; "
+                    f"wall time A2A {a2a_s:.1f}s / native {native_s:.1f}s = {a2a_s / max(native_s, 1e-9):.3f} "
+                    f"(max concurrency {args.max_concurrency}, A2A "
+                    f"{'on Ray ' + args.ray if args.ray else 'in this process'}, "
+                    f"{args.repeats} timed runs per arm after {args.warmup} untimed)"
+                )
             lines += [f"  below 1.0 natively: {s.task_id} (trial {s.trial}): {shortfall(s)}"
                       for s in sorted(native.simulations, key=lambda s: (s.task_id, s.trial or 0))
                       if s.reward_info is None or s.reward_info.reward != 1.0]

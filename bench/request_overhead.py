@@ -16,6 +16,13 @@ request; beside it, the client process's CPU time per request of each arm
 (all its threads), whose difference moves less with the load of a shared
 machine than wall time does.
 
+Then one tool call, both ways the agent can get its tools (docs/mcp-tools.md):
+in the message mode a tool call costs one A2A round trip (its result out in a
+message, the agent's next answer back); in the MCP tools mode one MCP
+`tools/call` from the agent's own MCP client (the official `mcp` SDK, a
+session kept open) through tau2-a2a's MCP server to the simulation's thread
+and back. Neither counts the tool's own run in tau2's environment.
+
     .venv/bin/python bench/request_overhead.py [--requests 200]
 """
 
@@ -131,9 +138,68 @@ def main() -> int:
                       f"{statistics.mean(ours) / statistics.mean(raw):5.2f}x "
                       f"{statistics.mean(ours) - statistics.mean(raw):+9.2f} | "
                       f"{our_cpu:11.2f} {raw_cpu:6.2f} {our_cpu - raw_cpu:+9.2f}")
+        tool_call_costs(sessions["jsonrpc"], args.requests)
         for session in sessions.values():
             session.close()
     return 0
+
+
+def tool_call_costs(session: A2ASession, requests: int) -> None:
+    """One tool call's round trip through a message turn (JSON-RPC) and through MCP, interleaved."""
+    import asyncio
+    import threading
+
+    from tau2_a2a.client.agent_actions import ActionQueue, ToolCallAction, ToolOutcome
+    from tau2_a2a.client.config import McpServing
+    from tau2_a2a.client.tool_server import ToolServer
+    from tau2_a2a.protocol.messages import ToolResult, tool_results_turn
+    from tau2_a2a.reference.mcp_client import mcp_session
+
+    environment = registry.get_env_constructor("airline")()
+    schemas = [tool.openai_schema for tool in environment.get_tools()]
+    result = environment.get_response(  # a typical result: one user's details
+        __import__("tau2.data_model.message", fromlist=["ToolCall"]).ToolCall(
+            id="c", name="get_user_details", arguments={"user_id": "mia_li_3668"})).content
+    turn = tool_results_turn([ToolResult(id="c", name="get_user_details", content=result)])
+    server = ToolServer(McpServing()).start()
+    actions = ActionQueue()
+    mcp = server.open(schemas, actions, driven=False)
+    server.simulation(mcp).waiting = True
+    stop = threading.Event()
+
+    def environment_side() -> None:  # answers each call at once, with the same result
+        while not stop.is_set():
+            action = actions.take(0.05)
+            if isinstance(action, ToolCallAction):
+                action.outcome.set_result(ToolOutcome(result))
+                actions.answered(action)
+
+    threading.Thread(target=environment_side, daemon=True).start()
+    message_ms: list[float] = []
+    mcp_ms: list[float] = []
+
+    async def measure() -> None:
+        async with mcp_session(mcp) as tools:
+            for _ in range(10):
+                await tools.call_tool("get_user_details", {"user_id": "mia_li_3668"})
+            for _ in range(requests):
+                started = time.perf_counter()
+                await tools.call_tool("get_user_details", {"user_id": "mia_li_3668"})
+                mcp_ms.append((time.perf_counter() - started) * 1000.0)
+                message_ms.append(await asyncio.to_thread(lambda: timed(
+                    functools.partial(session_send, session), turn)[0]))
+
+    try:
+        asyncio.run(measure())
+    finally:
+        stop.set()
+        server.close()
+    print(f"One tool call's round trip, {requests} each, interleaved (the tool's own run not counted):")
+    print(f"  through a message turn (JSON-RPC SendMessage, result out, next answer in): "
+          f"mean {statistics.mean(message_ms):.2f} ms, p50 {statistics.median(message_ms):.2f} ms")
+    print(f"  through MCP (tools/call, Streamable HTTP, JSON response):                 "
+          f"mean {statistics.mean(mcp_ms):.2f} ms, p50 {statistics.median(mcp_ms):.2f} ms; "
+          f"ratio MCP / message {statistics.mean(mcp_ms) / statistics.mean(message_ms):.2f}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ unchanged. It records every request body it receives.
 By default it calls tools by OpenAI function calling. With `tool_calls_as_text`
 it writes them as `{"tool_calls": [...]}` text instead and reads tool results
 from user messages: that is how an agent that declares no tools (the ADK
-reference agent) asks tau2 for them and gets their results.
+reference agent) asks tau2 for them and gets their results. A request with
+`"stream": true` (Pydantic AI's A2A worker always streams) gets the same
+reply as OpenAI streams it, in server-sent events.
 
 It also plays tau2's LLM user simulator (`user_simulator`): a request whose
 system prompt holds a task's `<scenario>` gets, as the user's first words, the
@@ -39,15 +41,16 @@ import re
 import threading
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 from tau2_a2a.tau2bench.distribution import STOP
 
-from tau2_a2a.tau2bench.oracle_script import find_marker, find_task, oracle_steps, task_marker
+from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SEND_TO_USER
+from tau2_a2a.tau2bench.oracle_script import OracleStep, find_marker, find_task, oracle_steps, task_marker
 
 MODEL = "openai/standin"
 NO_MARKER = "I can only play tasks named by a [tau2-task domain=... id=...] line."
@@ -77,28 +80,29 @@ class StandinLLM:
             Route("/chat/completions", self.completions, methods=["POST"]),
         ])
 
-    async def completions(self, request: Request) -> JSONResponse:
+    async def completions(self, request: Request) -> JSONResponse | StreamingResponse:
         body = await request.json()
         with self._lock:
             self.requests.append(body)
-        message = self.reply(body.get("messages", []))
+        message = self.reply(body.get("messages", []), body.get("tools"))
         prompt_tokens = len(json.dumps([body.get("messages"), body.get("tools")], sort_keys=True)) // 4
         completion_tokens = len(json.dumps(message, sort_keys=True)) // 4
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}
+        finish_reason = "tool_calls" if message.get("tool_calls") else "stop"
+        reply_id, model = f"chatcmpl-standin-{len(self.requests)}", body.get("model", "standin")
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(stream_chunks(reply_id, model, message, finish_reason,
+                                                   usage if include_usage else None),
+                                     media_type="text/event-stream")
         return JSONResponse({
-            "id": f"chatcmpl-standin-{len(self.requests)}",
+            "id": reply_id,
             "object": "chat.completion",
             "created": 0,
-            "model": body.get("model", "standin"),
-            "choices": [{
-                "index": 0,
-                "message": message,
-                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
-            }],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": usage,
         })
 
     def judge_requests(self) -> list[dict[str, Any]]:
@@ -109,7 +113,7 @@ class StandinLLM:
         """The requests it answered as tau2's user simulator."""
         return [body for body in self.requests if user_scenario_task(body.get("messages", [])) is not None]
 
-    def reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """As the judge when asked for verdicts, as the user when the system prompt holds a task's scenario,
         else as the agent."""
         prompt = judge_prompt(messages)
@@ -118,14 +122,19 @@ class StandinLLM:
         task = user_scenario_task(messages)
         if task is not None:
             return user_reply(messages, *task)
-        return self.agent_reply(messages)
+        return self.agent_reply(messages, tools)
 
-    def agent_reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The next golden action after as many tool results as seen so far, then the closing text."""
+    def agent_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The next golden action after as many tool results as seen so far, then the closing text. Offered the
+        agent-driven mode's `send_message_to_user`, it says each text through it, and stops once the user has
+        ended the conversation."""
         marker = next((found for m in messages if m.get("role") == "user"
                        for found in [find_marker(content_text(m.get("content")))] if found), None)
         if marker is None:
             return {"role": "assistant", "content": NO_MARKER}
+        tool_results = [m for m in messages if m.get("role") == "tool"]
+        if tool_results and CONVERSATION_ENDED in content_text(tool_results[-1].get("content")):  # as the client wraps it
+            return {"role": "assistant", "content": "Goodbye."}
         steps = oracle_steps(*marker)
         if self.tool_calls_as_text:
             done = sum(1 for m in messages if m.get("role") == "user"
@@ -133,6 +142,9 @@ class StandinLLM:
         else:
             done = sum(1 for m in messages if m.get("role") == "tool")
         step = steps[min(done, len(steps) - 1)]
+        speaks_by_tool = any((t.get("function") or {}).get("name") == SEND_TO_USER for t in tools or [])
+        if step.tool_name is None and speaks_by_tool:
+            step = OracleStep(tool_name=SEND_TO_USER, arguments={"message": step.text or ""})
         if step.tool_name is None:
             return {"role": "assistant", "content": step.text}
         call = {"id": f"call_standin_{done}", "name": step.tool_name, "arguments": step.arguments or {}}
@@ -147,6 +159,25 @@ class StandinLLM:
                 "function": {"name": step.tool_name, "arguments": json.dumps(call["arguments"])},
             }],
         }
+
+
+def stream_chunks(reply_id: str, model: str, message: dict[str, Any], finish_reason: str,
+                  usage: dict[str, int] | None) -> Iterator[str]:
+    """The reply as OpenAI's server-sent events for `"stream": true`: the whole message in one delta (tool calls
+    indexed), then the finish reason, the usage when asked for (`stream_options.include_usage`), and [DONE]."""
+    def event(choices: list[dict[str, Any]], **extra: Any) -> str:
+        chunk = {"id": reply_id, "object": "chat.completion.chunk", "created": 0, "model": model,
+                 "choices": choices, **extra}
+        return f"data: {json.dumps(chunk)}\n\n"
+
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    yield event([{"index": 0, "delta": delta, "finish_reason": None}])
+    yield event([{"index": 0, "delta": {}, "finish_reason": finish_reason}])
+    if usage is not None:
+        yield event([], usage=usage)
+    yield "data: [DONE]\n\n"
 
 
 def content_text(content: Any) -> str:

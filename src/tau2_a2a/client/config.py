@@ -17,8 +17,8 @@ from urllib.parse import urlparse, urlsplit
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.errors import ConfigError
 
-__all__ = ["A2AConfig", "AgentLimits", "ConfigError", "RetryPolicy", "redact", "validate_endpoint", "check_limit",
-           "check_timeout"]
+__all__ = ["A2AConfig", "AgentLimits", "ConfigError", "McpServing", "RetryPolicy", "redact", "validate_endpoint",
+           "check_limit", "check_timeout"]
 
 AUTH_TOKEN_ENV = "TAU2_A2A_AUTH_TOKEN"
 DEFAULT_TIMEOUT_SECONDS = 300.0
@@ -54,9 +54,49 @@ _LIMITS = ((_MAX_REPLY, "max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, "--a2a-max-r
            (_MAX_REQUEST, "max_request_bytes", DEFAULT_MAX_REQUEST_BYTES, "--a2a-max-request-bytes"))
 MAX_LIMIT = 1 << 40  # beyond any real run: a bigger value is a mistake
 _TARGETS = "a2a_allowed_targets"
+_TOOLS = "a2a_tools"
+_DRIVEN = "a2a_driven"
+_MCP_HOST = "a2a_mcp_host"
+_MCP_PORT = "a2a_mcp_port"
+_MCP_PUBLIC_URL = "a2a_mcp_public_url"
+_MCP_FIXED = "a2a_mcp_fixed"
+_MCP_PUBLIC_HOST = "a2a_mcp_public_host"
 
 # --a2a-transport choices: `auto` takes the card's first interface we speak.
 TRANSPORTS = ("auto", "jsonrpc", "http-json", "grpc")
+# --a2a-tools choices: how the agent gets the domain's tools (see protocol/mcp_tools.py); `auto` asks the card.
+TOOLS_MODES = ("message", "mcp", "auto")
+
+
+@dataclass(frozen=True)
+class McpServing:
+    """Where the MCP tools server of a run listens, and the URL agents are told.
+
+    `fixed`: one URL for every simulation, with no per-simulation token, for agents whose MCP servers are
+    configured beforehand; its calls belong to the one simulation in flight.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: a free port
+    public_url: str | None = None  # None: http://PUBLIC_HOST:PORT/mcp
+    fixed: bool = False
+    public_host: str | None = None  # the host name agents reach this machine by (None: HOST, or its address)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
+            raise ConfigError(f"--a2a-mcp-port must be a TCP port (0 for a free one), got {self.port!r}.")
+        if self.public_url is not None:
+            parsed = urlparse(self.public_url)
+            if parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.username or parsed.query:
+                raise ConfigError("--a2a-mcp-public-url must be an http(s) URL without credentials or query, such "
+                                  "as http://tau2:8931/mcp: the agent is told it in every first message.")
+            if parsed.path in ("", "/"):
+                object.__setattr__(self, "public_url", self.public_url.rstrip("/") + "/mcp")
+        if self.fixed and not (self.port or self.public_url):
+            raise ConfigError("--a2a-mcp-fixed serves the tools at one URL your agent is configured with "
+                              "beforehand: pass --a2a-mcp-port PORT (and --a2a-mcp-public-url if the agent "
+                              "reaches this machine by another name).")
+
 
 
 @dataclass(frozen=True)
@@ -176,9 +216,17 @@ class A2AConfig:
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS  # per simulation
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # one request back to the agent
     targets: TargetPolicy | None = None  # None: any host but link-local and metadata addresses
+    tools: str = "message"  # how the agent gets its tools: in messages, over MCP, or as its card asks (auto)
+    driven: bool = False  # the agent drives the conversation: one A2A task, the user an MCP tool (implies MCP)
+    mcp: McpServing = McpServing()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "endpoint", validate_endpoint(self.endpoint))
+        if self.tools not in TOOLS_MODES:
+            raise ConfigError(f"--a2a-tools {self.tools!r} is not one of {', '.join(TOOLS_MODES)}.")
+        if self.driven and self.tools == "message":
+            raise ConfigError("--a2a-driven gives the agent its tools and the user over MCP: leave out "
+                              "--a2a-tools message.")
         if self.transport not in TRANSPORTS:
             raise ConfigError(f"A2A transport {self.transport!r} is not one of {', '.join(TRANSPORTS)}.")
         check_timeout(self.timeout)
@@ -209,6 +257,11 @@ class A2AConfig:
                 record[key] = getattr(self, name)
         if self.targets is not None and self.targets.entries:
             record[_TARGETS] = list(self.targets.entries)
+        if self.tools != "message" or self.driven:  # the defaults leave earlier runs' records as they were
+            record[_TOOLS] = self.tools
+            record[_DRIVEN] = self.driven
+            record.update({_MCP_HOST: self.mcp.host, _MCP_PORT: self.mcp.port, _MCP_PUBLIC_URL: self.mcp.public_url,
+                           _MCP_FIXED: self.mcp.fixed, _MCP_PUBLIC_HOST: self.mcp.public_host})
         return record
 
     @classmethod
@@ -230,7 +283,19 @@ class A2AConfig:
             streaming=bool(record.get(_STREAMING, False)),
             **{name: int(record.get(key, default)) for key, name, default, _ in _LIMITS},
             targets=TargetPolicy.from_entries(record[_TARGETS]) if record.get(_TARGETS) else None,
+            tools=str(record.get(_TOOLS, "message")),
+            driven=bool(record.get(_DRIVEN, False)),
+            mcp=McpServing(host=str(record.get(_MCP_HOST, McpServing.host)),
+                           port=int(record.get(_MCP_PORT, McpServing.port)),
+                           public_url=record.get(_MCP_PUBLIC_URL),
+                           fixed=bool(record.get(_MCP_FIXED, False)),
+                           public_host=record.get(_MCP_PUBLIC_HOST)),
         )
+
+    @property
+    def uses_mcp(self) -> bool:
+        """Whether the agent may get its tools over MCP (`auto` decides from the card)."""
+        return self.tools != "message" or self.driven
 
 
 def redact(text: str, *secrets: str | None) -> str:

@@ -59,9 +59,10 @@ class BackgroundLoop:
 
     def run(self, coroutine: Any) -> Any:
         """Run a coroutine to its end on the background loop, and wait for it here."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self._started()).result()
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop()).result()
 
-    def _started(self) -> asyncio.AbstractEventLoop:
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop, started if it was not."""
         with self._lock:
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()

@@ -9,6 +9,7 @@ what a failure means (`failures`), what discovery checks (`card_check`).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import logging
 import threading
@@ -22,6 +23,7 @@ from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientF
 from a2a.types import (
     AgentCard,
     AgentInterface,
+    CancelTaskRequest,
     GetTaskRequest,
     Message,
     Part,
@@ -60,8 +62,10 @@ from tau2_a2a.client.transport import (
     metered,
     open_grpc_channel,
 )
-from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS, A2AConfig
 from tau2_a2a.client.limits import request_over_limit
+from tau2_a2a.client.tool_server import ToolServer
+from tau2_a2a.protocol.mcp_tools import declares_mcp_tools
 from tau2_a2a.protocol.messages import answer_parts
 from tau2_a2a.protocol.stream import StreamedReply
 from tau2_a2a.protocol.toolcalls import MalformedReply
@@ -76,6 +80,13 @@ _FAILED_STATES = (
     TaskState.TASK_STATE_CANCELED,
     TaskState.TASK_STATE_AUTH_REQUIRED,
 )
+
+
+# Tools modes, once the card is read: tools in messages, over MCP, or over MCP with the agent driving.
+MESSAGE, MCP, DRIVEN = "message", "mcp", "driven"
+# An A2A request in an MCP tools mode stays open while the agent acts: the wait for each of its actions is
+# bounded (--a2a-timeout), the request as a whole only by this, and it is aborted when its simulation ends.
+OPEN_REQUEST_SECONDS = MAX_TIMEOUT_SECONDS
 
 
 @dataclass
@@ -112,6 +123,9 @@ class A2ASession:
         self._discover_lock = threading.Lock()
         self.targets = config.targets or TargetPolicy()
         self._http = make_http(config, self.targets)
+        self._tools_mode = MESSAGE  # see tools_mode
+        self._tool_server: ToolServer | None = None
+        self._tool_server_lock = threading.Lock()
 
     def _call(self, coroutine: Any) -> Any:
         """Run a coroutine for the calling thread, and wait for its end.
@@ -141,6 +155,7 @@ class A2ASession:
                 self.binding = interface.protocol_binding
                 self.protocol_version = protocol_version(interface)
                 self.streaming = self._streams(card)
+                self._tools_mode = self._tools_mode_of(card)
                 self._call_context = self._context()
                 self._client = self._call(self._make_client(card))
                 self._call(self._check_access(interface))
@@ -152,6 +167,28 @@ class A2ASession:
             log.warning("--a2a-streaming: the agent at %s does not stream (its card says so); "
                         "sending blocking SendMessage requests instead.", self.config.endpoint)
         return self.config.streaming and card.capabilities.streaming
+
+    @property
+    def tools_mode(self) -> str:
+        """How the agent gets its tools: MESSAGE, MCP or DRIVEN (`--a2a-tools auto` asks the card, so this
+        discovers it first)."""
+        _ = self.card
+        return self._tools_mode
+
+    def _tools_mode_of(self, card: AgentCard) -> str:
+        if self.config.driven:
+            return DRIVEN
+        if self.config.tools == "mcp" or (self.config.tools == "auto" and declares_mcp_tools(card)):
+            return MCP
+        return MESSAGE
+
+    @property
+    def tool_server(self) -> ToolServer:
+        """The run's MCP tools server in this process, started at its first use."""
+        with self._tool_server_lock:
+            if self._tool_server is None:
+                self._tool_server = ToolServer(self.config.mcp).start()
+            return self._tool_server
 
     async def _make_client(self, card: AgentCard) -> Any:
         """a2a-sdk's client for the chosen binding; made on the session's loop, where gRPC needs its channel."""
@@ -169,13 +206,13 @@ class A2ASession:
     def _grpc(self) -> bool:
         return self.binding == GRPC
 
-    def _context(self) -> ClientCallContext:
+    def _context(self, timeout: float | None = None) -> ClientCallContext:
         """The settings of every call: the timeout, and over gRPC the bearer token (HTTP carries it in the client's
-        headers). Made once: a2a-sdk only reads it."""
+        headers). Made once per timeout: a2a-sdk only reads it."""
         parameters = None
         if self._grpc and self.config.auth_token:
             parameters = {"authorization": f"Bearer {self.config.auth_token}"}
-        return ClientCallContext(timeout=self.config.timeout, service_parameters=parameters)
+        return ClientCallContext(timeout=timeout or self.config.timeout, service_parameters=parameters)
 
     async def _discover(self) -> tuple[AgentCard, AgentInterface]:
         endpoint = self.config.endpoint
@@ -245,18 +282,58 @@ class A2ASession:
         _ = self.card  # discovery errors surface here, before any request
         self.raise_if_refused()
         try:
-            return self._call(self._send(parts, context_id, task_id, turn, on_request))
+            return self._call(self._send(parts, context_id, task_id, turn,
+                                         SendOptions(self.config.timeout, on_request=on_request)))
         except AgentAuthError as refusal:
             self.refusal = self.refusal or refusal
             raise
+
+    def send_in_background(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int,
+                           may_retry: Callable[[], bool]) -> InFlight:
+        """Send one message on a thread of its own and return at once; the reply (or failure) comes through the
+        returned InFlight, which can also abort the request. For the MCP tools modes, where the agent acts over
+        MCP while its A2A request is open: the request may last OPEN_REQUEST_SECONDS, and a failed attempt is
+        retried only while `may_retry()` says the agent has not acted yet."""
+        _ = self.card
+        self.raise_if_refused()
+        in_flight = InFlight()
+        options = SendOptions(OPEN_REQUEST_SECONDS, may_retry, in_flight.started)
+
+        def run() -> None:
+            try:
+                in_flight.future.set_result(self._call(self._send(parts, context_id, task_id, turn, options)))
+            except BaseException as error:  # noqa: BLE001  (handed to the simulation's thread)
+                if isinstance(error, AgentAuthError):
+                    self.refusal = self.refusal or error
+                in_flight.future.set_exception(error)
+
+        threading.Thread(target=run, name=f"a2a-send {context_id or 'new'}", daemon=True).start()
+        return in_flight
+
+    def cancel_task(self, task_id: str, turn: int) -> list[RequestRecord]:
+        """Ask the agent to cancel its task (the agent-driven mode's end); its records. Failures are recorded,
+        not raised: the simulation is over either way."""
+        records: list[RequestRecord] = []
+
+        async def cancel() -> None:
+            call = self._client.cancel_task(CancelTaskRequest(id=task_id), context=self._call_context)
+            try:
+                _, record = await self._request("CancelTask", turn, 1, None, 0, call)
+                records.append(record)
+            except Failed as failed:
+                records.append(failed.record)
+
+        self._call(cancel())
+        return records
 
     def raise_if_refused(self) -> None:
         if self.refusal is not None:
             raise AgentAuthError(str(self.refusal), status=self.refusal.status)
 
     async def _send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int,
-                    on_request: Callable[[Wire], None] | None = None) -> Exchange:
+                    options: SendOptions) -> Exchange:
         records: list[RequestRecord] = []
+        context = self._call_context if options.timeout == self.config.timeout else self._context(options.timeout)
         input_tokens = self._tokens.count_parts(parts)
 
         message_id = str(uuid.uuid4())  # one per turn: a retry resends the same message, and says so
@@ -269,32 +346,31 @@ class A2ASession:
                 context_id=context_id or "",
                 task_id=task_id or "",
             )
-            return self._send_once(SendMessageRequest(message=message))
+            return self._send_once(SendMessageRequest(message=message), context)
 
         method = "SendStreamingMessage" if self.streaming else "SendMessage"
-        reply = await self._with_retries(method, turn, context_id, input_tokens, send_once, records, on_request)
-        reply = await self._settle(reply, turn, records, on_request)
+        reply = await self._with_retries(method, turn, context_id, input_tokens, send_once, records, options)
+        reply = await self._settle(reply, turn, records, options)
         context_id = reply.context_id or context_id
         for record in records:  # attempts refused before the agent opened the context belong to it too
             record.context_id = record.context_id or context_id
         return Exchange(reply=reply, context_id=context_id, task_id=_open_task_id(reply), records=records)
 
     async def _with_retries(self, method: str, turn: int, context_id: str | None, input_tokens: int,
-                            make_call: Any, records: list[RequestRecord],
-                            on_request: Callable[[Wire], None] | None = None) -> Any:
-        """One request, retried with backoff while it fails in a way that may pass."""
+                            make_call: Any, records: list[RequestRecord], options: SendOptions) -> Any:
+        """One request, retried with backoff while it fails in a way that may pass (and the options allow)."""
         attempt = 0
         while True:
             attempt += 1
             try:
                 result, record = await self._request(method, turn, attempt, context_id, input_tokens, make_call(),
-                                                     on_request=on_request)
+                                                     options=options)
                 records.append(record)
                 return result
             except Failed as failed:
                 records.append(failed.record)
                 failure = failed.failure
-                if failure.retryable and attempt < self.config.retry.max_attempts:
+                if failure.retryable and attempt < self.config.retry.max_attempts and options.may_retry():
                     delay = self.config.retry.delay(attempt)
                     log.warning("A2A request to %s failed (%s); retry %d in %.2fs",
                                 self.config.endpoint, failure, attempt, delay)
@@ -303,7 +379,7 @@ class A2ASession:
                 failure.records = records
                 raise failure from None
 
-    async def _send_once(self, request: SendMessageRequest) -> Message | Task:
+    async def _send_once(self, request: SendMessageRequest, context: ClientCallContext) -> Message | Task:
         """One SendMessage (one event) or SendStreamingMessage (events until the stream ends), as one reply."""
         wire = current_wire.get()
         if self._grpc:
@@ -314,7 +390,7 @@ class A2ASession:
             if wire is not None:
                 wire.request_bytes += size
         streamed = StreamedReply()
-        async for event in self._client.send_message(request, context=self._call_context):
+        async for event in self._client.send_message(request, context=context):
             if wire is not None:
                 wire.saw_event(event.ByteSize() if self._grpc else 0)
                 if self._grpc and wire.response_bytes > self.config.max_reply_bytes:
@@ -339,9 +415,9 @@ class A2ASession:
         return self._get_task_once(GetTaskRequest(id=task_id))
 
     async def _settle(self, reply: Message | Task, turn: int, records: list[RequestRecord],
-                      on_request: Callable[[Wire], None] | None = None) -> Message | Task:
+                      options: SendOptions) -> Message | Task:
         """Poll a task the agent left working until it needs input or ends."""
-        deadline = time.monotonic() + self.config.timeout
+        deadline = time.monotonic() + options.timeout
         while isinstance(reply, Task) and reply.status.state in _PENDING_STATES:
             if time.monotonic() > deadline:
                 error = AgentTimeout(f"task {reply.id} still {TaskState.Name(reply.status.state)} "
@@ -350,7 +426,7 @@ class A2ASession:
                 raise error
             await asyncio.sleep(POLL_SECONDS)
             reply = await self._with_retries("GetTask", turn, reply.context_id, 0,
-                                             functools.partial(self._get_task, reply.id), records, on_request)
+                                             functools.partial(self._get_task, reply.id), records, options)
         if isinstance(reply, Task) and reply.status.state in _FAILED_STATES:
             failed = task_failure(reply, self.config.auth_token)
             record_failure(records[-1], failed)
@@ -360,25 +436,26 @@ class A2ASession:
 
     async def _request(self, method: str, turn: int | None, attempt: int, context_id: str | None,
                        input_tokens: int, call: Any, discovery: bool = False,
-                       on_request: Callable[[Wire], None] | None = None) -> tuple[Any, RequestRecord]:
+                       options: SendOptions | None = None) -> tuple[Any, RequestRecord]:
         """Run one A2A request under the meter; raise Failed with its record on failure.
 
         Every request gets its record, failed ones too; requests made before
         any simulation (`discovery`) are also kept for the metrics file.
         """
+        timeout = options.timeout if options is not None else self.config.timeout
         started = time.perf_counter()
-        wire = Wire(deadline=started + self.config.timeout)
-        if on_request is not None:
-            on_request(wire)
+        wire = Wire(deadline=started + timeout)
+        if options is not None and options.on_request is not None:
+            options.on_request(wire)
         result: Any = None
         cause: BaseException | None = None
         failure: A2AFailure | None = None
         try:
-            result = await metered(call, wire, self.config.timeout if self._grpc else None)
+            result = await metered(call, wire, timeout if self._grpc else None)
         except Exception as error:  # every failure is classified and recorded
             cause = error
             failure = classify(error, wire.status, self.config.auth_token, f"{method} to {self.config.endpoint}",
-                               body=wire.error_body, timeout=self.config.timeout)
+                               body=wire.error_body, timeout=timeout)
         measures = wire.measures(started)
         output_tokens = 0
         if isinstance(result, (Message, Task)):
@@ -422,6 +499,40 @@ class A2ASession:
             self._call(self._grpc_channel.close())
         self._call(self._http.aclose())
         self._background.close()
+        if self._tool_server is not None:
+            self._tool_server.close()
+
+
+@dataclass(frozen=True)
+class SendOptions:
+    """How one send runs: the time each of its requests has, whether a failed attempt may be sent again, and
+    who is told of each request as it starts (so that another thread can end it: `Wire.abort()`)."""
+
+    timeout: float
+    may_retry: Callable[[], bool] = lambda: True
+    on_request: Callable[[Wire], None] | None = None
+
+
+@dataclass
+class InFlight:
+    """A message sent on a thread of its own (`A2ASession.send_in_background`): its reply to come, and a way to
+    end it from another thread once its simulation is over."""
+
+    future: concurrent.futures.Future[Exchange] = field(default_factory=concurrent.futures.Future)
+    wires: list[Wire] = field(default_factory=list)  # one per request it made, in order
+    aborted: bool = False
+
+    def started(self, wire: Wire) -> None:
+        """A request of this send starts: it can be ended (at once, if the send was aborted already)."""
+        self.wires.append(wire)
+        if self.aborted:
+            wire.abort()
+
+    def abort(self) -> None:
+        """End the send now, whatever it waits for: its thread then ends with AgentRequestAborted."""
+        self.aborted = True
+        for wire in list(self.wires):
+            wire.abort()
 
 
 def _open_task_id(reply: Message | Task) -> str | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import re
 import socket
 import threading
 import time
@@ -38,6 +39,7 @@ from tau2_a2a.client.errors import (
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
 from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_REQUEST_BYTES, A2AConfig, redact
 from tau2_a2a.client.limits import request_over_limit
+from tau2_a2a.protocol.timestamps import naive_status_times_as_utc
 
 wire_log = logging.getLogger("tau2_a2a.wire")
 
@@ -58,6 +60,7 @@ class Wire:
     first_event_at: float | None = None  # perf_counter() of the first event
     deadline: float | None = None  # perf_counter() by which the reply must be in
     aborted: bool = False
+    finished: bool = False  # the request is over: its connection may serve another one now
     _stream: Any = field(default=None, repr=False)  # the connection serving the request (HTTP)
     _task: Any = field(default=None, repr=False)  # the task awaiting the call, and its loop (gRPC)
     _loop: Any = field(default=None, repr=False)
@@ -81,6 +84,8 @@ class Wire:
         the task awaiting it cancelled (gRPC). The request then fails with AgentRequestAborted, and is not
         retried; a request not yet begun fails as it begins."""
         with self._lock:
+            if self.finished:
+                return  # over already: its connection may serve another request now
             self.aborted = True
             stream, task, loop = self._stream, self._task, self._loop
         if stream is not None:
@@ -160,6 +165,8 @@ async def metered(call: Any, wire: Wire, timeout: float | None) -> Any:
         finally:
             wire._task = None
     finally:
+        with wire._lock:
+            wire.finished = True
         current_wire.reset(token)
 
 
@@ -168,6 +175,7 @@ class _CountedStream(httpx.AsyncByteStream):
 
     Its reads keep to the reply's deadline like any other (see `_DeadlineStream`),
     so a stream that falls silent, or trickles on, ends as timed out at the deadline.
+    Events pass on line by line, each line whole (see `_read_event_lines`).
     """
 
     def __init__(self, inner: Any, wire: Wire | None, log_chunk: Any, max_bytes: int,
@@ -180,6 +188,7 @@ class _CountedStream(httpx.AsyncByteStream):
 
     async def __aiter__(self) -> Any:
         received = 0
+        partial_line = bytearray()  # events are read line by line: a chunk may end inside a line
         for chunk in self._inner:
             received += len(chunk)
             if self._wire is not None:
@@ -187,10 +196,32 @@ class _CountedStream(httpx.AsyncByteStream):
             if received > self._max_bytes:
                 raise AgentReplyTooLarge(_too_large(self._request, received, self._max_bytes))
             self._log_chunk(chunk)
-            yield chunk
+            end = chunk.rfind(b"\n") + 1
+            if not end:
+                partial_line += chunk
+                continue
+            lines, partial_line = bytes(partial_line) + chunk[:end], bytearray(chunk[end:])
+            yield _read_event_lines(lines)
+        if partial_line:
+            yield _read_event_lines(bytes(partial_line))
 
     async def aclose(self) -> None:
         self._inner.close()
+
+
+def _read_event_lines(lines: bytes) -> bytes:
+    """Event-stream lines with each event's offset-less status timestamp read as UTC (protocol/timestamps.py)."""
+    if b'"timestamp"' not in lines:
+        return lines
+    return b"".join(_read_event_line(line) for line in lines.splitlines(keepends=True))
+
+
+def _read_event_line(line: bytes) -> bytes:
+    if not line.startswith(b"data:"):
+        return line
+    data = line[5:].strip()
+    read = naive_status_times_as_utc(data)
+    return line if read is data else b"data: " + read + line[len(line.rstrip(b"\r\n")):]
 
 
 class _DeadlineStream(httpcore.NetworkStream):
@@ -322,7 +353,8 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
     `max_bytes`, whole body or event stream, and the request fails as a
     malformed reply. A request body over `max_request_bytes` is not sent.
     Debug logs never show the bearer token, not even when the agent echoes it
-    back.
+    back. A task status's timestamp written without a UTC offset is read as
+    UTC (protocol/timestamps.py); nothing else is changed.
     """
 
     def __init__(self, inner: httpx.BaseTransport, debug: bool, token: str | None,
@@ -345,7 +377,7 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             _cut_timeouts(request, wire.deadline)
         if self._debug:
             wire_log.info("A2A request %s %s\n%s", request.method, request.url,
-                          redact(body.decode(errors="replace"), self._token))
+                          _shown(body, self._token))
         try:
             response = self._inner.handle_request(request)
         except (httpx.ConnectError, httpx.ConnectTimeout, AgentTargetRefused):
@@ -383,21 +415,34 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             wire.error_body = raw[:2000].decode(errors="replace")
         if self._debug:
             wire_log.info("A2A reply %s\n%s", response.status_code,
-                          redact(raw.decode(errors="replace"), self._token))
+                          _shown(raw, self._token))
+        headers = response.headers
+        read = naive_status_times_as_utc(raw)
+        if read is not raw:
+            headers = httpx.Headers({k: v for k, v in headers.items() if k.lower() != "content-length"})
         return httpx.Response(
             response.status_code,
-            headers=response.headers,
-            stream=httpx.ByteStream(raw),
+            headers=headers,
+            stream=httpx.ByteStream(read),
             extensions=response.extensions,
             request=request,
         )
 
     def _log_reply_chunk(self, chunk: bytes) -> None:
         if self._debug:
-            wire_log.info("A2A reply chunk\n%s", redact(chunk.decode(errors="replace"), self._token))
+            wire_log.info("A2A reply chunk\n%s", _shown(chunk, self._token))
 
     async def aclose(self) -> None:
         self._inner.close()
+
+
+_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+")
+
+
+def _shown(body: bytes, token: str | None) -> str:
+    """A body as the debug log shows it: without the agent's token, nor any bearer token it carries (the MCP
+    tools modes name each simulation's MCP token in its first message)."""
+    return _BEARER.sub(r"\1***", redact(body.decode(errors="replace"), token))
 
 
 def _cut_timeouts(request: httpx.Request, deadline: float) -> None:

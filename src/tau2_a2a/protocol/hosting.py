@@ -110,10 +110,11 @@ async def _serve(server: uvicorn.Server, app: Any, grpc_address: str | None) -> 
             await grpc.stop(GRPC_GRACE_SECONDS)
 
 
-def _uvicorn(app: Any, host: str, port: int, log_level: str) -> uvicorn.Server:
+def _uvicorn(app: Any, host: str, port: int, log_level: str,
+             graceful_seconds: float | None = None) -> uvicorn.Server:
     # The plain asyncio loop: grpc.aio shares it.
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="auto",
-                                         loop="asyncio"))
+                                         loop="asyncio", timeout_graceful_shutdown=graceful_seconds))
 
 
 def serve_forever(app: Any, host: str, port: int, grpc_port: int | None = None,
@@ -142,7 +143,8 @@ class BackgroundServer:
         self.port = port or free_port(host)
         self.grpc_port = grpc_port
         self.app = app
-        self._server = _uvicorn(app, host, self.port, "warning")
+        # Stopping ends requests still being answered after a moment (an agent under test may never answer).
+        self._server = _uvicorn(app, host, self.port, "warning", graceful_seconds=2.0)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"uvicorn:{self.port}", daemon=True)
 

@@ -65,7 +65,8 @@ class IncomingTurn:
     tool_results: list[ToolResult] = field(default_factory=list)
 
 
-def _part(kind: str, part: Part) -> Part:
+def mark(kind: str, part: Part) -> Part:
+    """`part`, marked with what it carries (its `tau2_kind`)."""
     part.metadata.update({KIND: kind})
     return part
 
@@ -87,21 +88,21 @@ def conversation_start(
     native agent would.
     """
     tools_text = f"<tools>\n{describe_tools(tool_schemas)}\n</tools>"
-    system = _part(SYSTEM, new_text_part(system_prompt))
+    system = mark(SYSTEM, new_text_part(system_prompt))
     if seed is not None:
         system.metadata.update({SEED: seed})
     return [
         system,
-        _part(TOOLS, new_text_part(tools_text)),
-        _part(TOOLS, new_data_part({"tools": tool_schemas})),
-        _part(HISTORY, new_data_part({"history": history})),
+        mark(TOOLS, new_text_part(tools_text)),
+        mark(TOOLS, new_data_part({"tools": tool_schemas})),
+        mark(HISTORY, new_data_part({"history": history})),
         *turn_parts,
     ]
 
 
 def user_turn(text: str) -> list[Part]:
     """Parts of a later message carrying the user's words."""
-    return [_part(USER, new_text_part(text))]
+    return [mark(USER, new_text_part(text))]
 
 
 def tool_results_turn(results: list[ToolResult]) -> list[Part]:
@@ -117,14 +118,14 @@ def tool_results_turn(results: list[ToolResult]) -> list[Part]:
             for r in results
         ]
     }
-    parts = [_part(TOOL_RESULTS, new_text_part(text)), _part(TOOL_RESULTS, new_data_part(data))]
+    parts = [mark(TOOL_RESULTS, new_text_part(text)), mark(TOOL_RESULTS, new_data_part(data))]
     return parts + [_adk_function_response(r) for r in results if r.form == "adk"]
 
 
 def _adk_function_response(result: ToolResult) -> Part:
     """A data part google-adk's A2A part converter reads back as a genai FunctionResponse."""
     response = {"id": result.id, "name": result.name, "response": {"result": result.content}}
-    part = _part(TOOL_RESULTS, new_data_part(response))
+    part = mark(TOOL_RESULTS, new_data_part(response))
     part.metadata.update({ADK_TYPE_KEY: ADK_FUNCTION_RESPONSE})
     return part
 
@@ -225,7 +226,7 @@ def tool_calls_reply(calls: list[ToolCallRequest]) -> list[Part]:
         else {"name": c.name, "arguments": c.arguments}
         for c in calls
     ]
-    return [_part(TOOL_CALLS, new_data_part({"tool_calls": payload}))]
+    return [mark(TOOL_CALLS, new_data_part({"tool_calls": payload}))]
 
 
 def reply_parts(reply: Message | Task) -> tuple[list[str], list[DataPart]]:

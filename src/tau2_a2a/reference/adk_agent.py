@@ -1,16 +1,28 @@
-"""A Google ADK agent made tau2-ready: copy this file to evaluate your own ADK agent.
+"""Google ADK agents made tau2-ready, two ways: copy what fits your own ADK agent.
 
-tau2 runs every tool itself, so the agent declares no tools: it reads tau2's
-policy and tool list from the first message and asks for tool calls in text,
-as `{"tool_calls": [...]}`. That form matters. ADK's LiteLlm turns any
-`{"name": ..., "arguments": ...}` object in the model's text into a call of
-one of the agent's own tools (an agent with none answers "Tool '...' not
-found"); a `{"tool_calls": [...]}` object passes through ADK untouched, and
-the tau2-a2a client runs the calls. google-adk's own `to_a2a` serves it.
+Over MCP (`build_adk_mcp_agent`, `--a2a-tools mcp`): an ordinary `LlmAgent` whose
+tools are ADK's own `McpToolset`, pointed at the run's MCP tools server. ADK runs
+its own tool loop, each call goes to tau2 over MCP, and its answer is its
+message to the user. With the server at a fixed URL (`--a2a-mcp-fixed`) the
+agent is unmodified; to run several conversations at once, two callbacks of a
+few lines keep the token each conversation's first message names and send it
+with every MCP request of that conversation (`remember_mcp_headers`,
+`mcp_headers`).
+
+In messages (`build_adk_agent`, the message mode): the agent declares no tools:
+it reads tau2's policy and tool list from the first message and asks for tool
+calls in text, as `{"tool_calls": [...]}`. That form matters. ADK's LiteLlm
+turns any `{"name": ..., "arguments": ...}` object in the model's text into a
+call of one of the agent's own tools (an agent with none answers "Tool '...'
+not found"); a `{"tool_calls": [...]}` object passes through ADK untouched, and
+the tau2-a2a client runs the calls.
+
+google-adk's own `to_a2a` serves either.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,10 +30,14 @@ from a2a.types import AgentCard, AgentSkill
 from a2a.utils.constants import TransportProtocol
 from google.adk.a2a.utils.agent_to_a2a import to_a2a
 from google.adk.agents import LlmAgent
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.models.lite_llm import LiteLlm
+from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
 from starlette.applications import Starlette
 
 from tau2_a2a.protocol.cards import agent_card
+from tau2_a2a.protocol.mcp_tools import declare_mcp_tools, invitation_from_entry
 
 INSTRUCTION = """\
 You are a customer service agent evaluated by tau2-bench. Its messages are laid out as follows.
@@ -47,6 +63,59 @@ Each answer is either tool calls or text for the customer, never both.
 """
 
 
+MCP_INSTRUCTION = """\
+You are a customer service agent. The first message of a conversation holds your instructions and
+the domain policy: follow them. Use your tools whenever the policy or the customer's request needs
+them. If you have a tool send_message_to_user, talk to the customer only through it; otherwise your
+answer is your message to the customer, in plain text.
+"""
+MCP_HEADERS_KEY = "tau2_mcp_headers"  # in the ADK session's state: the headers that open its tools
+# How long McpToolset waits for an MCP session to open. ADK's default, 5 s, is too short for a process that has
+# just started: its first model call imports LiteLLM on the event loop for several seconds, the sessions that
+# conversations open meanwhile time out, and ADK then runs the agent without its tools (logging an error).
+MCP_CONNECT_TIMEOUT_SECONDS = 60.0
+_DATA_START, _DATA_END = b"<a2a_datapart_json>", b"</a2a_datapart_json>"
+
+
+def remember_mcp_headers(callback_context: CallbackContext) -> None:
+    """before_agent_callback: keep in the session's state the MCP headers (the bearer token) that the
+    conversation's first message names; ADK hands an A2A data part over as a tagged JSON blob."""
+    content = callback_context.user_content
+    for part in content.parts or [] if content else []:
+        data = part.inline_data.data if part.inline_data else None
+        if data and data.startswith(_DATA_START) and data.endswith(_DATA_END):
+            try:
+                entry = json.loads(data[len(_DATA_START):-len(_DATA_END)])
+            except ValueError:
+                continue
+            invitation = invitation_from_entry(entry) if isinstance(entry, dict) else None
+            if invitation is not None:
+                callback_context.state[MCP_HEADERS_KEY] = invitation.server.headers
+
+
+def mcp_headers(context: ReadonlyContext) -> dict[str, str]:
+    """McpToolset's header_provider: this conversation's MCP headers (see remember_mcp_headers)."""
+    return dict(context.state.get(MCP_HEADERS_KEY) or {})
+
+
+def build_adk_mcp_agent(model: str, mcp_url: str, api_base: str | None = None,
+                        llm_args: dict[str, Any] | None = None, fixed: bool = False) -> LlmAgent:
+    """An LlmAgent whose tools are ADK's McpToolset on the run's MCP server at `mcp_url`. `fixed`: the server
+    serves one conversation at a time at that URL, with no token (unmodified ADK); otherwise each conversation
+    sends the token its first message names."""
+    connection = StreamableHTTPConnectionParams(url=mcp_url, timeout=MCP_CONNECT_TIMEOUT_SECONDS)
+    toolset = McpToolset(connection_params=connection,
+                         header_provider=None if fixed else mcp_headers)
+    return LlmAgent(
+        name="tau2_adk_mcp_agent",
+        description="A tau2-bench customer service agent built with Google ADK; its tools come over MCP.",
+        model=LiteLlm(model=model, api_base=api_base, **(llm_args or {})),
+        instruction=MCP_INSTRUCTION,
+        tools=[toolset],
+        before_agent_callback=None if fixed else remember_mcp_headers,
+    )
+
+
 def build_adk_agent(model: str, api_base: str | None = None, llm_args: dict[str, Any] | None = None) -> LlmAgent:
     """The agent: any LiteLLM model, no tools of its own (tau2 runs them), tau2's conventions as instruction."""
     return LlmAgent(
@@ -57,9 +126,10 @@ def build_adk_agent(model: str, api_base: str | None = None, llm_args: dict[str,
     )
 
 
-def adk_agent_card(url: str, model: str) -> AgentCard:
-    """JSON-RPC at `url`, declared for A2A 1.0 and 0.3 so that a2a-sdk 1.x and 0.3 clients both read it."""
-    return agent_card(
+def adk_agent_card(url: str, model: str, mcp_tools: bool = False) -> AgentCard:
+    """JSON-RPC at `url`, declared for A2A 1.0 and 0.3 so that a2a-sdk 1.x and 0.3 clients both read it; with
+    `mcp_tools`, declaring that the agent takes its tools over MCP."""
+    card = agent_card(
         name=f"tau2 ADK agent ({model})",
         description=f"A Google ADK LlmAgent backed by the LiteLLM model {model}, served by ADK's to_a2a.",
         url=url,
@@ -75,18 +145,23 @@ def adk_agent_card(url: str, model: str) -> AgentCard:
             )
         ],
     )
+    return declare_mcp_tools(card) if mcp_tools else card
 
 
-def adk_app(model: str, url: str, api_base: str | None = None, llm_args: dict[str, Any] | None = None) -> Starlette:
+def adk_app(model: str, url: str, api_base: str | None = None, llm_args: dict[str, Any] | None = None,
+            mcp_url: str | None = None, mcp_fixed: bool = False) -> Starlette:
     """The agent served by google-adk's `to_a2a` at `url`: JSON-RPC at /, card at /.well-known/agent-card.json.
+    With `mcp_url`, the agent takes its tools over MCP there (`build_adk_mcp_agent`).
 
     Sessions (one per A2A context) live in memory.
     """
     address = urlsplit(url)
+    agent = (build_adk_mcp_agent(model, mcp_url, api_base, llm_args, mcp_fixed) if mcp_url
+             else build_adk_agent(model, api_base, llm_args))
     return to_a2a(
-        build_adk_agent(model, api_base, llm_args),
+        agent,
         host=address.hostname or "127.0.0.1",
         port=address.port or 80,
         protocol=address.scheme or "http",
-        agent_card=adk_agent_card(url, model),
+        agent_card=adk_agent_card(url, model, mcp_tools=mcp_url is not None),
     )

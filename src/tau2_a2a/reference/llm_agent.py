@@ -7,6 +7,13 @@ Copy this file to make your own agent tau2-ready. The tau2 client sends
 - later messages: the user's words, or the results of the tools it called.
 It answers with a data part {"tool_calls": [...]}, text for the user, or both.
 
+In the MCP tools modes the first message names an MCP server instead of the
+tools (`protocol.mcp_tools`): the agent lists the tools there and calls them
+with the official MCP client in its own loop, and answers with its words for
+the user. In the agent-driven mode its words go to the user through the
+`send_message_to_user` tool, whose result is the user's reply. Either way the
+model sees the conversation tau2's native `llm_agent` would show it.
+
 The LiteLLM request is the one tau2's `LLMAgent` makes: the same system
 prompt, tool schemas, message shapes and `tool_choice="auto"`. So with the
 same model the two agents differ only by the protocol.
@@ -28,9 +35,19 @@ from a2a.server.events import EventQueue
 from a2a.types import AgentCard, AgentSkill, Part
 from a2a.utils.errors import InternalError, InvalidParamsError
 
+from tau2_a2a.protocol.mcp_tools import (
+    CONVERSATION_ENDED,
+    SEND_TO_USER,
+    McpInvitation,
+    declare_mcp_tools,
+    read_mcp_invitation,
+)
 from tau2_a2a.protocol.messages import USAGE_METADATA_KEY, IncomingTurn, read_turn, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.protocol.hosting import agent_card
+from tau2_a2a.reference.mcp_client import call, mcp_session, openai_schemas
+
+NEEDS_MCP = "This agent takes its tools over MCP: evaluate it with --a2a-tools mcp or auto."
 
 log = logging.getLogger("tau2_a2a.llm_agent")
 
@@ -63,6 +80,7 @@ class Conversation:
     last_used: float
     seed: int | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    mcp: McpInvitation | None = None  # in an MCP tools mode: the server its tools are on
 
 
 class LLMExecutor(AgentExecutor):
@@ -78,7 +96,9 @@ class LLMExecutor(AgentExecutor):
         llm_args: dict[str, Any] | None = None,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        mcp_only: bool = False,
     ) -> None:
+        self.mcp_only = mcp_only
         self.model = model
         self.llm_args = dict(llm_args or {})
         self.idle_timeout = idle_timeout
@@ -89,13 +109,21 @@ class LLMExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         self._forget_idle()
         turn = read_turn(context.message)
-        conversation = self._conversation(context.context_id, turn)
+        conversation = self._conversation(context.context_id, turn, read_mcp_invitation(context.message))
+        if conversation.mcp is None and self.mcp_only:
+            await event_queue.enqueue_event(new_message([new_text_part(NEEDS_MCP)], context_id=context.context_id))
+            return
         async with conversation.lock:  # a failed turn leaves the conversation as it was
             incoming = _incoming_messages(turn)
-            content, calls, usage = await self._complete(
-                conversation.messages + incoming, conversation.tools, conversation.seed
-            )
-            conversation.messages += [*incoming, _assistant_message(content, calls)]
+            if conversation.mcp is not None:
+                calls = []
+                content, messages, usage = await self._over_mcp(conversation, conversation.messages + incoming)
+                conversation.messages = messages
+            else:
+                content, calls, usage = await self._complete(
+                    conversation.messages + incoming, conversation.tools, conversation.seed
+                )
+                conversation.messages += [*incoming, _assistant_message(content, calls)]
             conversation.last_used = self.clock()
         self.usage.add(usage)
         parts: list[Part] = [new_text_part(content)] if content else []
@@ -112,7 +140,35 @@ class LLMExecutor(AgentExecutor):
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         self.conversations.pop(context.context_id, None)
 
-    def _conversation(self, context_id: str, turn: IncomingTurn) -> Conversation:
+    async def _over_mcp(self, conversation: Conversation,
+                        messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]], Usage]:
+        """One turn in an MCP tools mode: the model's calls run over MCP until it has words for the user (in the
+        agent-driven mode, until the user ends the conversation); the turn's words, messages and usage."""
+        invitation = conversation.mcp
+        assert invitation is not None
+        usage = Usage()
+        async with mcp_session(invitation.server) as tools:
+            if not conversation.tools:  # the model sees the domain's tools, as tau2's own agent's model does
+                listed = (await tools.list_tools()).tools
+                conversation.tools = [t for t in openai_schemas(listed) if t["function"]["name"] != SEND_TO_USER]
+            while True:
+                content, calls, used = await self._complete(messages, conversation.tools, conversation.seed)
+                usage.add(used)
+                messages = [*messages, _assistant_message(content, calls)]
+                for request in calls:
+                    text, _ = await call(tools, request.name, request.arguments)
+                    messages.append({"role": "tool", "content": text, "tool_call_id": request.id})
+                if calls:
+                    continue
+                if not invitation.driven:
+                    return content, messages, usage
+                answer, _ = await call(tools, SEND_TO_USER, {"message": content or ""})
+                if answer == CONVERSATION_ENDED:
+                    return "Goodbye.", messages, usage
+                messages.append({"role": "user", "content": answer})
+
+    def _conversation(self, context_id: str, turn: IncomingTurn,
+                      invitation: McpInvitation | None = None) -> Conversation:
         """Start a conversation on a first message (it carries the system prompt); else continue one."""
         if turn.system is not None:
             history = [_history_message(entry) for entry in turn.history or []]
@@ -121,6 +177,7 @@ class LLMExecutor(AgentExecutor):
                 tools=turn.tools or [],
                 last_used=self.clock(),
                 seed=turn.seed,
+                mcp=invitation,
             )
             self.conversations[context_id] = conversation
             return conversation
@@ -227,9 +284,10 @@ def _redact(text: str, llm_args: dict[str, Any]) -> str:
     return text.replace(key, "***") if isinstance(key, str) and key else text
 
 
-def llm_agent_card(url: str, model: str, grpc_url: str | None = None) -> AgentCard:
-    """JSON-RPC and HTTP+JSON at `url`, gRPC at `grpc_url` (host:port) when served."""
-    return agent_card(
+def llm_agent_card(url: str, model: str, grpc_url: str | None = None, mcp_tools: bool = False) -> AgentCard:
+    """JSON-RPC and HTTP+JSON at `url`, gRPC at `grpc_url` (host:port) when served; with `mcp_tools` the card
+    declares that the agent takes its tools over MCP."""
+    card = agent_card(
         name=f"tau2 baseline LLM agent ({model})",
         description=f"tau2's llm_agent over A2A, backed by the LiteLLM model {model}.",
         url=url,
@@ -244,3 +302,4 @@ def llm_agent_card(url: str, model: str, grpc_url: str | None = None) -> AgentCa
             )
         ],
     )
+    return declare_mcp_tools(card) if mcp_tools else card

@@ -26,12 +26,16 @@ def metrics_path(results_path: Path) -> Path:
     return results_path.parent / f"{results_path.stem}{METRICS_SUFFIX}"
 
 
-def simulation_records(simulation: dict[str, Any]) -> list[dict[str, Any]]:
-    """All request records of one simulation of a results file, in order."""
+MCP_REQUESTS_KEY = "mcp_requests"  # beside "requests": the MCP requests of the MCP tools modes
+
+
+def simulation_records(simulation: dict[str, Any], key: str = "requests") -> list[dict[str, Any]]:
+    """All A2A request records of one simulation of a results file (with `MCP_REQUESTS_KEY`, its MCP requests),
+    in order."""
     records: list[dict[str, Any]] = []
     for message in simulation["messages"]:
         raw = message.get("raw_data") or {}
-        records.extend(raw.get(RAW_DATA_KEY, {}).get("requests", []))
+        records.extend(raw.get(RAW_DATA_KEY, {}).get(key, []))
     return records
 
 
@@ -82,9 +86,13 @@ def build_report(results: dict[str, Any], discovery: list[dict[str, Any]] | None
 
     "run" aggregates the requests of all simulations; "discovery" holds the
     requests made before them; "simulations" has each simulation's records.
+    In the MCP tools modes each of these also has "mcp": the same for the
+    agent's MCP requests (an A2A request then lasts the agent's whole turn,
+    its tool calls included).
     """
     per_simulation = []
     all_records: list[dict[str, Any]] = []
+    all_mcp: list[dict[str, Any]] = []
     ended_by: dict[str, int] = {}
     local_seconds = 0.0
     for simulation in results["simulations"]:
@@ -115,7 +123,14 @@ def build_report(results: dict[str, Any], discovery: list[dict[str, Any]] | None
             }
         )
         all_records.extend(records)
+        mcp = [{"simulation_id": simulation["id"], "task_id": simulation["task_id"], "trial": simulation["trial"],
+                **record} for record in simulation_records(simulation, MCP_REQUESTS_KEY)]
+        if mcp:
+            per_simulation[-1]["mcp"] = {"summary": summarize(mcp), "requests": mcp}
+            all_mcp.extend(mcp)
     run = summarize(all_records)
+    if all_mcp:
+        run["mcp"] = summarize(all_mcp)
     run["simulations"] = len(per_simulation)
     run["simulations_ended_by_a2a_errors"] = ended_by
     run["a2a_time_s"] = round(run["latency_ms"]["total"] / 1000.0, 3)

@@ -23,14 +23,14 @@ from typing import Any
 
 from tau2_a2a.client.bindings import READABLE
 from tau2_a2a.client.errors import AgentAuthError
-from tau2_a2a.client.session import A2ASession
+from tau2_a2a.client.session import DRIVEN, MCP, A2ASession
 from tau2_a2a.runner.interrupt import RunInterrupted, freeze_writes
 from tau2_a2a.runner.outcome import RunOutcome, RunStopped
 from tau2_a2a.runner.protocol_metrics import metrics_path, write_report
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
 from tau2_a2a.tau2bench.environments import install as install_environments
 from tau2_a2a.tau2bench.orchestration import on_session
-from tau2_a2a.tau2bench.resume import CARD_KEY
+from tau2_a2a.tau2bench.resume import CARD_KEY, TOOLS_KEY
 from tau2_a2a.tau2bench.runs import plan_run, simulations_saved
 from tau2_a2a.terminal import plain
 
@@ -53,7 +53,8 @@ def evaluate(settings: RunSettings) -> RunOutcome:
             card = session.card
             print(f"A2A agent: {plain(card.name)} at {session.config.endpoint} ({describe_binding(session)})",
                   flush=True)
-            plan.point_at(A2A_AGENT, {**session.config.as_record(), CARD_KEY: card_identity(card)},
+            plan.point_at(A2A_AGENT, {**session.config.as_record(), CARD_KEY: card_identity(card),
+                                      TOOLS_KEY: session.tools_mode},
                           agent_model_name(card.name) if settings.agent_llm is None else None)
             if settings.ray:
                 from tau2_a2a.runner.ray_engine import simulations_on_ray
@@ -111,5 +112,6 @@ def card_identity(card: Any) -> dict[str, str]:
 
 def describe_binding(session: A2ASession) -> str:
     """'A2A 1.0 over JSON-RPC, streaming': what the session settled on from the card."""
+    tools = {MCP: ", tools over MCP", DRIVEN: ", driving the conversation over MCP"}.get(session.tools_mode, "")
     return (f"A2A {session.protocol_version} over {READABLE[session.binding]}"
-            + (", streaming" if session.streaming else ""))
+            + (", streaming" if session.streaming else "") + tools)

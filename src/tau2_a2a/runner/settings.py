@@ -74,6 +74,14 @@ class RunSettings:
             raise ConfigError("--agent a2a_agent needs --a2a-endpoint URL (the agent's base URL).")
         if self.ray and self.agent != A2A_AGENT:
             raise ConfigError("--ray runs the simulations of an A2A evaluation: pass --agent a2a_agent.")
+        if self.a2a is not None and self.ray and (self.a2a.mcp.port or self.a2a.mcp.public_url):
+            raise ConfigError("With --ray each actor serves its simulations' MCP tools on a free port of its own "
+                              "node, and tells the agent that address: leave out --a2a-mcp-port and "
+                              "--a2a-mcp-public-url (pass --a2a-mcp-host 0.0.0.0 for an agent on another machine).")
+        if self.a2a is not None and self.a2a.mcp.fixed and (self.max_concurrency > 1 or self.ray):
+            raise ConfigError("--a2a-mcp-fixed serves one simulation's tools at a time at its one URL: run with "
+                              "--max-concurrency 1 and without --ray, or leave out --a2a-mcp-fixed so that each "
+                              "simulation's first message names its own token.")
 
     @property
     def is_a2a(self) -> bool:

@@ -1,11 +1,13 @@
 """A2AAgent: the tau2 agent type `a2a_agent`, a remote agent that only reasons.
 
-The remote agent receives the policy, the tools and the conversation, and
-answers with text or tool calls; tau2's orchestrator runs every tool call
-locally. One A2A context per simulation: a fresh agent (and state) per task
-and trial, the `context_id` the agent returns sent back with every message.
-Every simulation of a run talks over the run's one A2A session (see
-`orchestration.on_session`).
+The remote agent receives the policy and the conversation, and gets the
+domain's tools in one of two ways (`--a2a-tools`): in the messages, answering
+with text or tool calls (the message mode, here), or over MCP, calling them
+with its own MCP client while its A2A request is open (`mcp_conversation`).
+Either way tau2's orchestrator runs every tool call locally, exactly once. One
+A2A context per simulation: a fresh agent (and state) per task and trial, the
+`context_id` the agent returns sent back with every message. Every simulation
+of a run talks over the run's one A2A session (see `orchestration.on_session`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit
 from tau2_a2a.client.limits import check_tool_calls
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.client.config import redact
-from tau2_a2a.client.session import A2ASession
+from tau2_a2a.client.session import MESSAGE, A2ASession
+from tau2_a2a.protocol.mcp_tools import McpServer, mcp_conversation_start
 from tau2_a2a.protocol.messages import (
     USAGE_METADATA_KEY,
     ToolResult,
@@ -43,6 +46,7 @@ from tau2_a2a.protocol.messages import (
     user_turn,
 )
 from tau2_a2a.protocol.toolcalls import CallForm, MalformedReply, parse_reply, restore_arguments
+from tau2_a2a.tau2bench.mcp_conversation import ENDED_KEY, McpConversation
 from tau2_a2a.tau2bench.orchestration import AGENT_NAME, current_session
 
 __all__ = ["AGENT_NAME", "A2AAgent"]
@@ -61,6 +65,7 @@ class A2AAgentState:
     # call id -> tool name and the form the call came in, which its result goes back in
     pending_calls: dict[str, tuple[str, CallForm]] = field(default_factory=dict)
     tool_calls: int = 0  # asked for so far (see client.limits)
+    mcp: McpConversation | None = None  # in an MCP tools mode: the simulation's tools and open request
 
 
 class A2AAgent(LLMAgent):
@@ -97,6 +102,8 @@ class A2AAgent(LLMAgent):
     def generate_next_message(
         self, message: ValidAgentInputMessage, state: A2AAgentState
     ) -> tuple[AssistantMessage, A2AAgentState]:
+        if self.session.tools_mode != MESSAGE:
+            return self._next_over_mcp(message, state), state
         parts = self._outgoing_parts(message, state)
         incoming = message.tool_messages if isinstance(message, MultiToolMessage) else [message]
         state.messages.extend(incoming)
@@ -107,6 +114,33 @@ class A2AAgent(LLMAgent):
         assistant = self._to_assistant_message(exchange, state)
         state.messages.append(assistant)
         return assistant, state
+
+    def _next_over_mcp(self, message: ValidAgentInputMessage, state: A2AAgentState) -> AssistantMessage:
+        """The agent's next action in an MCP tools mode (see `mcp_conversation`)."""
+        if state.mcp is None:
+            state.mcp = McpConversation.open(self.session, self.tool_schemas)
+            state.mcp.usage_of = _usage_and_cost
+        incoming = message.tool_messages if isinstance(message, MultiToolMessage) else [message]
+        state.messages.extend(incoming)
+
+        def opening(server: McpServer, driven: bool, turn_parts: list) -> list:
+            history = [_history_entry(m) for m in state.messages[:-len(incoming)]]
+            return mcp_conversation_start(self.system_prompt, server, driven, turn_parts, history, self.seed)
+
+        assistant = state.mcp.next_message(message, opening)
+        state.messages.append(assistant)
+        return assistant
+
+    def stop(self, message: Any = None, state: A2AAgentState | None = None) -> None:
+        """The simulation is over: in an MCP tools mode, close its tools and end its A2A request."""
+        if state is not None and state.mcp is not None:
+            state.mcp.close()
+
+    @classmethod
+    def is_stop(cls, message: AssistantMessage) -> bool:
+        """The agent ended the conversation itself (the agent-driven mode's A2A task ended)."""
+        raw = (message.raw_data or {}).get(RAW_DATA_KEY) or {}
+        return bool(raw.get(ENDED_KEY))
 
     def _outgoing_parts(self, message: ValidAgentInputMessage, state: A2AAgentState) -> list:
         if isinstance(message, UserMessage):

