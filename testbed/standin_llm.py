@@ -1,10 +1,18 @@
 """A deterministic OpenAI-compatible chat server standing in for the LLM provider.
 
 It plays the agent of a tau2 task named by the scripted user's marker
-("[tau2-task domain=airline id=N]"): after k tool results it asks for the
-task's golden action k, then says the task's communicate_info. Real HTTP on
+("[tau2-task domain=airline id=N]"): it follows the oracle's plan for the task
+(oracle_script.oracle_steps): its k-th reply, once k replies have been answered
+by a tool result or the user's words, is the task's golden tool call or
+hand-over k, and the last one says the task's communicate_info. Real HTTP on
 loopback, so LiteLLM, tau2's llm_agent and the baseline A2A agent all run
 unchanged. It records every request body it receives.
+
+Built with a fault plan (`faults`, testbed/standin_faults.py) it is an agent
+that goes wrong in chosen ways, the fault a pure function of the task: a wrong
+argument, a skipped write, an early goodbye, a transfer, a loop until
+--max-steps, a closing text that leaves out or misstates what the user must be
+told. The default plan makes no fault.
 
 By default it calls tools by OpenAI function calling. With `tool_calls_as_text`
 it writes them as `{"tool_calls": [...]}` text instead and reads tool results
@@ -29,6 +37,7 @@ Run on its own for benchmarks and by hand (it prints its api base, the value
 for OPENAI_API_BASE or a model's `api_base`, and serves until stopped):
 
     python -m testbed.standin_llm --port 8765
+    python -m testbed.standin_llm --port 8765 --faults hashed   # each task's fault by a hash of its id
 """
 
 from __future__ import annotations
@@ -47,7 +56,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from tau2_a2a.tau2bench.distribution import STOP
 
-from tau2_a2a.tau2bench.oracle_script import find_marker, find_task, oracle_steps, task_marker
+from tau2_a2a.tau2bench.oracle_script import find_marker, find_task, task_marker
+from testbed.standin_faults import FaultPlan, faulty_steps, hashed_plan, no_faults
 
 MODEL = "openai/standin"
 NO_MARKER = "I can only play tasks named by a [tau2-task domain=... id=...] line."
@@ -57,16 +67,18 @@ USER_DOMAINS = ("airline", "retail")  # the domains whose scenarios it recognise
 class StandinLLM:
     """The chat completions endpoint and the log of what it was asked."""
 
-    def __init__(self, tool_calls_as_text: bool = False) -> None:
+    def __init__(self, tool_calls_as_text: bool = False, faults: FaultPlan = no_faults) -> None:
         self.tool_calls_as_text = tool_calls_as_text
+        self.faults = faults
         self.requests: list[dict[str, Any]] = []
         self.api_base = ""  # set once served: the URL LiteLLM's `api_base` takes
         self._lock = threading.Lock()
 
     @classmethod
-    def serve(cls, serve: Callable[[Callable[[str], Any]], Any], tool_calls_as_text: bool = False) -> "StandinLLM":
+    def serve(cls, serve: Callable[[Callable[[str], Any]], Any], tool_calls_as_text: bool = False,
+              faults: FaultPlan = no_faults) -> "StandinLLM":
         """Start one on loopback with the tests' `serve` fixture."""
-        llm = cls(tool_calls_as_text)
+        llm = cls(tool_calls_as_text, faults)
         server = serve(lambda url: llm.app())
         llm.api_base = f"{server.url}/v1"
         return llm
@@ -121,17 +133,16 @@ class StandinLLM:
         return self.agent_reply(messages)
 
     def agent_reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The next golden action after as many tool results as seen so far, then the closing text."""
-        marker = next((found for m in messages if m.get("role") == "user"
-                       for found in [find_marker(content_text(m.get("content")))] if found), None)
-        if marker is None:
+        """The plan's next step once as many replies as it made so far have been answered, then its closing
+        text (or, in a loop, its one step) again."""
+        opening = next((i for i, m in enumerate(messages) if m.get("role") == "user"
+                        and find_marker(content_text(m.get("content")))), None)
+        if opening is None:
             return {"role": "assistant", "content": NO_MARKER}
-        steps = oracle_steps(*marker)
-        if self.tool_calls_as_text:
-            done = sum(1 for m in messages if m.get("role") == "user"
-                       and content_text(m.get("content")).startswith("Tool result"))
-        else:
-            done = sum(1 for m in messages if m.get("role") == "tool")
+        marker = find_marker(content_text(messages[opening].get("content")))
+        assert marker is not None
+        steps = faulty_steps(*marker, self.faults(*marker))
+        done = sum(1 for m in messages[opening + 1:] if m.get("role") in ("tool", "user"))
         step = steps[min(done, len(steps) - 1)]
         if step.tool_name is None:
             return {"role": "assistant", "content": step.text}
@@ -277,8 +288,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="A deterministic stand-in for an OpenAI-compatible LLM provider.")
     parser.add_argument("--port", type=int, default=0, help="loopback port (default: a free one)")
     parser.add_argument("--tool-calls-as-text", action="store_true", help="as the agent, write tool calls as text")
+    parser.add_argument("--faults", choices=("none", "hashed"), default="none",
+                        help="as the agent, make no fault (the oracle's plan) or each task's fault by a hash of "
+                             "its domain and id (testbed/standin_faults.py)")
     args = parser.parse_args(argv)
-    llm = StandinLLM(args.tool_calls_as_text)
+    llm = StandinLLM(args.tool_calls_as_text, hashed_plan if args.faults == "hashed" else no_faults)
     with BackgroundServer(llm.app(), port=args.port or free_port()) as server:
         print(f"{server.url}/v1", flush=True)
         try:
