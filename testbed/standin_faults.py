@@ -11,8 +11,8 @@ their scores can be compared turn for turn.
     wrong_argument       the last write is called with one argument changed
     skipped_write        the last write is left out
     early_goodbye        the closing text comes before the first write (the scripted user then stops)
-    transfer             transfer_to_human_agents at once, then the transfer message
-    max_steps            one read, again and again, until tau2's --max-steps ends the simulation
+    transfer             transfer_to_human_agents at once, saying so in the same reply, then the transfer message
+    max_steps            one read, twice in each reply, again and again, until tau2's --max-steps ends the simulation
     missing_info         every step, but the closing text leaves out the last communicate_info
     wrong_final_message  every step, but each digit of the closing text's communicate_info is off by one
     number_format        every step, but each call's integral numbers in the other JSON form: 2 for 2.0, 2.0 for 2
@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
 from typing import Any
@@ -38,6 +39,7 @@ from tau2_a2a.tau2bench.oracle_script import OracleStep, find_task, oracle_steps
 KNOWLEDGE_DOMAIN = "banking_knowledge"
 TRANSFER_TOOL = "transfer_to_human_agents"
 TRANSFER_SUMMARY = "The customer asked to speak with a human agent."
+TRANSFER_NOTICE = "I am transferring you to a human agent now."
 TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
 DISCOVERABLE_CALL = "call_discoverable_agent_tool"
 
@@ -55,6 +57,28 @@ class Fault(str, Enum):
 
 
 FaultPlan = Callable[[str, str], Fault]  # (domain, task id) -> the fault the agent makes in that task
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One reply of the agent: words for the user, tool calls (several at once), or both."""
+
+    text: str | None = None
+    calls: tuple[Call, ...] = ()
+
+    @classmethod
+    def of(cls, step: OracleStep) -> "Reply":
+        return cls(calls=(Call(step.tool_name, dict(step.arguments or {})),)) if step.tool_name else cls(step.text)
+
+    def call(self) -> Call | None:
+        """Its one tool call, if it makes exactly one."""
+        return self.calls[0] if len(self.calls) == 1 else None
 
 
 def no_faults(domain: str, task_id: str) -> Fault:
@@ -79,48 +103,48 @@ def hashed_plan(domain: str, task_id: str) -> Fault:
 
 def applicable_faults(domain: str, task_id: str) -> list[Fault]:
     """The faults whose plan differs from the oracle's in this task, in Fault's order (2 and 2.0 differ)."""
-    steps = repr(oracle_steps(domain, task_id))
-    return [fault for fault in Fault
-            if fault is not Fault.NONE and repr(list(faulty_steps(domain, task_id, fault))) != steps]
+    oracle = repr(agent_plan(domain, task_id, Fault.NONE))
+    return [fault for fault in Fault if fault is not Fault.NONE and repr(agent_plan(domain, task_id, fault)) != oracle]
 
 
 @lru_cache(maxsize=4096)
-def faulty_steps(domain: str, task_id: str, fault: Fault) -> tuple[OracleStep, ...]:
+def agent_plan(domain: str, task_id: str, fault: Fault) -> tuple[Reply, ...]:
     """The agent's replies in order; the stand-in repeats the last one when asked for more."""
-    return tuple(_faulty_steps(domain, task_id, fault))
+    return tuple(_plan(domain, task_id, fault))
 
 
-def _faulty_steps(domain: str, task_id: str, fault: Fault) -> list[OracleStep]:
-    steps = oracle_steps(domain, task_id)
+def _plan(domain: str, task_id: str, fault: Fault) -> list[Reply]:
+    replies = [Reply.of(step) for step in oracle_steps(domain, task_id)]
     if fault is Fault.NONE:
-        return steps
-    *acting, closing = steps
+        return replies
+    *acting, closing = replies
     writes = write_indices(domain, task_id, acting)
     info = communicate_info(domain, task_id)
     if fault is Fault.WRONG_ARGUMENT:
-        calls = [i for i in writes if acting[i].tool_name and acting[i].arguments]
+        calls = [i for i in writes if (call := acting[i].call()) and call.arguments]
         if not calls:
-            return steps
-        wrong = acting[calls[-1]]
-        return [*acting[:calls[-1]], OracleStep(tool_name=wrong.tool_name, arguments=changed(wrong.arguments or {})),
+            return replies
+        wrong = acting[calls[-1]].call()
+        assert wrong is not None
+        return [*acting[:calls[-1]], Reply(calls=(Call(wrong.name, changed(wrong.arguments)),)),
                 *acting[calls[-1] + 1:], closing]
     if fault is Fault.SKIPPED_WRITE:
-        return steps if not writes else [*acting[:writes[-1]], *acting[writes[-1] + 1:], closing]
+        return replies if not writes else [*acting[:writes[-1]], *acting[writes[-1] + 1:], closing]
     if fault is Fault.EARLY_GOODBYE:
-        return steps if not writes else [*acting[:writes[0]], closing]
+        return replies if not writes else [*acting[:writes[0]], closing]
     if fault is Fault.TRANSFER:
-        return [OracleStep(tool_name=TRANSFER_TOOL, arguments={"summary": TRANSFER_SUMMARY}),
-                OracleStep(text=TRANSFER_MESSAGE)]
+        return [Reply(TRANSFER_NOTICE, (Call(TRANSFER_TOOL, {"summary": TRANSFER_SUMMARY}),)), Reply(TRANSFER_MESSAGE)]
     if fault is Fault.MAX_STEPS:
-        return [loop_call(domain, task_id, acting)]
+        read = loop_call(domain, task_id, acting)
+        return [Reply(calls=(read, read))]
     if fault is Fault.MISSING_INFO:
-        return steps if not info else [*acting, OracleStep(text=closing_text(info[:-1]))]
+        return replies if not info else [*acting, Reply(closing_text(info[:-1]))]
     if fault is Fault.WRONG_FINAL_MESSAGE:
         wrong = [shift_digits(item) for item in info]
-        return steps if wrong == info else [*acting, OracleStep(text=closing_text(wrong))]
+        return replies if wrong == info else [*acting, Reply(closing_text(wrong))]
     if fault is Fault.NUMBER_FORMAT:
-        return [OracleStep(tool_name=step.tool_name, arguments=other_number_form(step.arguments))
-                if step.tool_name else step for step in steps]
+        return [Reply(reply.text, tuple(Call(c.name, other_number_form(c.arguments)) for c in reply.calls))
+                for reply in replies]
     raise ValueError(f"unknown fault {fault!r}")
 
 
@@ -141,7 +165,8 @@ def shift_digits(text: str) -> str:
 
 def changed(arguments: dict[str, Any]) -> dict[str, Any]:
     """The arguments with one value wrong: the first number (one more), else the last argument."""
-    numbers = [key for key, value in arguments.items() if isinstance(value, (int, float)) and not isinstance(value, bool)]
+    numbers = [key for key, value in arguments.items()
+               if isinstance(value, (int, float)) and not isinstance(value, bool)]
     key = numbers[0] if numbers else list(arguments)[-1]
     return {**arguments, key: wrong_value(arguments[key])}
 
@@ -175,20 +200,20 @@ def other_number_form(value: Any) -> Any:
     return value
 
 
-def loop_call(domain: str, task_id: str, acting: list[OracleStep]) -> OracleStep:
+def loop_call(domain: str, task_id: str, acting: list[Reply]) -> Call:
     """The read the looping agent repeats: its first golden read; else a read of the domain that needs no
     arguments; else one whose arguments the task's initialization names (telecom: the customer by phone)."""
-    reads = [step for step in acting if step.tool_name and kind(domain, step) == "read"]
+    reads = [call for reply in acting if (call := reply.call()) and kind(domain, call) == "read"]
     if reads:
         return reads[0]
     schemas = agent_tool_schemas(domain)
     for name, required in schemas.items():
         if not required and tool_types(domain)[0].get(name) == "read":
-            return OracleStep(tool_name=name, arguments={})
+            return Call(name)
     known = initialization_arguments(domain, task_id)
     for name, required in schemas.items():
         if tool_types(domain)[0].get(name) == "read" and all(arg in known for arg in required):
-            return OracleStep(tool_name=name, arguments={arg: known[arg] for arg in required})
+            return Call(name, {arg: known[arg] for arg in required})
     raise ValueError(f"no read to loop on in {domain} task {task_id}")
 
 
@@ -199,27 +224,27 @@ def initialization_arguments(domain: str, task_id: str) -> dict[str, Any]:
     return {name: value for action in actions for name, value in (action.arguments or {}).items()}
 
 
-def write_indices(domain: str, task_id: str, acting: list[OracleStep]) -> list[int]:
-    """Where the plan writes: calls of write tools, and hand-overs (the user's runs of actions, in order) that
-    hold a write of the user's."""
+def write_indices(domain: str, task_id: str, acting: list[Reply]) -> list[int]:
+    """Where the oracle's plan writes: calls of write tools, and hand-overs (the user's runs of actions, in
+    order) that hold a write of the user's."""
     user_types = tool_types(domain)[1]
     runs = iter(user_runs(find_task(domain, task_id)))
     writes = []
-    for index, step in enumerate(acting):
-        if step.tool_name:
-            writes += [index] if kind(domain, step) == "write" else []
+    for index, reply in enumerate(acting):
+        call = reply.call()
+        if call is not None:
+            writes += [index] if kind(domain, call) == "write" else []
         elif any(user_types.get(action.name) == "write" for action in next(runs)):
             writes.append(index)
     return writes
 
 
-def kind(domain: str, step: OracleStep) -> str:
-    """tau2's type of the tool a step calls: read, write or generic."""
-    agent_types = tool_types(domain)[0]
-    name = step.tool_name or ""
+def kind(domain: str, call: Call) -> str:
+    """tau2's type of the tool a call calls: read, write or generic."""
+    name = call.name
     if name == DISCOVERABLE_CALL:
-        name = str((step.arguments or {}).get("agent_tool_name", name))
-    return agent_types.get(name, "generic")
+        name = str(call.arguments.get("agent_tool_name", name))
+    return tool_types(domain)[0].get(name, "generic")
 
 
 @lru_cache(maxsize=None)

@@ -57,7 +57,7 @@ from starlette.routing import Route
 from tau2_a2a.tau2bench.distribution import STOP
 
 from tau2_a2a.tau2bench.oracle_script import find_marker, find_task, task_marker
-from testbed.standin_faults import FaultPlan, faulty_steps, hashed_plan, no_faults
+from testbed.standin_faults import FaultPlan, agent_plan, hashed_plan, no_faults
 
 MODEL = "openai/standin"
 NO_MARKER = "I can only play tasks named by a [tau2-task domain=... id=...] line."
@@ -133,31 +133,43 @@ class StandinLLM:
         return self.agent_reply(messages)
 
     def agent_reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The plan's next step once as many replies as it made so far have been answered, then its closing
-        text (or, in a loop, its one step) again."""
+        """The plan's next reply once as many replies as it made so far have been answered, then its closing
+        text (or, in a loop, its one reply) again."""
         opening = next((i for i, m in enumerate(messages) if m.get("role") == "user"
                         and find_marker(content_text(m.get("content")))), None)
         if opening is None:
             return {"role": "assistant", "content": NO_MARKER}
         marker = find_marker(content_text(messages[opening].get("content")))
         assert marker is not None
-        steps = faulty_steps(*marker, self.faults(*marker))
-        done = sum(1 for m in messages[opening + 1:] if m.get("role") in ("tool", "user"))
-        step = steps[min(done, len(steps) - 1)]
-        if step.tool_name is None:
-            return {"role": "assistant", "content": step.text}
-        call = {"id": f"call_standin_{done}", "name": step.tool_name, "arguments": step.arguments or {}}
+        plan = agent_plan(*marker, self.faults(*marker))
+        done = answers(messages[opening + 1:])
+        reply = plan[min(done, len(plan) - 1)]
+        calls = [{"id": f"call_standin_{done}" + (f"_{k}" if k else ""), "name": c.name, "arguments": c.arguments}
+                 for k, c in enumerate(reply.calls)]
+        if not calls:
+            return {"role": "assistant", "content": reply.text}
         if self.tool_calls_as_text:
-            return {"role": "assistant", "content": json.dumps({"tool_calls": [call]})}
+            return {"role": "assistant", "content": json.dumps({"tool_calls": calls})}
         return {
             "role": "assistant",
-            "content": None,
+            "content": reply.text,
             "tool_calls": [{
                 "id": call["id"],
                 "type": "function",
-                "function": {"name": step.tool_name, "arguments": json.dumps(call["arguments"])},
-            }],
+                "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+            } for call in calls],
         }
+
+
+def answers(messages: list[dict[str, Any]]) -> int:
+    """How many of the agent's replies have been answered: each by the user's words or by the results of its
+    calls (several results in a row answer one reply)."""
+    count, previous = 0, None
+    for message in messages:
+        role = message.get("role")
+        count += role == "user" or (role == "tool" and previous != "tool")
+        previous = role
+    return count
 
 
 def content_text(content: Any) -> str:
