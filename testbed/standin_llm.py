@@ -10,9 +10,10 @@ unchanged. It records every request body it receives.
 
 Built with a fault plan (`faults`, testbed/standin_faults.py) it is an agent
 that goes wrong in chosen ways, the fault a pure function of the task: a wrong
-argument, a skipped write, an early goodbye, a transfer, a loop until
---max-steps, a closing text that leaves out or misstates what the user must be
-told. The default plan makes no fault.
+argument, a skipped write, an early goodbye, a transfer (announced in the reply
+that calls it), a loop until --max-steps (two calls in each reply), a closing
+text that leaves out or misstates what the user must be told, numbers in the
+other JSON form (2 for 2.0). The default plan makes no fault.
 
 By default it calls tools by OpenAI function calling. With `tool_calls_as_text`
 it writes them as `{"tool_calls": [...]}` text instead and reads tool results
