@@ -223,6 +223,18 @@ def test_a_failing_agent_scores_the_same_over_a2a(domain: str, standin: StandinL
     for run in (native, over_a2a):
         assert {s.task_id: outcome(s) for s in run.simulations} == {
             task_id: expected.outcome for task_id, expected in sample.items()}
+    assert_the_comparison_sees_a_score_apart(native, over_a2a)
+
+
+def assert_the_comparison_sees_a_score_apart(native: Results, over_a2a: Results) -> None:
+    """The comparison is not blind: one check and one termination reason changed in a copy are named."""
+    tampered = over_a2a.model_copy(deep=True)
+    simulation = next(s for s in tampered.simulations if s.reward_info.action_checks)
+    simulation.reward_info.action_checks[0].action_match = not simulation.reward_info.action_checks[0].action_match
+    simulation.termination_reason = type(simulation.termination_reason)("too_many_errors")
+    key = (simulation.task_id, simulation.trial)
+    assert differences(native, tampered) == [f"{key}: termination reasons differ",
+                                             f"{key}: reward_info.action_checks differ"]
 
 
 def test_the_sample_holds_every_fault_rewards_of_0_and_1_and_partly_right_runs() -> None:
