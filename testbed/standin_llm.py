@@ -1,17 +1,28 @@
 """A deterministic OpenAI-compatible chat server standing in for the LLM provider.
 
 It plays the agent of a tau2 task named by the scripted user's marker
-("[tau2-task domain=airline id=N]"): after k tool results it asks for the
-task's golden action k, then says the task's communicate_info. Real HTTP on
+("[tau2-task domain=airline id=N]"): it follows the oracle's plan for the task
+(oracle_script.oracle_steps): its k-th reply, once k replies have been answered
+by a tool result or the user's words, is the task's golden tool call or
+hand-over k, and the last one says the task's communicate_info. Real HTTP on
 loopback, so LiteLLM, tau2's llm_agent and the baseline A2A agent all run
 unchanged. It records every request body it receives.
+
+Built with a fault plan (`faults`, testbed/standin_faults.py) it is an agent
+that goes wrong in chosen ways, the fault a pure function of the task: a wrong
+argument, a skipped write, an early goodbye, a transfer (announced in the reply
+that calls it), a loop until --max-steps (two calls in each reply), a closing
+text that leaves out or misstates what the user must be told, numbers in the
+other JSON form (2 for 2.0). The default plan makes no fault.
 
 By default it calls tools by OpenAI function calling. With `tool_calls_as_text`
 it writes them as `{"tool_calls": [...]}` text instead and reads tool results
 from user messages: that is how an agent that declares no tools (the ADK
 reference agent) asks tau2 for them and gets their results. A request with
 `"stream": true` (Pydantic AI's A2A worker always streams) gets the same
-reply as OpenAI streams it, in server-sent events.
+reply as OpenAI streams it, in server-sent events. Offered the agent-driven
+mode's `send_message_to_user` (docs/mcp-tools.md), it says each of its texts
+through that tool, and ends once the user has ended the conversation.
 
 It also plays tau2's LLM user simulator (`user_simulator`): a request whose
 system prompt holds a task's `<scenario>` gets, as the user's first words, the
@@ -31,6 +42,7 @@ Run on its own for benchmarks and by hand (it prints its api base, the value
 for OPENAI_API_BASE or a model's `api_base`, and serves until stopped):
 
     python -m testbed.standin_llm --port 8765
+    python -m testbed.standin_llm --port 8765 --faults hashed   # each task's fault by a hash of its id
 """
 
 from __future__ import annotations
@@ -50,7 +62,8 @@ from starlette.routing import Route
 from tau2_a2a.tau2bench.distribution import STOP
 
 from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SEND_TO_USER
-from tau2_a2a.tau2bench.oracle_script import OracleStep, find_marker, find_task, oracle_steps, task_marker
+from tau2_a2a.tau2bench.oracle_script import find_marker, find_task, task_marker
+from testbed.standin_faults import FaultPlan, agent_plan, hashed_plan, no_faults
 
 MODEL = "openai/standin"
 NO_MARKER = "I can only play tasks named by a [tau2-task domain=... id=...] line."
@@ -60,16 +73,18 @@ USER_DOMAINS = ("airline", "retail")  # the domains whose scenarios it recognise
 class StandinLLM:
     """The chat completions endpoint and the log of what it was asked."""
 
-    def __init__(self, tool_calls_as_text: bool = False) -> None:
+    def __init__(self, tool_calls_as_text: bool = False, faults: FaultPlan = no_faults) -> None:
         self.tool_calls_as_text = tool_calls_as_text
+        self.faults = faults
         self.requests: list[dict[str, Any]] = []
         self.api_base = ""  # set once served: the URL LiteLLM's `api_base` takes
         self._lock = threading.Lock()
 
     @classmethod
-    def serve(cls, serve: Callable[[Callable[[str], Any]], Any], tool_calls_as_text: bool = False) -> "StandinLLM":
+    def serve(cls, serve: Callable[[Callable[[str], Any]], Any], tool_calls_as_text: bool = False,
+              faults: FaultPlan = no_faults) -> "StandinLLM":
         """Start one on loopback with the tests' `serve` fixture."""
-        llm = cls(tool_calls_as_text)
+        llm = cls(tool_calls_as_text, faults)
         server = serve(lambda url: llm.app())
         llm.api_base = f"{server.url}/v1"
         return llm
@@ -125,39 +140,36 @@ class StandinLLM:
         return self.agent_reply(messages, tools)
 
     def agent_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """The next golden action after as many tool results as seen so far, then the closing text. Offered the
-        agent-driven mode's `send_message_to_user`, it says each text through it, and stops once the user has
-        ended the conversation."""
-        marker = next((found for m in messages if m.get("role") == "user"
-                       for found in [find_marker(content_text(m.get("content")))] if found), None)
-        if marker is None:
+        """The plan's next reply once as many replies as it made so far have been answered, then its closing
+        text (or, in a loop, its one reply) again. Offered `send_message_to_user`, it says its texts through it,
+        and says goodbye once the user has ended the conversation."""
+        opening = next((i for i, m in enumerate(messages) if m.get("role") == "user"
+                        and find_marker(content_text(m.get("content")))), None)
+        if opening is None:
             return {"role": "assistant", "content": NO_MARKER}
-        tool_results = [m for m in messages if m.get("role") == "tool"]
-        if tool_results and CONVERSATION_ENDED in content_text(tool_results[-1].get("content")):  # as the client wraps it
-            return {"role": "assistant", "content": "Goodbye."}
-        steps = oracle_steps(*marker)
+        marker = find_marker(content_text(messages[opening].get("content")))
+        assert marker is not None
+        plan = agent_plan(*marker, self.faults(*marker))
+        done = answers(messages[opening + 1:])
+        if messages[-1].get("role") == "tool" and CONVERSATION_ENDED in content_text(messages[-1].get("content")):
+            return {"role": "assistant", "content": "Goodbye."}  # (the client may wrap the tool's text)
+        reply = plan[min(done, len(plan) - 1)]
+        calls = [{"id": f"call_standin_{done}" + (f"_{k}" if k else ""), "name": c.name, "arguments": c.arguments}
+                 for k, c in enumerate(reply.calls)]
+        if not calls and any((t.get("function") or {}).get("name") == SEND_TO_USER for t in tools or []):
+            calls = [{"id": f"call_standin_{done}", "name": SEND_TO_USER, "arguments": {"message": reply.text or ""}}]
+        if not calls:
+            return {"role": "assistant", "content": reply.text}
         if self.tool_calls_as_text:
-            done = sum(1 for m in messages if m.get("role") == "user"
-                       and content_text(m.get("content")).startswith("Tool result"))
-        else:
-            done = sum(1 for m in messages if m.get("role") == "tool")
-        step = steps[min(done, len(steps) - 1)]
-        speaks_by_tool = any((t.get("function") or {}).get("name") == SEND_TO_USER for t in tools or [])
-        if step.tool_name is None and speaks_by_tool:
-            step = OracleStep(tool_name=SEND_TO_USER, arguments={"message": step.text or ""})
-        if step.tool_name is None:
-            return {"role": "assistant", "content": step.text}
-        call = {"id": f"call_standin_{done}", "name": step.tool_name, "arguments": step.arguments or {}}
-        if self.tool_calls_as_text:
-            return {"role": "assistant", "content": json.dumps({"tool_calls": [call]})}
+            return {"role": "assistant", "content": json.dumps({"tool_calls": calls})}
         return {
             "role": "assistant",
-            "content": None,
+            "content": reply.text,
             "tool_calls": [{
                 "id": call["id"],
                 "type": "function",
-                "function": {"name": step.tool_name, "arguments": json.dumps(call["arguments"])},
-            }],
+                "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+            } for call in calls],
         }
 
 
@@ -178,6 +190,17 @@ def stream_chunks(reply_id: str, model: str, message: dict[str, Any], finish_rea
     if usage is not None:
         yield event([], usage=usage)
     yield "data: [DONE]\n\n"
+
+
+def answers(messages: list[dict[str, Any]]) -> int:
+    """How many of the agent's replies have been answered: each by the user's words or by the results of its
+    calls (several results in a row answer one reply)."""
+    count, previous = 0, None
+    for message in messages:
+        role = message.get("role")
+        count += role == "user" or (role == "tool" and previous != "tool")
+        previous = role
+    return count
 
 
 def content_text(content: Any) -> str:
@@ -308,8 +331,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="A deterministic stand-in for an OpenAI-compatible LLM provider.")
     parser.add_argument("--port", type=int, default=0, help="loopback port (default: a free one)")
     parser.add_argument("--tool-calls-as-text", action="store_true", help="as the agent, write tool calls as text")
+    parser.add_argument("--faults", choices=("none", "hashed"), default="none",
+                        help="as the agent, make no fault (the oracle's plan) or each task's fault by a hash of "
+                             "its domain and id (testbed/standin_faults.py)")
     args = parser.parse_args(argv)
-    llm = StandinLLM(args.tool_calls_as_text)
+    llm = StandinLLM(args.tool_calls_as_text, hashed_plan if args.faults == "hashed" else no_faults)
     with BackgroundServer(llm.app(), port=args.port or free_port()) as server:
         print(f"{server.url}/v1", flush=True)
         try:

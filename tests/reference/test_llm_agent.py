@@ -105,8 +105,9 @@ def test_reply_follows_the_convention(serve, standin):
         opening = user_turn("Hi.\n[tau2-task domain=airline id=3]")
         exchange = session.send(conversation_start(system_prompt, tools, opening, [GREETING]), None, None, 0)
         data = [MessageToDict(p.data) for p in exchange.reply.parts if p.HasField("data")]
+        # the arguments as the model's JSON text: a data part's object would carry every number as a double
         assert data == [{"tool_calls": [{"id": "call_standin_0", "name": "get_reservation_details",
-                                         "arguments": {"reservation_id": "JMO1MG"}}]}]
+                                         "arguments": '{"reservation_id": "JMO1MG"}'}]}]
         usage = MessageToDict(exchange.reply.metadata)["llm_usage"]
         assert usage["cost"] == 0.0 and usage["prompt_tokens"] > 0
     finally:
@@ -130,7 +131,7 @@ def test_each_server_reaches_the_llm_after_an_earlier_one_stopped(standin):
             finally:
                 session.close()
         replies.append([MessageToDict(p.data) for p in exchange.reply.parts if p.HasField("data")])
-    call = {"id": "call_standin_0", "name": "get_reservation_details", "arguments": {"reservation_id": "JMO1MG"}}
+    call = {"id": "call_standin_0", "name": "get_reservation_details", "arguments": '{"reservation_id": "JMO1MG"}'}
     assert replies == [[{"tool_calls": [call]}]] * 2
 
 

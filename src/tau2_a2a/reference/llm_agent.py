@@ -6,6 +6,9 @@ Copy this file to make your own agent tau2-ready. The tau2 client sends
   the tool schemas, the conversation so far (tau2's greeting), the user's words;
 - later messages: the user's words, or the results of the tools it called.
 It answers with a data part {"tool_calls": [...]}, text for the user, or both.
+Each call's arguments go as the JSON text the model wrote them in: a data
+part's object carries every number as a double, and tau2 hashes the database
+with the type a tool stored, so 2 and 2.0 must reach it as the model wrote them.
 
 In the MCP tools modes the first message names an MCP server instead of the
 tools (`protocol.mcp_tools`): the agent lists the tools there and calls them
@@ -128,7 +131,7 @@ class LLMExecutor(AgentExecutor):
         self.usage.add(usage)
         parts: list[Part] = [new_text_part(content)] if content else []
         if calls:
-            parts += tool_calls_reply(calls)
+            parts += tool_calls_reply(calls, arguments_as_text=True)  # 2 and 2.0 reach tau2 as the model wrote them
         reply = new_message(parts, context_id=context.context_id)
         reply.metadata.update({USAGE_METADATA_KEY: {
             "prompt_tokens": usage.prompt_tokens,

@@ -45,7 +45,7 @@ from tau2_a2a.protocol.messages import (
     tool_results_turn,
     user_turn,
 )
-from tau2_a2a.protocol.toolcalls import CallForm, MalformedReply, parse_reply, restore_arguments
+from tau2_a2a.protocol.toolcalls import CallForm, MalformedReply, call_arguments, parse_reply
 from tau2_a2a.tau2bench.mcp_conversation import ENDED_KEY, McpConversation
 from tau2_a2a.tau2bench.orchestration import AGENT_NAME, current_session
 
@@ -191,7 +191,7 @@ class A2AAgent(LLMAgent):
                 record.unknown_tool_calls += 1
                 arguments = call.arguments
             else:
-                arguments = restore_arguments(call.arguments, parameters)
+                arguments = call_arguments(call, parameters)
             state.pending_calls[call_id] = (call.name, call.form)
             tool_calls.append(ToolCall(id=call_id, name=call.name, arguments=arguments, requestor="assistant"))
         usage, cost = _usage_and_cost(exchange)
