@@ -213,6 +213,7 @@ def test_no_secret_reaches_the_report(runs: dict[str, Path], tmp_path: Path) -> 
             assert secret not in text
 
 
+@pytest.mark.nvidia
 def test_a_native_run_has_no_protocol_section(tmp_path: Path) -> None:
     run_native_oracle(tmp_path, task_ids=["0", "1"], save_to="native")
     report, html_path, _ = write([str(tmp_path / "native.json")], tmp_path / "r.html", resamples=200)
