@@ -67,6 +67,7 @@ def test_demo_evaluates_the_oracle_offline(tmp_path: Path) -> None:
     code, stdout, stderr = finish(run_cli(["demo", "--num-tasks", "2", "--max-concurrency", "2",
                                            "--results-dir", str(tmp_path)], cwd=tmp_path))
     assert code == 0, stderr[-3000:]
+    assert "Traceback" not in stderr
     assert re.search(r"^Reference oracle agent serving A2A at http://127\.0\.0\.1:\d+$", stdout, re.MULTILINE)
     [results_line] = [line for line in stdout.splitlines() if line.startswith("Results: ")]
     results = Results.load(Path(results_line.removeprefix("Results: ")))
