@@ -283,3 +283,18 @@ def test_serve_ray_passes_the_address_to_each_evaluation_run(tmp_path: Path) -> 
     assert given["command"][1:] == ["-m", "tau2_a2a.runner"]
     assert given["request"]["settings"]["ray"] == "ray://head:10001"
     assert child_given(tmp_path / "in-process", spec)["request"]["settings"]["ray"] is None
+
+
+def test_a_failed_start_of_ray_clients_server_is_told_by_its_cause() -> None:
+    """What Ray Client's driver raises when the head could not start its server: retried, and told in one line
+    by the last line of the head's traceback. Any other connection error is told by its first line."""
+    from tau2_a2a.runner.ray_engine import _reason, _server_start_failed
+
+    failed = ConnectionAbortedError(  # as ray.util.client.worker raises it, with the proxier's traceback
+        "Initialization failure from server:\nTraceback (most recent call last):\n  File \"proxier.py\", line 763, "
+        "in Datapath\n    if not self.proxy_manager.start_specific_server(\npsutil.ZombieProcess: process still "
+        "exists but it's a zombie (pid=4242)\n")
+    assert _server_start_failed(failed)
+    assert _reason(failed) == "psutil.ZombieProcess: process still exists but it's a zombie (pid=4242)"
+    other = ConnectionError("ray client connection timeout\nmore detail")
+    assert not _server_start_failed(other) and _reason(other) == "ray client connection timeout"
