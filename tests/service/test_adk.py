@@ -1,4 +1,5 @@
-"""The service through ADK: `adk api_server --a2a` and `adk web --a2a` as real processes, RemoteA2aAgent, the LLM path."""
+"""The service through ADK: `adk api_server --a2a` and `adk web --a2a` (real processes), RemoteA2aAgent, the LLM
+path."""
 
 from __future__ import annotations
 

@@ -158,7 +158,8 @@ def serve_command(args: argparse.Namespace) -> int:
           f"{user_llms.api_base or 'the provider endpoint'}")
     where = f"on the Ray cluster at {settings.ray_address}" if settings.ray_address else "in each evaluation's process"
     print(f"  simulations: {where}, {settings.evaluation_nice} nice steps below the service")
-    print(f"  database: {redact_url(app.state.tools.manager.store.database)}   replica: {app.state.tools.manager.replica}"
+    manager = app.state.tools.manager
+    print(f"  database: {redact_url(manager.store.database)}   replica: {manager.replica}"
           f"   lease: {settings.lease_seconds:g} s")
     sys.stdout.flush()
     serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,
