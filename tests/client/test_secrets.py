@@ -163,6 +163,7 @@ def test_echoed_token_is_masked_in_exceptions(serve: Serve, caplog: pytest.LogCa
     assert TOKEN not in repr(error.args) and TOKEN not in str(error.records)
 
 
+@pytest.mark.nvidia
 def test_token_never_reaches_the_results_of_an_in_process_run(serve: Serve, tmp_path: Path,
                                                               caplog: pytest.LogCaptureFixture) -> None:
     """As the service runs evaluations: evaluate() in this process, an agent that fails loudly."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +126,28 @@ def test_the_command_prints_a_summary_and_writes_both_files(runs: dict[str, Path
     assert out.read_text().startswith("<!DOCTYPE html>")
 
 
+def test_json_and_seed_as_a_user_types_them(runs: dict[str, Path], tmp_path: Path) -> None:
+    """`tau2-a2a report ... --json PATH --seed N`: the figures go to PATH (a folder not made yet), drawn with
+    seed N: the same figures as seed N gives in this process, other than seed 0's (the default)."""
+    out, figures_path = tmp_path / "page" / "r.html", tmp_path / "figures" / "scores.json"
+    done = subprocess.run([str(Path(sys.executable).parent / "tau2-a2a"), "report", f"oracle={runs['oracle']}",
+                           f"flaky={runs['flaky']}", "--out", str(out), "--json", str(figures_path), "--seed", "7",
+                           "--resamples", "500"], capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-2:] == [f"Report: {out}", f"Figures: {figures_path}"]
+    assert out.read_text().startswith("<!DOCTYPE html>") and not out.with_suffix(".json").exists()
+    on_disk = json.loads(figures_path.read_text())
+    assert (on_disk["settings"]["seed"], on_disk["settings"]["bootstrap_resamples"]) == (7, 500)
+
+    def intervals(report: dict[str, Any]) -> list[Any]:
+        flaky = figures(report, "flaky")
+        return [flaky["avg_reward"]["ci"], *(e["ci"] for e in flaky["pass_hat_k"]["combinatorial"].values())]
+
+    arguments = [f"oracle={runs['oracle']}", f"flaky={runs['flaky']}"]
+    seeded = {seed: write(arguments, tmp_path / f"seed{seed}.html", seed=seed, resamples=500)[0] for seed in (7, 0)}
+    assert intervals(on_disk) == intervals(seeded[7]) != intervals(seeded[0])
+
+
 def refusal(arguments: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> str:
     assert main(["report", *arguments, "--out", str(tmp_path / "r.html")]) == 2
     captured = capsys.readouterr()
@@ -213,6 +237,7 @@ def test_no_secret_reaches_the_report(runs: dict[str, Path], tmp_path: Path) -> 
             assert secret not in text
 
 
+@pytest.mark.nvidia
 def test_a_native_run_has_no_protocol_section(tmp_path: Path) -> None:
     run_native_oracle(tmp_path, task_ids=["0", "1"], save_to="native")
     report, html_path, _ = write([str(tmp_path / "native.json")], tmp_path / "r.html", resamples=200)

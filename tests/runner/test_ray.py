@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -29,6 +33,7 @@ from tau2_a2a.service.spec import EvaluationSpec
 from tau2_a2a.service.settings import ServiceSettings
 from tests.support.executors import FailsTask, agent_app
 from tests.support.middleware import RequireBearer
+from tests.support.processes import wait_until
 from tests.support.ray_cluster import NODE, TOKEN, env_with_token, log_files, run_on_ray
 from tests.support.runs import FAST, Serve, run_a2a, saved_simulations
 
@@ -151,6 +156,54 @@ def test_an_agent_error_ends_its_simulation_once_as_in_one_process(cluster: Any,
     assert done.stderr.strip().splitlines()[-1].startswith("1 of 3 simulations ended with A2A errors")
 
 
+@pytest.fixture
+def joined_head() -> Iterator[dict[str, str]]:
+    """`ray start --head`, as a user starts a cluster, in its own Ray temp directory (RAY_TMPDIR): the
+    environment in which `--ray auto` finds this head, as `ray start` left it, and no other Ray on the machine.
+    Free ports, one CPU, no dashboard. `--block` keeps `ray start` in the foreground, so that stopping it stops
+    the processes it started (`ray stop` would stop every Ray on the machine)."""
+    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths live under it
+    env = {**os.environ, "RAY_TMPDIR": str(temp)}
+    env.pop("RAY_ADDRESS", None)
+    ray = str(Path(sys.executable).parent / "ray")
+    head = subprocess.Popen([ray, "start", "--head", "--block", "--port", str(free_port()), "--num-cpus", "1",
+                             "--include-dashboard", "false", "--disable-usage-stats",
+                             "--ray-client-server-port", str(free_port()),
+                             "--dashboard-agent-listen-port", str(free_port()),
+                             "--object-store-memory", str(NODE["object_store_memory"])],
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        address_file = temp / "ray" / "ray_current_cluster"
+        wait_until(lambda: address_file.exists() or head.poll() is not None, "`ray start --head` starting",
+                   timeout=240)
+        assert head.poll() is None, head.communicate()[0][-3000:]
+        yield env
+    finally:
+        head.terminate()  # `ray start --block` stops its processes, then exits
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_ray_auto_runs_on_the_cluster_this_machine_joined(joined_head: dict[str, str], oracle_url: str,
+                                                          tmp_path: Path) -> None:
+    """`ray start --head`, then `tau2-a2a run ... --ray auto`, as a user types them."""
+    command = run_on_ray(oracle_url, "auto", tmp_path, "auto", ["0", "1", "2"], "--max-concurrency", "3")
+    done = subprocess.run(command, env=joined_head, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Ray (auto): 1 actor on 1 node, each running up to 3 simulations at once" in done.stdout
+    simulations = saved_simulations(tmp_path / "auto.json")
+    assert sorted(s["task_id"] for s in simulations) == ["0", "1", "2"]
+    assert {s["reward_info"]["reward"] for s in simulations} == {1.0}
+    nodes = {record["node"] for record in request_records(simulations)}
+    assert len(nodes) == 1 and re.fullmatch(r"[0-9a-f]{56}", nodes.pop())  # a Ray node id, not this host's name
+
+
 def test_an_unreachable_cluster_stops_the_run_before_any_simulation(oracle_url: str, tmp_path: Path) -> None:
     address = f"127.0.0.1:{free_port()}"
     done = subprocess.run(run_on_ray(oracle_url, address, tmp_path, "nowhere", ["0"]), capture_output=True,
@@ -251,3 +304,18 @@ def test_the_mcp_tools_modes_run_on_ray_each_actor_serving_its_own_tools(
                 for message in simulation["messages"]
                 for record in ((message.get("raw_data") or {}).get("a2a") or {}).get("mcp_requests", [])}
     assert mcp_urls and all(url.startswith("http://127.0.0.1:") for url in mcp_urls)
+
+
+def test_a_failed_start_of_ray_clients_server_is_told_by_its_cause() -> None:
+    """What Ray Client's driver raises when the head could not start its server: retried, and told in one line
+    by the last line of the head's traceback. Any other connection error is told by its first line."""
+    from tau2_a2a.runner.ray_engine import _reason, _server_start_failed
+
+    failed = ConnectionAbortedError(  # as ray.util.client.worker raises it, with the proxier's traceback
+        "Initialization failure from server:\nTraceback (most recent call last):\n  File \"proxier.py\", line 763, "
+        "in Datapath\n    if not self.proxy_manager.start_specific_server(\npsutil.ZombieProcess: process still "
+        "exists but it's a zombie (pid=4242)\n")
+    assert _server_start_failed(failed)
+    assert _reason(failed) == "psutil.ZombieProcess: process still exists but it's a zombie (pid=4242)"
+    other = ConnectionError("ray client connection timeout\nmore detail")
+    assert not _server_start_failed(other) and _reason(other) == "ray client connection timeout"

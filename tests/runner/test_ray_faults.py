@@ -74,6 +74,9 @@ def test_a_run_through_ray_client_matches_one_process(client_cluster: tuple[Any,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"Ray ({address}): 2 actors on 2 nodes" in done.stdout
+    # The head may fail to start this driver's server (a Ray fault, docs/ray.md): the run connects again, saying
+    # so once however many attempts it takes.
+    assert done.stderr.count("failed to start this driver's Ray Client server") <= 1
     on_ray = Results.load(tmp_path / "client.json")
     here = run_a2a(server.url, tmp_path / "here", task_ids=tasks, max_concurrency=4,
                    a2a=A2AConfig(endpoint=server.url, auth_token=TOKEN, retry=FAST))

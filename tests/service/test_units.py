@@ -149,6 +149,7 @@ def test_arguments_as_a2a_doubles_are_accepted(tools: EvaluationTools, tmp_path:
     assert (given["cwd"], given["umask"]) == (str((tmp_path / "r").resolve()), 0o077)
 
 
+@pytest.mark.nvidia
 def test_list_domains_reports_tasks_splits_and_tools(tools: EvaluationTools) -> None:
     domains = {d["domain"]: d for d in tools.call("ListDomains")["domains"]}
     assert list(domains) == DOMAINS
@@ -225,6 +226,7 @@ def test_card_has_one_skill_per_tool_with_schema_and_example_and_never_a_secret(
     assert not service_card("http://x:1", Limits(), auth=False).security_schemes
 
 
+@pytest.mark.nvidia
 def test_adk_agents_card_is_the_generated_card() -> None:
     committed = json.loads((REPO / "adk_agents" / "tau2_eval" / "agent.json").read_text())
     url = committed["supportedInterfaces"][0]["url"]

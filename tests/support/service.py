@@ -45,6 +45,9 @@ __all__ = [
 
 SERVICE_TOKEN = "svc-token-3c9d1e"  # the token of the `service_all_bindings` fixture (tests/conftest.py)
 CLI = str(Path(sys.executable).parent / "tau2-a2a")
+# How long a `tau2-a2a serve` process, or an evaluation's process it starts at nice 10, may take to start: its
+# imports (ADK, a2a-sdk's server, tau2) take a minute and more of a busy 2-core machine.
+STARTUP_SECONDS = 300
 
 # The agents under test listen on loopback, which the service's default policy (public) refuses.
 LOOPBACK_TARGETS = ("public", "loopback")
@@ -292,7 +295,7 @@ class Service:
              "--max-running", "2", "--allowed-targets", "public,loopback", *self.extra],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={**os.environ, "TAU2_EVAL_LOG_LEVEL": "warning"})
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             assert self.process.poll() is None, (self.results_dir.parent / f"serve-{self.port}.log").read_text()
             try:
@@ -300,7 +303,7 @@ class Service:
                     return self
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline, "the service did not start within 60 s"
+            assert time.monotonic() < deadline, f"the service did not start within {STARTUP_SECONDS} s"
             time.sleep(0.2)
 
     def kill(self) -> set[int]:

@@ -175,12 +175,16 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"{SERVICE_NAME} at {url} (card: {url}{CARD_PATHS[0]})")
     print(f"  bindings (A2A 1.0 and 0.3): JSON-RPC and HTTP+JSON at {url}"
           + (f", gRPC at {grpc_url}" if grpc_url else ""))
+    model = settings.model or "none (structured requests only)"
+    if settings.model and settings.model_api_base:
+        model += f" at {redact_url(settings.model_api_base)}"
     print(f"  results: {settings.results_dir.resolve()}   auth: {'bearer token' if settings.auth_token else 'off'}"
-          f"   model: {settings.model or 'none (structured requests only)'}")
+          f"   model: {model}")
     targets = TargetPolicy.from_entries(settings.allowed_targets).describe()
     print(f"  limits: {settings.limits.max_running} running, {settings.limits.max_queued} queued, "
           f"{settings.limits.max_simulations} simulations per request, max_concurrency "
-          f"{settings.limits.max_concurrency}   targets: {targets}")
+          f"{settings.limits.max_concurrency}, request bodies up to {settings.max_request_bytes} bytes   "
+          f"targets: {targets}")
     agent = settings.agent_limits
     print(f"  each agent: {agent.timeout:g} s per reply, {agent.max_reply_bytes} bytes per reply, "
           f"{agent.max_request_bytes} bytes per request, {agent.max_tool_calls_per_reply} tool calls per reply, "
@@ -189,7 +193,9 @@ def serve_command(args: argparse.Namespace) -> int:
           f"{user_llms.api_base or 'the provider endpoint'}")
     where = f"on the Ray cluster at {settings.ray_address}" if settings.ray_address else "in each evaluation's process"
     print(f"  simulations: {where}, {settings.evaluation_nice} nice steps below the service")
-    print(f"  database: {redact_url(app.state.tools.manager.store.database)}   replica: {app.state.tools.manager.replica}")
+    manager = app.state.tools.manager
+    print(f"  database: {redact_url(manager.store.database)}   replica: {manager.replica}"
+          f"   lease: {settings.lease_seconds:g} s")
     sys.stdout.flush()
     serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,
                   log_level=os.environ.get("TAU2_EVAL_LOG_LEVEL", "warning"))

@@ -18,7 +18,8 @@ def write(arguments: list[str], out: Path, json_out: Path | None = None, seed: i
     runs = parse_runs(arguments)
     report = build(runs, seed, resamples)
     json_path = json_out or out.with_suffix(".json")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    for folder in {out.parent, json_path.parent}:  # --out and --json may name folders not made yet
+        folder.mkdir(parents=True, exist_ok=True)
     json_path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
     out.write_text(html.render(report, runs), encoding="utf-8")
     return report, out, json_path

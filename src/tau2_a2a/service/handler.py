@@ -7,12 +7,17 @@
 - A task whose execution stopped with its service is continued by another
   replica: the agent runs again on the task's first message, following the
   evaluation it started (executor.py's RESUME_STATE).
+- CancelTask of a task another replica runs stops the evaluation it follows at
+  once. a2a-sdk records CANCELED in the shared task store and leaves the
+  replica running the task to notice at its next write, a progress update,
+  which a slow agent may not bring for minutes.
 
 Only the serving path imports this module (a2a-sdk's server is heavy).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -81,6 +86,21 @@ class ServiceRequestHandler(DefaultRequestHandler):
             return
         async for event in super().on_message_send_stream(params, context):
             yield event
+
+    @validate_request_params
+    async def on_cancel_task(self, params: Any, context: Any) -> Any:
+        elsewhere = await self._active_task_registry.get(params.id) is None
+        task = await super().on_cancel_task(params, context)
+        if elsewhere:  # here, canceling the agent's coroutine cancels the evaluation (evaluator_agent.py)
+            await asyncio.to_thread(self._cancel_followed_evaluation, params.id)
+        return task
+
+    def _cancel_followed_evaluation(self, task_id: str) -> None:
+        """Ask the evaluation that the A2A task `task_id` follows to stop, wherever it runs (the database)."""
+        manager = self.tools.manager
+        for row in manager.store.all():
+            if row.task_id == task_id:
+                manager.cancel(row.evaluation_id, wait=False)
 
     async def continue_task(self, task_id: str, evaluation_id: str) -> bool:
         """Run the agent again on the task's first message, following `evaluation_id`, the way a
