@@ -43,6 +43,10 @@ def environment(folder: Path) -> dict[str, str]:
         "TAU2_EVAL_ALLOWED_USER_LLMS": "openai/env-user",
         "TAU2_EVAL_USER_LLM_API_BASE": "http://127.0.0.1:9/env-user/v1",
         "TAU2_EVAL_LOG_LEVEL": "warning",
+        "TAU2_EVAL_MAX_MESSAGE_BYTES": "4000",
+        "TAU2_EVAL_AGENT_TIMEOUT": "41", "TAU2_EVAL_AGENT_MAX_REPLY_BYTES": "42000",
+        "TAU2_EVAL_AGENT_MAX_REQUEST_BYTES": "43000", "TAU2_EVAL_AGENT_MAX_TOOL_CALLS_PER_REPLY": "44",
+        "TAU2_EVAL_AGENT_MAX_TOOL_CALLS": "45",
     }
 
 
@@ -62,7 +66,10 @@ def flags(folder: Path, grpc_port: int) -> list[str]:
             "--max-request-bytes", "8000",
             "--evaluation-nice", "6",
             "--allowed-user-llms", "openai/flag-user,openai/flag-user-2",
-            "--user-llm-api-base", "http://127.0.0.1:9/flag-user/v1"]
+            "--user-llm-api-base", "http://127.0.0.1:9/flag-user/v1",
+            "--max-message-bytes", "7000",
+            "--agent-timeout", "51", "--agent-max-reply-bytes", "52000", "--agent-max-request-bytes", "53000",
+            "--agent-max-tool-calls-per-reply", "54", "--agent-max-tool-calls", "55"]
 
 
 class Serving:
@@ -147,6 +154,8 @@ def test_every_setting_comes_from_its_environment_variable(serving: Any, tmp_pat
         "http://127.0.0.1:9/env-model/v1",
         "  limits: 3 running, 7 queued, 11 simulations per request, max_concurrency 5, request bodies up to 5000 "
         "bytes   targets: loopback",
+        "  each agent: 41 s per reply, 42000 bytes per reply, 43000 bytes per request, 44 tool calls per reply, "
+        "45 per simulation; messages to this service: 4000 bytes",
         "  user LLMs: openai/env-user (or scripted_user), at http://127.0.0.1:9/env-user/v1",
         "  simulations: on the Ray cluster at auto, 4 nice steps below the service",
         f"  database: {folder}/env.sqlite   replica: env-replica   lease: 45 s",
@@ -173,6 +182,8 @@ def test_flags_override_the_environment(serving: Any, tmp_path: Path) -> None:
         "http://127.0.0.1:9/flag-model/v1",
         "  limits: 2 running, 9 queued, 13 simulations per request, max_concurrency 6, request bodies up to 8000 "
         "bytes   targets: public,loopback",
+        "  each agent: 51 s per reply, 52000 bytes per reply, 53000 bytes per request, 54 tool calls per reply, "
+        "55 per simulation; messages to this service: 7000 bytes",
         "  user LLMs: openai/flag-user, openai/flag-user-2 (or scripted_user), at http://127.0.0.1:9/flag-user/v1",
         "  simulations: on the Ray cluster at local, 6 nice steps below the service",
         f"  database: {folder}/flag.sqlite   replica: flag-replica   lease: 50 s",
