@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.settings import SERVICE_TOKEN_ENV, ServiceSettings, names
 
 DEFAULT_PORT = 9200
@@ -117,9 +117,9 @@ def serve_command(args: argparse.Namespace) -> int:
     from tau2_a2a.client.targets import TargetPolicy
     from tau2_a2a.client.config import ConfigError
     from tau2_a2a.protocol.cards import CARD_PATHS, card_json
-    from tau2_a2a.service.evaluations import EvaluationError
+    from tau2_a2a.service.jobs.errors import EvaluationError
     from tau2_a2a.service.public_card import ADK_BINDINGS, SERVICE_NAME, service_card
-    from tau2_a2a.service.store import redact_url
+    from tau2_a2a.service.jobs.database import redact_url
     from tau2_a2a.protocol.hosting import serve_forever
 
     try:
@@ -154,7 +154,7 @@ def serve_command(args: argparse.Namespace) -> int:
           f"{user_llms.api_base or 'the provider endpoint'}")
     where = f"on the Ray cluster at {settings.ray_address}" if settings.ray_address else "in each evaluation's process"
     print(f"  simulations: {where}, {settings.evaluation_nice} nice steps below the service")
-    print(f"  database: {redact_url(app.state.tools.manager.store.database)}   replica: {app.state.tools.manager.replica}")
+    print(f"  database: {redact_url(app.state.tools.manager.database.location)}   replica: {app.state.tools.manager.replica}")
     sys.stdout.flush()
     serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,
                   log_level=os.environ.get("TAU2_EVAL_LOG_LEVEL", "warning"))
