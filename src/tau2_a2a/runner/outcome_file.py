@@ -111,7 +111,7 @@ class Failure:
                 shown.append(part)
             else:
                 [(kind, name)] = part.items()
-                shown.append(terms.get(f"{kind}:{name}") or CLI_TERMS[f"{kind}:{name}"])
+                shown.append(terms.get(f"{kind}:{name}") or CLI_TERMS.get(f"{kind}:{name}", name))
         return "".join(shown) if self.words else self.message
 
 
