@@ -337,7 +337,7 @@ def test_an_evaluations_end_is_read_from_its_runs_outcome_file_and_said_in_the_s
     from tau2_a2a.runner.outcome_file import Failure, FailureKind, RunEnd, RunStatus, words_of, write_outcome
     from tau2_a2a.service.jobs.directory import outcome_file, results_file
     from tau2_a2a.service.jobs.outcome import Ending, ending
-    from tau2_a2a.service.jobs.record import Status
+    from tau2_a2a.service.jobs.evaluation import Status
 
     def ended_with(message: str, kind: FailureKind = FailureKind.AGENT_AUTH, code: int = 2) -> None:
         write_outcome(outcome_file(tmp_path), RunEnd(RunStatus.FAILED, code,

@@ -42,7 +42,7 @@ from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import Assessment, AssessmentRejected, from_text, is_assessment, parse
 from tau2_a2a.service.executor import ARTIFACT_KEY, REJECTED, TASK_KEY
 from tau2_a2a.service.jobs.errors import EvaluationError
-from tau2_a2a.service.jobs.record import TERMINAL, EvaluationView, Status
+from tau2_a2a.service.jobs.evaluation import TERMINAL, EvaluationView, Status
 from tau2_a2a.service.request import TOKEN_ARGUMENT
 from tau2_a2a.service.result import ARTIFACT_NAME, build_result, result_notes
 from tau2_a2a.service.settings import ServiceSettings

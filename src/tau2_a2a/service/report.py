@@ -23,7 +23,7 @@ from tau2_a2a.service import summary
 from tau2_a2a.service.jobs.directory import PRIVATE_FILE
 from tau2_a2a.service.jobs.errors import EvaluationError, EvaluationNotFound
 from tau2_a2a.service.jobs.manager import EvaluationManager
-from tau2_a2a.service.jobs.record import ID_PATTERN, TERMINAL
+from tau2_a2a.service.jobs.evaluation import ID_PATTERN, TERMINAL
 
 REPORT_PATH = "/evaluations/{evaluation_id}/report"
 REPORT_NAME = "report.html"

@@ -4,7 +4,7 @@ Used twice, through `call`: by structured requests (`{"tool": name,
 "arguments": {...}}`, deterministic, no model) and by the service's model for
 text requests (evaluator_agent.py). A tool takes JSON and answers JSON; the
 run request it checks is typed (request.py), and so is the evaluation it
-answers about (jobs/record.py).
+answers about (jobs/evaluation.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tau2_a2a.service.assessment import Assessment, Shard
 from tau2_a2a.service.credentials import ArgumentRefused, UserLLMPolicy
 from tau2_a2a.service.jobs.errors import EvaluationError
 from tau2_a2a.service.jobs.manager import EvaluationManager
-from tau2_a2a.service.jobs.record import EvaluationView
+from tau2_a2a.service.jobs.evaluation import EvaluationView
 from tau2_a2a.service.request import TOKEN_ARGUMENT, EvaluationRequest, RequestPolicy, check_request
 from tau2_a2a.service.tool_specs import (
     ALIASES,

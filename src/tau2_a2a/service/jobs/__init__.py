@@ -1,7 +1,7 @@
 """An evaluation's life in the service, from its request to what it produced.
 
     manager.py     EvaluationManager: the way in (submit, get, list, wait, cancel); start() and close()
-    record.py      EvaluationRecord: one evaluation, typed; EvaluationView: as callers see it
+    evaluation.py  EvaluationRecord: one evaluation, typed; EvaluationView: as callers see it
     scheduler.py   what this replica runs and when: the queue's next, leases renewed, dead replicas' work
                    taken over, cancel passed on, each end recorded
     supervisor.py  the children of this replica: started, watched until they exit, stopped

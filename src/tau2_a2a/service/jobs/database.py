@@ -42,7 +42,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from tau2_a2a.client.config import redact
 from tau2_a2a.service.jobs.errors import EvaluationError
-from tau2_a2a.service.jobs.record import EvaluationRecord
+from tau2_a2a.service.jobs.evaluation import EvaluationRecord
 
 SCHEMA_VERSION = 1
 DATABASE_NAME = "service.sqlite"

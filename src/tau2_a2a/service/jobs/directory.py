@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 
 from tau2_a2a.runner.outcome_file import outcome_path
-from tau2_a2a.service.jobs.record import ID_PATTERN, TERMINAL, EvaluationRecord
+from tau2_a2a.service.jobs.evaluation import ID_PATTERN, TERMINAL, EvaluationRecord
 from tau2_a2a.service.jobs.store import EvaluationStore
 
 log = logging.getLogger("tau2_a2a.service")

@@ -21,7 +21,7 @@ from tau2_a2a.service.jobs.errors import EvaluationNotFound
 from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
 from tau2_a2a.service.jobs.progress import ProgressReader
 from tau2_a2a.service.jobs.queue import EvaluationQueue, FollowedTask, replica_name
-from tau2_a2a.service.jobs.record import (
+from tau2_a2a.service.jobs.evaluation import (
     ID_PATTERN,
     TERMINAL,
     EvaluationRecord,

@@ -19,7 +19,7 @@ from tau2_a2a.client.targets import SERVICE_FLAG
 from tau2_a2a.runner.outcome_file import RunEnd, read_outcome
 from tau2_a2a.service import summary
 from tau2_a2a.service.jobs.directory import outcome_file, results_file
-from tau2_a2a.service.jobs.record import Status
+from tau2_a2a.service.jobs.evaluation import Status
 from tau2_a2a.service.request import TOKEN_ARGUMENT
 
 # The service's words for what a run's message names; one it has no words for keeps the run's.

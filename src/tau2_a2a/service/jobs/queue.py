@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import Column, and_, func, or_, select, true, update
 
 from tau2_a2a.service.jobs.database import Database, evaluations, record_of
-from tau2_a2a.service.jobs.record import EvaluationRecord, Status
+from tau2_a2a.service.jobs.evaluation import EvaluationRecord, Status
 
 QUEUED, RUNNING = Status.QUEUED.value, Status.RUNNING.value
 ACTIVE = (QUEUED, RUNNING)

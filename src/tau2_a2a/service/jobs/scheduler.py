@@ -34,7 +34,7 @@ from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.jobs.outcome import ending
 from tau2_a2a.service.jobs.progress import final_result
 from tau2_a2a.service.jobs.queue import EvaluationQueue, FollowedTask
-from tau2_a2a.service.jobs.record import EvaluationRecord, Status
+from tau2_a2a.service.jobs.evaluation import EvaluationRecord, Status
 from tau2_a2a.service.jobs.store import EvaluationStore
 from tau2_a2a.service.jobs.supervisor import Job, Supervisor
 

@@ -13,7 +13,7 @@ import time
 from sqlalchemy import and_, select, update
 
 from tau2_a2a.service.jobs.database import Database, evaluations, record_of, stored_json
-from tau2_a2a.service.jobs.record import EvaluationRecord
+from tau2_a2a.service.jobs.evaluation import EvaluationRecord
 
 
 class EvaluationStore:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tau2_a2a.service.jobs.child import ChildOptions, ChildRun
-from tau2_a2a.service.jobs.record import EvaluationRecord
+from tau2_a2a.service.jobs.evaluation import EvaluationRecord
 
 log = logging.getLogger("tau2_a2a.service")
 

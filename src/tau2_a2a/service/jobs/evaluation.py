@@ -1,4 +1,4 @@
-"""An evaluation's record: what the service keeps of it, and what callers see of it.
+"""An evaluation: its status, its record (what the service keeps of it), and what callers see of it.
 
 The record is kept in the service's database (store.py); its status is the
 table's own column, so the record's JSON there holds everything but the
