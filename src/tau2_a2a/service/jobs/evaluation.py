@@ -74,10 +74,10 @@ class EvaluationRecord:
         return replace(self, status=status, error=error, finished_at=now(), result=result)
 
     def stored(self) -> JsonObject:
-        """The JSON the database keeps beside the status column."""
+        """The JSON the database keeps beside the status column: all but the status (the request's domain,
+        endpoint and total stay at the top, where earlier versions, replicas among them, read them)."""
         data = self.to_json()
-        for derived in ("status", "domain", "agent_endpoint", "total_simulations"):
-            del data[derived]
+        del data["status"]
         return data
 
     def to_json(self) -> JsonObject:
