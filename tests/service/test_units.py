@@ -291,6 +291,13 @@ def test_queue_positions_queue_limit_and_canceling(tmp_path: Path) -> None:
         assert restarted.get(first["evaluation_id"]).to_json()["status"] == "canceled"
     finally:
         restarted.close()
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "results" / "service.sqlite") as database:
+        rows = database.execute("SELECT evaluation_id, status, record FROM tau2_eval_evaluations").fetchall()
+    assert {evaluation_id: status for evaluation_id, status, _ in rows} == {
+        first["evaluation_id"]: "canceled", second["evaluation_id"]: "canceled", third["evaluation_id"]: "running"}
+    assert not [record for _, _, record in rows if "status" in json.loads(record)]  # kept once: the column
 
 
 def test_evaluations_run_below_the_service_priority(tmp_path: Path) -> None:
