@@ -109,7 +109,7 @@ def oracle_all_bindings() -> Iterator[BackgroundServer]:
 def service_all_bindings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer]:
     """`tau2-a2a serve --grpc-port` with bearer auth (tests.support.service.SERVICE_TOKEN), every binding."""
     from tau2_a2a.service.app import build_app
-    from tau2_a2a.service.evaluations import Limits
+    from tau2_a2a.service.jobs.limits import Limits
     from tau2_a2a.service.settings import ServiceSettings
     from tests.support.service import SERVICE_TOKEN
 

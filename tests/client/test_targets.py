@@ -402,18 +402,18 @@ def test_a_40_mb_reply_over_grpc_ends_as_a_malformed_reply(tmp_path: Path) -> No
 def test_serve_passes_its_policy_to_each_evaluation_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tau2_a2a.cli import build_parser
     from tau2_a2a.cli.serve import settings_from_args
-    from tau2_a2a.service.spec import EvaluationSpec
+    from tau2_a2a.service.request import EvaluationRequest
     from tests.support.service import child_given
 
     monkeypatch.delenv("TAU2_EVAL_ALLOWED_TARGETS", raising=False)
-    spec = EvaluationSpec(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
+    spec = EvaluationRequest(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
     for flags, entries in (([], "public"), (["--allowed-targets", "public, Loopback"], "public,loopback")):
         settings = settings_from_args(build_parser().parse_args(
             ["serve", "--results-dir", str(tmp_path / entries), *flags]))
         tools = settings.tools()
         try:
             assert tools.targets.entries == tuple(entries.split(","))
-            given = child_given(tmp_path / f"child-{entries}", spec, allowed_targets=tools.manager.allowed_targets)
+            given = child_given(tmp_path / f"child-{entries}", spec, allowed_targets=tools.manager.children.allowed_targets)
         finally:
             tools.manager.close()
         assert given["request"]["settings"]["a2a"]["a2a_allowed_targets"] == entries.split(",")

@@ -28,8 +28,10 @@ from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, compute_metrics
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import free_port
-from tau2_a2a.service.evaluations import EvaluationManager, Limits
-from tau2_a2a.service.spec import EvaluationSpec
+from tau2_a2a.service.jobs.child import ChildOptions
+from tau2_a2a.service.jobs.limits import Limits
+from tau2_a2a.service.jobs.manager import EvaluationManager
+from tau2_a2a.service.request import EvaluationRequest
 from tau2_a2a.service.settings import ServiceSettings
 from tests.support.executors import FailsTask, agent_app
 from tests.support.middleware import RequireBearer
@@ -228,35 +230,36 @@ def test_the_service_runs_its_evaluations_on_ray_and_cancels_them(cluster: Any, 
                                                                   tmp_path: Path) -> None:
     assert ServiceSettings.from_env({"TAU2_EVAL_RAY_ADDRESS": cluster.address}).ray_address == cluster.address
     slow = serve(lambda url: agent_app(OracleExecutor(delay=0.5), url))
-    manager = EvaluationManager(tmp_path, Limits(max_running=1), ray_address=cluster.address)
+    manager = EvaluationManager(tmp_path, Limits(max_running=1),
+                                children=ChildOptions(ray_address=cluster.address)).start()
     try:
-        done = manager.submit(EvaluationSpec(domain="airline", agent_endpoint=slow.url, total_simulations=2,
-                                             user="scripted_user", user_llm="scripted", task_ids=["0", "1"],
-                                             max_concurrency=2))
-        finished = manager.wait(done["evaluation_id"], timeout=600)
+        done = manager.submit(EvaluationRequest(domain="airline", agent_endpoint=slow.url, total_simulations=2,
+                                                user="scripted_user", user_llm="scripted", task_ids=["0", "1"],
+                                                max_concurrency=2)).to_json()
+        finished = manager.wait(done["evaluation_id"], timeout=600).to_json()
         assert finished["status"] == "completed", finished["error"]
         assert finished["progress"] == {"simulations_done": 2, "simulations_total": 2, "avg_reward_so_far": 1.0}
         child_log = (tmp_path / done["evaluation_id"] / "child.log").read_text()
         assert f"Ray ({cluster.address}): 2 actors on 2 nodes" in child_log
 
         tasks = [str(task) for task in range(10)]
-        canceled = manager.submit(EvaluationSpec(domain="airline", agent_endpoint=slow.url, total_simulations=10,
-                                                 user="scripted_user", user_llm="scripted", task_ids=tasks,
-                                                 max_concurrency=1))
+        canceled = manager.submit(EvaluationRequest(domain="airline", agent_endpoint=slow.url, total_simulations=10,
+                                                    user="scripted_user", user_llm="scripted", task_ids=tasks,
+                                                    max_concurrency=1)).to_json()
         deadline = time.monotonic() + 300
-        while manager.get(canceled["evaluation_id"]).get("progress", {}).get("simulations_done", 0) < 1:
+        while manager.get(canceled["evaluation_id"]).to_json().get("progress", {}).get("simulations_done", 0) < 1:
             assert time.monotonic() < deadline, "no simulation within 300 s"
             time.sleep(0.2)
-        stopped = manager.cancel(canceled["evaluation_id"])
+        stopped = manager.cancel(canceled["evaluation_id"]).to_json()
         assert stopped["status"] == "canceled"
         kept = saved_simulations(manager.results_path(canceled["evaluation_id"]))
         assert 1 <= len(kept) < len(tasks)
         assert stopped["progress"]["simulations_done"] == len(kept)
     finally:
         manager.close()
-    restarted = EvaluationManager(tmp_path)
+    restarted = EvaluationManager(tmp_path).start()
     try:
-        assert restarted.get(canceled["evaluation_id"])["status"] == "canceled"  # persisted
+        assert restarted.get(canceled["evaluation_id"]).to_json()["status"] == "canceled"  # persisted
     finally:
         restarted.close()
 
@@ -278,7 +281,7 @@ def test_serve_ray_passes_the_address_to_each_evaluation_run(tmp_path: Path) -> 
 
     settings = settings_from_args(build_parser().parse_args(["serve", "--ray", "ray://head:10001"]))
     assert settings.ray_address == "ray://head:10001"
-    spec = EvaluationSpec(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
+    spec = EvaluationRequest(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
     given = child_given(tmp_path / "ray", spec, ray_address=settings.ray_address)
     assert given["command"][1:] == ["-m", "tau2_a2a.runner"]
     assert given["request"]["settings"]["ray"] == "ray://head:10001"

@@ -18,7 +18,7 @@ from google.protobuf.json_format import MessageToDict
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.calls import connect, request_message
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tests.support.distributions import DOMAIN_LIST, DOMAINS
 from tests.support.service import ask, call_tool, result_data, result_text, start_service, stream, until, wait_for_task
@@ -195,7 +195,7 @@ def _stored_tasks(service: BackgroundServer) -> int:
     """A2A tasks in the service's SQLite database."""
     import sqlite3
 
-    path = service.app.state.tools.manager.store.url.split(":///", 1)[1]
+    path = service.app.state.tools.manager.database.url.split(":///", 1)[1]
     with sqlite3.connect(path) as connection:
         return connection.execute("SELECT count(*) FROM tasks").fetchone()[0]
 
@@ -334,7 +334,7 @@ async def test_target_refusal(service: BackgroundServer, tmp_path: Path, oracle_
 async def test_records_of_the_file_layout_are_imported_once_and_an_unfinished_one_resumes(
         service: BackgroundServer, acceptance: Any, tmp_path: Path) -> None:
     """A results directory of the earlier file layout: one finished record, one left running."""
-    evaluation = service.app.state.tools.manager.get(result_data(acceptance)["evaluation_id"])
+    evaluation = service.app.state.tools.manager.get(result_data(acceptance)["evaluation_id"]).to_json()
     records = {
         "ev-00000000abcd": {"status": "running", "result": None, "finished_at": None},
         "ev-00000000beef": {"status": "completed", "result": evaluation["result"],
@@ -350,7 +350,7 @@ async def test_records_of_the_file_layout_are_imported_once_and_an_unfinished_on
     try:
         finished = await call_tool(restarted.url, "get_evaluation", {"evaluation_id": "ev-00000000beef"})
         assert finished["status"] == "completed" and finished["result"] == evaluation["result"]
-        resumed = await asyncio.to_thread(restarted.app.state.tools.manager.wait, "ev-00000000abcd", 300)
+        resumed = (await asyncio.to_thread(restarted.app.state.tools.manager.wait, "ev-00000000abcd", 300)).to_json()
         assert (resumed["status"], resumed["resumed"]) == ("completed", 1)
         assert resumed["result"]["metrics"]["avg_reward"] == 1.0
         listed = await call_tool(restarted.url, "list_evaluations")

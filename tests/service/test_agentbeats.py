@@ -20,7 +20,7 @@ from tau2.metrics.agent_metrics import compute_metrics
 
 from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import AssessmentRejected, Shard, parse
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
 from tau2_a2a.tau2bench.provenance import task_set_sha256
 from tau2_a2a.service.result import ARTIFACT_NAME, schema

@@ -30,7 +30,7 @@ from starlette.middleware import Middleware
 from tau2.data_model.simulation import Results
 from tau2.metrics.agent_metrics import compute_metrics
 
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.support.assessments import assess, request, result_of
 from tests.support.cli import run_cli

@@ -23,7 +23,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest, TaskState, a2a_pb
 from starlette.middleware import Middleware
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor
-from tau2_a2a.service.evaluations import TOKEN_LOST
+from tau2_a2a.service.jobs.scheduler import TOKEN_LOST
 from tau2_a2a.service.request_limit import too_large_message
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.support.executors import agent_app

@@ -26,7 +26,7 @@ from starlette.routing import Route
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.credentials import REMOVED, scrub_arguments
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.tool_specs import accepted_arguments
 from tau2_a2a.service.vault import TokenVault, scrub_request
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
@@ -317,7 +317,7 @@ async def test_a_refused_target_token_names_the_services_argument(service: Backg
 
 def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> None:
     from tau2_a2a.client.config import ConfigError
-    from tau2_a2a.service.spec import EvaluationSpec
+    from tau2_a2a.service.request import EvaluationRequest
     from tests.support.distributions import DEFAULT_USER_LLM
     from tests.support.service import child_given
     from tau2_a2a.service.settings import ServiceSettings
@@ -331,7 +331,7 @@ def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> N
     with pytest.raises(ConfigError) as refused:
         ServiceSettings(user_llm_api_base="http://u:pw@10.0.0.5/v1").user_llm_policy()
     assert "pw" not in str(refused.value) and "must not carry a user name or password" in str(refused.value)
-    spec = EvaluationSpec(domain="airline", agent_endpoint="http://a", total_simulations=1, user_llm="openai/a",
+    spec = EvaluationRequest(domain="airline", agent_endpoint="http://a", total_simulations=1, user_llm="openai/a",
                           user_llm_args={"temperature": 0.5})
     given = child_given(tmp_path / "child", spec, user_llm_api_base=policy.api_base)
     assert given["request"]["settings"]["user_llm_args"] == {"temperature": 0.5, "api_base": "http://10.0.0.5:8000/v1"}

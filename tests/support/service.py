@@ -18,10 +18,10 @@ from a2a.types import AgentCard, GetTaskRequest, Message, SendMessageConfigurati
 
 from tau2_a2a.service.app import build_app
 from tau2_a2a.service.calls import connect, request_message, result_data, result_text
-from tau2_a2a.service.child import start_child
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.jobs.child import start_child
+from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.settings import ServiceSettings
-from tau2_a2a.service.spec import EvaluationSpec
+from tau2_a2a.service.request import EvaluationRequest
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.support.processes import descendants
 
@@ -78,15 +78,16 @@ json.dump({{"command": sys.argv, "stdin": sys.stdin.read(), "cwd": os.getcwd(), 
 """
 
 
-def child_given(directory: Path, spec: EvaluationSpec, token: str | None = None, **settings: Any) -> dict[str, Any]:
-    """What an evaluation's child is given when the service starts it (service/child.py's start_child):
+def child_given(directory: Path, request: EvaluationRequest, token: str | None = None,
+                **settings: Any) -> dict[str, Any]:
+    """What an evaluation's child is given when the service starts it (service/jobs/child.py's start_child):
     its command line ("command", the interpreter first), standard input ("stdin", and "request" read from it
     as JSON), directory, umask, the target's token if its environment had one, and the names of the
     service's TAU2_EVAL_* variables it can see."""
     recorder = directory.parent / f"{directory.name}-recorder"
     recorder.write_text(_RECORDER.format(python=sys.executable))
     recorder.chmod(0o755)
-    assert start_child(spec, directory, token, python=str(recorder), **settings).wait() == 0
+    assert start_child(request, directory, token, python=str(recorder), **settings).wait() == 0
     given = json.loads((directory / "given.json").read_text())
     given["request"] = json.loads(given["stdin"]) if given["stdin"] else None
     return given

@@ -22,7 +22,7 @@ from tau2_a2a.client.config import (
     DEFAULT_TIMEOUT_SECONDS,
     AgentLimits,
 )
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.request_limit import KEPT_TEXT_BYTES
 from tau2_a2a.service.settings import AGENT_LIMITS, SERVICE_TOKEN_ENV, ServiceSettings, names
 
@@ -148,9 +148,9 @@ def serve_command(args: argparse.Namespace) -> int:
     from tau2_a2a.client.targets import TargetPolicy
     from tau2_a2a.client.config import ConfigError
     from tau2_a2a.protocol.cards import CARD_PATHS, card_json
-    from tau2_a2a.service.evaluations import EvaluationError
+    from tau2_a2a.service.jobs.errors import EvaluationError
     from tau2_a2a.service.public_card import ADK_BINDINGS, SERVICE_NAME, service_card
-    from tau2_a2a.service.store import redact_url
+    from tau2_a2a.service.jobs.database import redact_url
     from tau2_a2a.protocol.hosting import serve_forever
 
     try:
@@ -194,7 +194,7 @@ def serve_command(args: argparse.Namespace) -> int:
     where = f"on the Ray cluster at {settings.ray_address}" if settings.ray_address else "in each evaluation's process"
     print(f"  simulations: {where}, {settings.evaluation_nice} nice steps below the service")
     manager = app.state.tools.manager
-    print(f"  database: {redact_url(manager.store.database)}   replica: {manager.replica}"
+    print(f"  database: {redact_url(manager.database.location)}   replica: {manager.replica}"
           f"   lease: {settings.lease_seconds:g} s")
     sys.stdout.flush()
     serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,

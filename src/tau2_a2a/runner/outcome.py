@@ -51,6 +51,10 @@ class SimulationLost(RuntimeError):
     """A simulation's Ray worker died more than its retries allow; the finished simulations are kept."""
 
 
+# What a run's messages say to do next: words the outcome file marks, so another edge can say it its own way.
+RESUME = "re-run the same command to resume"  # a run stopped early: its finished simulations are kept
+RETRY = "running the same command again retries them"  # simulations tau2 could not score
+
 INFRASTRUCTURE_ERROR = "infrastructure_error"  # upstream's TerminationReason for a simulation it gave up on
 JUDGE_MODULE = "evaluator_nl_assertions"  # where upstream's judge of natural-language assertions raises
 
@@ -93,8 +97,7 @@ def infrastructure_error_line(results: Any) -> str | None:
         error = (f"tau2's LLM judge of natural-language assertions failed with {error}; point LiteLLM at the judge "
                  "with OPENAI_API_KEY, and OPENAI_API_BASE for another endpoint (see docs/judge.md)")
     return (f"{len(failed)} of {len(simulations)} simulations were not scored (tau2 ended them as infrastructure "
-            f"errors and leaves them out of its metrics: {which}): {error}; running the same command again retries "
-            "them.")
+            f"errors and leaves them out of its metrics: {which}): {error}; {RETRY}.")
 
 
 def exit_code_for(error: BaseException) -> int | None:

@@ -47,7 +47,7 @@ from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.records import current_node, set_node
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.runner.outcome import SimulationLost
+from tau2_a2a.runner.outcome import RESUME, SimulationLost
 from tau2_a2a.tau2bench.distribution import SimulationRun
 from tau2_a2a.tau2bench.environments import install as install_environments
 from tau2_a2a.tau2bench.orchestration import on_session, run_task, simulations_by
@@ -280,7 +280,7 @@ class ActorPool:
             raise SimulationLost(
                 f"the simulation of task {arguments['task'].id} (seed {arguments.get('seed')}) was lost: its Ray "
                 f"worker died {RETRIES + 1} times ({_first_line(error)}). The finished simulations are kept in "
-                f"{self.results_path}; re-run the same command to resume."
+                f"{self.results_path}; {RESUME}."
             ) from None
         finally:
             self._free.put(actor)

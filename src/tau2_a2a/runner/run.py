@@ -25,7 +25,7 @@ from tau2_a2a.client.bindings import READABLE
 from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.session import DRIVEN, MCP, A2ASession
 from tau2_a2a.runner.interrupt import RunInterrupted, freeze_writes
-from tau2_a2a.runner.outcome import RunOutcome, RunStopped
+from tau2_a2a.runner.outcome import RESUME, RunOutcome, RunStopped
 from tau2_a2a.runner.protocol_metrics import metrics_path, write_report
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
 from tau2_a2a.tau2bench.environments import install as install_environments
@@ -86,7 +86,7 @@ def ending(error: BaseException, path: Path, report: dict[str, Any] | None,
         f"The agent at {session.config.endpoint} refused our credentials mid-run "
         f"({f'HTTP {error.status}' if error.status else 'gRPC UNAUTHENTICATED'}), so the run stopped; its "
         f"{finished} finished simulations are kept in {path}. Pass a valid bearer token with "
-        "--a2a-auth-token or TAU2_A2A_AUTH_TOKEN and re-run the same command to resume.",
+        f"--a2a-auth-token or TAU2_A2A_AUTH_TOKEN and {RESUME}.",
         status=error.status,
     )
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from tau2_a2a.client.config import has_query_or_fragment, origin, without_userinfo
 from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_USER
+from tau2_a2a.service.wire import JsonObject
 
 REMOVED = "<removed>"  # what a scrubbed value becomes in every stored copy of the request
 NO_LLM_USERS = frozenset({"scripted_user"})  # users that call no LLM: user_llm is not used
@@ -82,7 +83,7 @@ def secret_looking(name: Any) -> bool:
     return isinstance(name, str) and bool(_SECRET_KEY.search(name))
 
 
-def check_sampling_args(args: Any) -> dict[str, Any]:
+def check_sampling_args(args: Any) -> JsonObject:
     """`user_llm_args` as the evaluation uses it, or ArgumentRefused naming the first bad key."""
     if not isinstance(args, dict):
         raise ArgumentRefused("user_llm_args must be a JSON object of sampling parameters "
@@ -135,7 +136,7 @@ class UserLLMPolicy:
             f"(or user scripted_user, which needs no LLM).")
 
 
-def scrub_arguments(arguments: dict[str, Any], accepted: Collection[str]) -> bool:
+def scrub_arguments(arguments: JsonObject, accepted: Collection[str]) -> bool:
     """In place: the values the service would refuse and must not store are replaced. Whether any was."""
     changed = False
     for key, value in list(arguments.items()):
@@ -151,7 +152,7 @@ def scrub_arguments(arguments: dict[str, Any], accepted: Collection[str]) -> boo
     return changed
 
 
-def _scrub_llm_args(args: dict[str, Any]) -> bool:
+def _scrub_llm_args(args: JsonObject) -> bool:
     changed = False
     for key in list(args):
         if key not in SAMPLING_ARGS and args[key] != REMOVED:
@@ -160,7 +161,7 @@ def _scrub_llm_args(args: dict[str, Any]) -> bool:
     return changed
 
 
-def scrub_assessment(request: dict[str, Any], config_keys: Collection[str]) -> bool:
+def scrub_assessment(request: JsonObject, config_keys: Collection[str]) -> bool:
     """In place, for an AgentBeats assessment request: participants' URLs and the config."""
     changed = False
     participants = request.get("participants")

@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING
 
 from tau2_a2a.client.config import AgentLimits, ConfigError, check_limit, check_timeout, has_userinfo
 from tau2_a2a.service.credentials import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy
-from tau2_a2a.service.child import DEFAULT_NICE
-from tau2_a2a.service.evaluations import DEFAULT_LIMITS, EvaluationError, EvaluationManager, Limits
+from tau2_a2a.service.jobs.child import DEFAULT_NICE, ChildOptions
+from tau2_a2a.service.jobs.database import Database, StoreError
+from tau2_a2a.service.jobs.errors import EvaluationError
+from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
+from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.service.request_limit import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_REQUEST_BYTES
 
 if TYPE_CHECKING:
@@ -146,19 +149,21 @@ class ServiceSettings:
         )
 
     def tools(self, replica: str | None = None) -> EvaluationTools:
-        """The tools over a fresh evaluation manager for these settings."""
-        from tau2_a2a.service.store import StoreError
+        """The tools over an evaluation manager for these settings, started (its database open, its
+        scheduler running); ConfigError naming the setting that is wrong."""
         from tau2_a2a.client.targets import SERVICE_FLAG, TargetPolicy
         from tau2_a2a.service.tools import EvaluationTools
 
         user_llms = self.user_llm_policy()
         targets = TargetPolicy.from_entries(self.allowed_targets, flag=SERVICE_FLAG)
         try:
-            manager = EvaluationManager(self.results_dir, self.limits, ray_address=self.ray_address,
-                                        database=self.database, replica=replica or self.replica,
-                                        lease_seconds=self.lease_seconds, nice=self.evaluation_nice,
-                                        user_llm_api_base=user_llms.api_base, allowed_targets=targets.entries,
-                                        agent_limits=self.agent_limits)
+            children = ChildOptions(nice=self.evaluation_nice, ray_address=self.ray_address,
+                                    user_llm_api_base=user_llms.api_base, allowed_targets=targets.entries,
+                                    agent_limits=self.agent_limits)
+            database = Database(self.database) if self.database else None  # None: SQLite in results_dir
+            manager = EvaluationManager(self.results_dir, self.limits, database=database, children=children,
+                                        replica=replica or self.replica, lease_seconds=self.lease_seconds)
+            manager.start()
         except (StoreError, EvaluationError) as error:
             raise ConfigError(str(error)) from None
         return EvaluationTools(manager, targets, user_llms=user_llms)
