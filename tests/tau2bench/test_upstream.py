@@ -130,7 +130,7 @@ def test_ctrl_c_keeps_what_finished_and_the_printed_command_resumes(serve: Serve
                        "--task-ids", *tasks, "--max-concurrency", "1", "--results-dir", str(tmp_path)],
                       new_session=True)
     deadline = time.monotonic() + 240
-    while sum(len(saved_simulations(path) or []) for path in tmp_path.glob("*.json")) < 1:
+    while sum(len(saved_simulations(path) or []) for path in tmp_path.rglob("*.json")) < 1:
         assert process.poll() is None, process.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "no simulation finished within 240 s"
         time.sleep(0.05)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.runner.protocol_metrics import METRICS_SUFFIX
 from tau2_a2a.service import summary
 from tau2_a2a.service.records import PRIVATE_FILE
+from tau2_a2a.tau2bench.layout import metrics_path
 
 log = logging.getLogger("tau2_a2a.service")
 
@@ -66,7 +66,7 @@ def protocol_metrics(path: Path, results: dict[str, Any] | None,
     """The protocol metrics report beside the results file (the child's, or rebuilt from them)."""
     if results is None or not results.get("simulations"):
         return None
-    metrics_file = path.parent / f"{path.stem}{METRICS_SUFFIX}"
+    metrics_file = metrics_path(path)
     if ran_every_simulation and metrics_file.exists():
         report = summary.read_results(metrics_file)
         if report is not None:

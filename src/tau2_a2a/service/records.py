@@ -1,8 +1,9 @@
 """What the service keeps of each evaluation: a record in its database and a private directory of files.
 
 An evaluation's directory (ROOT/ev-0123456789ab, mode 0700) holds tau2's
-results file, its protocol metrics and the child's log, each 0600: results are
-the service's business, nobody else's. Records of the earlier file layout
+results file (the run `results`, where `tau2 run` places it: see
+`tau2bench.layout`), its protocol metrics and the child's log, each 0600:
+results are the service's business, nobody else's. Records of the earlier file layout
 (ev-*/evaluation.json) are imported into the database once.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from tau2_a2a.service.spec import EvaluationSpec
 from tau2_a2a.service.store import EvaluationStore
+from tau2_a2a.tau2bench.layout import results_path
 
 log = logging.getLogger("tau2_a2a.service")
 
@@ -39,8 +41,9 @@ TERMINAL = {Status.COMPLETED.value, Status.FAILED.value, Status.CANCELED.value}
 
 
 def results_file(directory: Path) -> Path:
-    """tau2's results file in an evaluation's directory (it may not exist yet)."""
-    return directory / f"{RESULTS_NAME}.json"
+    """tau2's results file in an evaluation's directory (it may not exist yet): that of the run RESULTS_NAME
+    there, as the child's run writes it (an evaluation of an earlier version: its file, where it is)."""
+    return results_path(RESULTS_NAME, directory)
 
 
 def now() -> str:
