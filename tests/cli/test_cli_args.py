@@ -51,7 +51,7 @@ def test_token_from_the_environment(serve, tmp_path, monkeypatch, capsys) -> Non
     assert code == 0
     assert "A2A agent: misbehaving test agent at" in out.out
     assert "env-token-value" not in out.out + out.err
-    assert "env-token-value" not in "".join(p.read_text() for p in tmp_path.iterdir())
+    assert "env-token-value" not in "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
     results = json.loads(results_path("env", tmp_path).read_text())
     assert [s["reward_info"]["reward"] for s in results["simulations"]] == [1.0]
     assert metrics_path(results_path("env", tmp_path)).exists()

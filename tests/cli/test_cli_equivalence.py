@@ -74,7 +74,7 @@ def _stable(value: Any) -> Any:
 
 def _panels(stdout: str) -> list[str]:
     """The output without times and paths, which differ from run to run."""
-    text = re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+|\d+\.\d+s|/\S+", "<x>", stdout)
+    text = re.sub(r"\d{4}-\d\d-\d\d[T ][\d:.]+|\d+\.\d+s|/\S+", "<x>", stdout)
     return [line.rstrip() for line in text.splitlines() if line.strip()]
 
 

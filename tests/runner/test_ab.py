@@ -80,5 +80,5 @@ def test_both_arms_score_the_same_and_match(standin, tmp_path, monkeypatch, caps
     assert "both pass 2, both fail 0, differ 0" in table and table.strip() in out
     assert "identical trajectories (calls, arguments, results, texts): 2/2" in table
     assert "nan" not in table.lower()
-    for path in tmp_path.iterdir():
+    for path in (path for path in tmp_path.rglob("*") if path.is_file()):
         assert SECRET not in path.read_text(), path.name

