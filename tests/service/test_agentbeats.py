@@ -228,8 +228,8 @@ def test_merge_refuses_files_of_other_settings_naming_what_differs(sharded: dict
                             capture_output=True, text=True, cwd=REPO)
     assert merged.returncode == 2
     assert ("error: These results files were not made with the same settings, so they cannot be scored together: "
-            f"domain differs ({shown(first)}: 'airline'; other.json: 'retail'); max_steps differs ({shown(first)}: 200; "
-            "other.json: 30).") in merged.stderr
+            f"domain differs ({shown(first)}: 'airline'; other.json: 'retail'); "
+            f"max_steps differs ({shown(first)}: 200; other.json: 30).") in merged.stderr
     assert not results_path("merged", tmp_path).exists()
 
 

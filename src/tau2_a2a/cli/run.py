@@ -2,8 +2,8 @@
 
 Every flag of `tau2 run` works the same or is refused in one line (see
 `tau2_flags`); `--agent a2a_agent` with `--a2a-endpoint URL` evaluates an A2A
-agent. The flags are checked and turned
-into settings here, once; the run itself is `runner.run.evaluate`.
+agent. The flags are checked and turned into settings here, once; the run
+itself is `runner.run.evaluate`.
 """
 
 from __future__ import annotations

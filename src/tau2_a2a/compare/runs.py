@@ -118,7 +118,8 @@ def is_report(path: Path) -> bool:
 
 
 def parse_run(argument: str) -> Run:
-    """`LABEL=PATH` or `PATH`: a results file, or a folder of them (one per domain)."""
+    """`LABEL=PATH` or `PATH`: a results file, a run's directory holding one, or a folder of either (one per
+    domain); labelled, without LABEL, by the run's name or the folder's."""
     label, sep, rest = argument.partition("=")
     path = Path(rest if sep and label and not Path(argument).exists() else argument)
     if not sep or Path(argument).exists():

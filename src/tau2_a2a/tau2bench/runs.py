@@ -60,8 +60,8 @@ class RunPlan:
 
     @property
     def results_path(self) -> Path:
-        """Where tau2 writes this run's results (see `layout`); names the run as tau2 does (when, after its
-        agent, its LLM and its user) if it has no name yet."""
+        """Where tau2 writes this run's results (see `layout`); names the run as tau2 does (its time, domain,
+        agent, user and their LLMs) if it has no name yet."""
         if self.config.save_to is None:
             self.config.save_to = make_run_name(self.config)
         return results_path(self.config.save_to, self.config.results_dir)
