@@ -38,6 +38,12 @@ that tells the user something in words is met when the agent said its last
 word; one that asks the agent to act is met when the agent acted (a tool
 result) and then spoke.
 
+And it plays upstream's reviewer of conversations (`--auto-review`,
+`review_reply`): the full review names, as the agent's errors, the task's
+expected tool calls the agent never made; the authentication check says
+"succeeded" when the agent called a tool and "not_needed" otherwise; the
+review of the user alone finds no error. Each is a pure function of the prompt.
+
 Run on its own for benchmarks and by hand (it prints its api base, the value
 for OPENAI_API_BASE or a model's `api_base`, and serves until stopped):
 
@@ -120,6 +126,10 @@ class StandinLLM:
             "usage": usage,
         })
 
+    def review_requests(self) -> list[dict[str, Any]]:
+        """The requests it answered as upstream's reviewer of conversations."""
+        return [body for body in self.requests if review_kind(body.get("messages", [])) is not None]
+
     def judge_requests(self) -> list[dict[str, Any]]:
         """The requests it answered as upstream's judge of natural-language assertions."""
         return [body for body in self.requests if judge_prompt(body.get("messages", [])) is not None]
@@ -129,11 +139,15 @@ class StandinLLM:
         return [body for body in self.requests if user_scenario_task(body.get("messages", [])) is not None]
 
     def reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """As the judge when asked for verdicts, as the user when the system prompt holds a task's scenario,
-        else as the agent."""
+        """As the judge when asked for verdicts, as the reviewer when asked for a review, as the user when the
+        system prompt holds a task's scenario, else as the agent."""
         prompt = judge_prompt(messages)
         if prompt is not None:
             return judge_reply(*prompt)
+        kind = review_kind(messages)
+        if kind is not None:
+            return review_reply(kind, "\n".join(content_text(m.get("content")) for m in messages
+                                                if m.get("role") == "user"))
         task = user_scenario_task(messages)
         if task is not None:
             return user_reply(messages, *task)
@@ -319,6 +333,66 @@ def judge_reply(turns: list[tuple[str, str]], expected: list[str]) -> dict[str, 
         met, reasoning = verdict(turns, outcome)
         results.append({"expectedOutcome": outcome, "reasoning": reasoning, "metExpectation": met})
     return {"role": "assistant", "content": json.dumps({"results": results})}
+
+
+# -- upstream's reviewer of conversations (tau2.evaluator.reviewer: review_llm_judge, auth_classifier) --
+
+REVIEW_FULL, REVIEW_USER, REVIEW_AUTH = "full", "user", "auth"
+_REVIEW_GOALS = {  # the first words of each reviewer's system prompt, after "# Goal"
+    REVIEW_FULL: "Assess this conversation to determine if the user simulator or the agent made any errors",
+    REVIEW_USER: "Assess this conversation to determine if the user simulator made any errors",
+    REVIEW_AUTH: "Classify the user authentication outcome",
+}
+_SPEAKER = re.compile(r"^(?:\[TURN \d+\] )?\*\*(assistant|user|tool[^*]*|system)\*\*:", re.MULTILINE)
+_TOOL_CALL = re.compile(r"^\*\*Tool Call\*\*: (\S+)$", re.MULTILINE)
+
+
+def review_kind(messages: list[dict[str, Any]]) -> str | None:
+    """Which of upstream's reviewers a request is from (full, user, auth), else None."""
+    system = " ".join(content_text(m.get("content")) for m in messages if m.get("role") == "system")
+    return next((kind for kind, goal in _REVIEW_GOALS.items() if goal in system), None)
+
+
+def tagged(text: str, tag: str) -> str:
+    """The text between <tag> and </tag> (empty when absent)."""
+    return text.partition(f"<{tag}>")[2].partition(f"</{tag}>")[0]
+
+
+def agent_tool_calls(conversation: str) -> list[str]:
+    """The tools the agent called, in order, in a conversation as upstream's reviewer is shown it."""
+    calls: list[str] = []
+    speakers = list(_SPEAKER.finditer(conversation))
+    for speaker, following in zip(speakers, speakers[1:] + [None]):
+        if speaker[1] == "assistant":
+            calls += _TOOL_CALL.findall(conversation[speaker.end():following.start() if following else None])
+    return calls
+
+
+def review_reply(kind: str, prompt: str) -> dict[str, Any]:
+    """A review in the JSON upstream's reviewers parse: see the module's docstring."""
+    conversation = tagged(prompt, "Conversation")
+    called = agent_tool_calls(conversation)
+    if kind == REVIEW_AUTH:
+        verdict = ({"status": "succeeded", "reasoning": f"The agent called {called[0]} on the user's account."}
+                   if called else {"status": "not_needed", "reasoning": "The agent called no tool."})
+    elif kind == REVIEW_USER:
+        spoke = len(re.findall(r"^(?:\[TURN \d+\] )?\*\*user\*\*:", conversation, re.MULTILINE))
+        verdict = {"errors": [], "summary": f"The user spoke {spoke} times and kept to its instructions."}
+    else:
+        block = tagged(prompt, "Example Action Trajectory").strip().removeprefix("```json").removesuffix("```")
+        expected = [action["name"] for action in json.loads(block or "[]")
+                    if action.get("requestor", "assistant") == "assistant"]
+        missing = list(expected)
+        for name in called:
+            if name in missing:
+                missing.remove(name)
+        verdict = {
+            "errors": [{"source": "agent", "error_tags": ["missed_required_action"], "severity": "critical",
+                        "turn_idx": None, "reasoning": f"The agent never called {name}.",
+                        "correct_behavior": f"Call {name} as the task requires."} for name in missing],
+            "summary": f"The agent made {len(expected) - len(missing)} of the {len(expected)} expected tool calls.",
+        }
+    return {"role": "assistant", "content": json.dumps(verdict)}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from tau2_a2a.cli import parse_run_args
 from tau2_a2a.client.config import ConfigError
+from tau2_a2a.tau2bench.layout import results_path
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, agent_app
 from tests.support.middleware import FailFirst, NullResult, middleware
@@ -84,7 +85,7 @@ def test_an_interface_that_answers_501_fails_the_check_before_any_simulation(ser
         f"error: The agent card at {server.url} names {server.url} for JSON-RPC, but that URL answers HTTP 501: "
         "it does not serve JSON-RPC. Fix the url in the agent's card, or choose another of its interfaces with "
         "--a2a-transport."]
-    assert not (tmp_path / "run.json").exists()
+    assert not results_path("run", tmp_path).exists()
 
 
 def test_a_null_json_rpc_result_is_a_malformed_reply_with_its_reason(serve: Serve, tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.settings import ServiceSettings
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
+from tau2_a2a.tau2bench.layout import results_path
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, ReplyOnTask, agent_app, card_app, card_json
 from tests.support.middleware import HttpExchange, _BodyMiddleware
@@ -171,7 +172,7 @@ def test_a_card_naming_the_metadata_address_ends_the_run_before_any_simulation(
     assert lines == [(
         f"error: The agent card at {server.url} names http://169.254.169.254/latest for JSON-RPC; that URL is "
         "refused: 169.254.169.254 is in 169.254.0.0/16 (link-local and cloud metadata addresses are never allowed).")]
-    assert not (tmp_path / "run.json").exists()
+    assert not results_path("run", tmp_path).exists()
 
 
 def test_a_card_naming_a_host_outside_the_allowed_targets_ends_the_run(
@@ -186,7 +187,7 @@ def test_a_card_naming_a_host_outside_the_allowed_targets_ends_the_run(
         "loopback address, and the allowed targets (127.0.0.1) do not include it. To allow it: "
         "--a2a-allowed-targets 127.0.0.1,loopback")]
     assert connections(witness) == 0
-    assert not (tmp_path / "run.json").exists()
+    assert not results_path("run", tmp_path).exists()
 
 
 def test_a_card_naming_a_grpc_target_outside_the_allowed_targets_ends_the_run(

@@ -21,6 +21,7 @@ from tau2_a2a.compare.output import write
 from tau2_a2a.compare.report import schema
 from tau2_a2a.compare.runs import ReportError, parse_runs
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
+from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from testbed.browser import Browser
 from tests.support.report_runs import flaky_run, oracle_run
 from tests.support.runs import run_native_oracle
@@ -160,7 +161,7 @@ def refusal(arguments: list[str], capsys: pytest.CaptureFixture[str], tmp_path: 
 def test_bad_input_gets_one_clear_line(runs: dict[str, Path], tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     flaky = runs["flaky"]
-    metrics = flaky.parent / f"{flaky.stem}_a2a_metrics.json"
+    metrics = metrics_path(flaky)
     assert refusal([str(metrics)], capsys, tmp_path) == (
         f"error: {metrics}: not a tau2 results file (no info, tasks and simulations); "
         "pass the results file tau2 (or tau2-a2a run) wrote, not another JSON file")
@@ -223,6 +224,25 @@ def test_a_folder_is_one_run_and_reports_in_it_are_skipped(runs: dict[str, Path]
         parse_runs([str(folder)])
 
 
+def test_runs_directories_are_runs_of_either_layout(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Upstream's layout (a run's directory holding results.json) and the one-file layout, side by side: a
+    run's directory is that run, named after it; a folder of them is one run per domain."""
+    folder = tmp_path / "agent"
+    (folder / "airline_run").mkdir(parents=True)
+    shutil.copy(runs["flaky"], folder / "airline_run" / "results.json")
+    shutil.copy(metrics_path(runs["flaky"]), folder / "airline_run" / "results_a2a_metrics.json")
+    [run] = parse_runs([str(folder / "airline_run")])
+    assert run.label == "airline_run" and run.domains["airline"].metrics is not None
+    [run] = parse_runs([str(folder / "airline_run" / "results.json")])
+    assert run.label == "airline_run" and run.domains["airline"].path == folder / "airline_run" / "results.json"
+    [run] = parse_runs([str(folder)])
+    assert run.label == "agent" and list(run.domains) == ["airline"]
+    shutil.copy(runs["oracle"], folder / "airline.json")
+    with pytest.raises(ReportError, match=r"two results files of domain airline \(airline.json, "
+                                          r"airline_run/results.json\)"):
+        parse_runs([str(folder)])
+
+
 def test_no_secret_reaches_the_report(runs: dict[str, Path], tmp_path: Path) -> None:
     def secrets(data: dict[str, Any]) -> None:
         data["info"]["agent_info"]["llm_args"]["a2a_endpoint"] = "http://agent:s3cr3t-pw@127.0.0.1:9/a2a?token=tk-123#f"
@@ -240,7 +260,7 @@ def test_no_secret_reaches_the_report(runs: dict[str, Path], tmp_path: Path) -> 
 @pytest.mark.nvidia
 def test_a_native_run_has_no_protocol_section(tmp_path: Path) -> None:
     run_native_oracle(tmp_path, task_ids=["0", "1"], save_to="native")
-    report, html_path, _ = write([str(tmp_path / "native.json")], tmp_path / "r.html", resamples=200)
+    report, html_path, _ = write([str(results_path("native", tmp_path))], tmp_path / "r.html", resamples=200)
     jsonschema.validate(report, schema())
     native = figures(report, "native")
     assert native["avg_reward"]["value"] == 1.0 and native["failures"]["failed"] == 0

@@ -22,6 +22,7 @@ from tau2_a2a.protocol.messages import conversation_start, user_turn
 from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port, wait_for_card
+from tau2_a2a.tau2bench.layout import results_path
 
 GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
 
@@ -155,7 +156,7 @@ def test_cli_serves_the_agent(standin, tmp_path):
             env=env, capture_output=True, text=True, timeout=180,
         )
         assert run.returncode == 0, run.stderr[-2000:]
-        results = json.loads((tmp_path / "cli.json").read_text())
+        results = json.loads(results_path("cli", tmp_path).read_text())
         assert [s["reward_info"]["reward"] for s in results["simulations"]] == [1.0]
     finally:
         server.terminate()

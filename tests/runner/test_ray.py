@@ -33,6 +33,7 @@ from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.service.request import EvaluationRequest
 from tau2_a2a.service.settings import ServiceSettings
+from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from tests.support.executors import FailsTask, agent_app
 from tests.support.middleware import RequireBearer
 from tests.support.processes import wait_until
@@ -70,21 +71,21 @@ def test_a_run_spreads_over_both_nodes_survives_a_killed_worker_and_matches_one_
                               stderr=subprocess.PIPE, text=True)
     # Once a few simulations are in, kill the worker process of an actor that ran one.
     deadline = time.monotonic() + 300
-    while len(saved_simulations(tmp_path / "ray.json") or []) < 4:
+    while len(saved_simulations(results_path("ray", tmp_path)) or []) < 4:
         assert driver.poll() is None, driver.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "no 4 simulations within 300 s"
         time.sleep(0.1)
-    killed = request_records(saved_simulations(tmp_path / "ray.json"))[-1]["process"]
+    killed = request_records(saved_simulations(results_path("ray", tmp_path)))[-1]["process"]
     os.kill(killed, signal.SIGKILL)
     stdout, stderr = driver.communicate(timeout=600)
     assert driver.returncode == 0, stderr[-3000:]
     assert "Ray (" in stdout and "2 actors on 2 nodes, each running up to 4 simulations at once" in stdout
 
-    on_ray = Results.load(tmp_path / "ray.json")
+    on_ray = Results.load(results_path("ray", tmp_path))
     assert sorted((s.trial, s.task_id) for s in on_ray.simulations) == sorted(
         (trial, task) for trial in (0, 1) for task in TASKS)  # none lost, none twice
     assert {s.reward_info.reward for s in on_ray.simulations} == {1.0}
-    report = json.loads((tmp_path / "ray_a2a_metrics.json").read_text())
+    report = json.loads(metrics_path(results_path("ray", tmp_path)).read_text())
     records = [record for simulation in report["simulations"] for record in simulation["requests"]]
     assert {record["node"] for record in records} == {cluster.head_node.node_id,
                                                       next(iter(cluster.worker_nodes)).node_id}
@@ -114,7 +115,7 @@ def test_a_run_spreads_over_both_nodes_survives_a_killed_worker_and_matches_one_
 def test_a_killed_driver_resumes_on_ray_and_without_it(cluster: Any, serve: Serve, tmp_path: Path) -> None:
     server = serve(lambda url: agent_app(OracleExecutor(delay=0.3), url))
     tasks = [str(task) for task in range(8)]
-    results = tmp_path / "resumed.json"
+    results = results_path("resumed", tmp_path)
     finished: list[dict] = []
     for address in (cluster.address, cluster.address):  # killed twice on Ray, each time further on
         driver = subprocess.Popen(run_on_ray(server.url, address, tmp_path, "resumed", tasks, "--max-concurrency",
@@ -150,7 +151,7 @@ def test_an_agent_error_ends_its_simulation_once_as_in_one_process(cluster: Any,
                                      "--max-concurrency", "3"),
                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert done.returncode == 3, done.stderr[-3000:]
-    simulations = saved_simulations(tmp_path / "failing.json")
+    simulations = saved_simulations(results_path("failing", tmp_path))
     assert sorted((s["task_id"], s["termination_reason"]) for s in simulations) == [
         ("0", "user_stop"), ("1", "agent_error"), ("2", "user_stop")]
     failing = [s for s in simulations if s["task_id"] == "1"]
@@ -215,7 +216,7 @@ def test_an_unreachable_cluster_stops_the_run_before_any_simulation(oracle_url: 
         f"error: Cannot reach the Ray cluster at {address} (Connection refused). Start it with `ray start --head` "
         "on that machine (Ray Client listens on port 10001, the GCS on 6379), or pass --ray local to run on this "
         "machine."]
-    assert not (tmp_path / "nowhere.json").exists()
+    assert not results_path("nowhere", tmp_path).exists()
 
 
 def test_the_token_is_not_taken_from_the_command_line_with_ray(oracle_url: str, tmp_path: Path) -> None:

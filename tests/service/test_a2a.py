@@ -20,6 +20,7 @@ from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.calls import connect, request_message
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
+from tau2_a2a.service.records import results_file
 from tests.support.distributions import DOMAIN_LIST, DOMAINS
 from tests.support.service import ask, call_tool, result_data, result_text, start_service, stream, until, wait_for_task
 
@@ -260,7 +261,7 @@ async def test_cancel_stops_the_evaluation_and_keeps_finished_simulations(
         done = record["result"]["metrics"]["num_simulations"]
         assert 1 <= done < 20 and record["result"]["metrics"]["avg_reward"] == 1.0
         assert record["result"]["protocol_metrics"]["simulations"] == done
-        on_disk = json.loads((tmp_path / running["evaluation_id"] / "results.json").read_text())
+        on_disk = json.loads(results_file(tmp_path / running["evaluation_id"]).read_text())
         assert len(on_disk["simulations"]) == done
 
         stopped = await call_tool(url, "cancel_evaluation", {"evaluation_id": queued["evaluation_id"]})
@@ -293,7 +294,7 @@ async def test_four_concurrent_evaluations_are_isolated(service: BackgroundServe
         assert data["result"]["metrics"]["num_simulations"] == len(ids) == data["total_simulations"]
         assert data["result"]["metrics"]["avg_reward"] == 1.0
         assert data["result"]["protocol_metrics"]["simulations"] == len(ids)
-        saved = json.loads((results_root / data["evaluation_id"] / "results.json").read_text())
+        saved = json.loads(results_file(results_root / data["evaluation_id"]).read_text())
         assert sorted(s["task_id"] for s in saved["simulations"]) == ids
     finished = {r.getMessage() for r in records}
     assert {f"evaluation {d['evaluation_id']} completed" for d in datas} <= finished

@@ -24,6 +24,7 @@ from a2a.types import TaskState
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import BackgroundServer
 from tests.support.executors import OracleLike, Seen, agent_app
+from tau2_a2a.service.jobs.directory import results_file
 from tests.support.processes import gone, wait_until
 from tests.support.runs import saved_simulations
 from tests.support.service import STARTUP_SECONDS, Service, ask, call_tool, done_so_far, result_data, wait_for_task
@@ -159,7 +160,7 @@ def test_a_killed_replica_s_evaluation_is_finished_by_the_other(
     assert (data["evaluation_id"], data["status"], data["replica"], data["resumed"]) == (
         evaluation_id, "completed", "replica-b", 1)
     assert data["result"]["metrics"]["avg_reward"] == 1.0
-    simulations = saved_simulations(second.results_dir / evaluation_id / "results.json")
+    simulations = saved_simulations(results_file(second.results_dir / evaluation_id))
     assert Counter(s["task_id"] for s in simulations) == Counter(tasks)  # each exactly once
 
 
@@ -175,7 +176,7 @@ def test_cancel_through_one_replica_stops_the_evaluation_the_other_runs(
 
     canceled = asyncio.run(call_tool(second.url, "cancel_evaluation", {"evaluation_id": by_tool[1]}))
     assert (canceled["status"], canceled["replica"]) == ("canceled", "replica-a")
-    kept = saved_simulations(first.results_dir / by_tool[1] / "results.json")
+    kept = saved_simulations(results_file(first.results_dir / by_tool[1]))
     assert canceled["result"]["metrics"]["num_simulations"] == len(kept) >= 1
     ended = asyncio.run(wait_for_task(first.url, by_tool[0], timeout=300))
     assert result_data(ended)["status"] == "canceled"

@@ -27,9 +27,11 @@ from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.credentials import REMOVED, scrub_arguments
 from tau2_a2a.service.jobs.limits import Limits
+from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.service.tool_specs import accepted_arguments
 from tau2_a2a.service.vault import TokenVault, scrub_request
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
+from tau2_a2a.tau2bench.layout import metrics_path
 from tests.support.service import ask, assessment_message, final_task, result_data, result_text, start_service
 
 RUN = "run_tau2_evaluation"
@@ -277,9 +279,8 @@ async def test_files_are_the_services_users_only(service: BackgroundServer, resu
     task = await ask(service.url, RUN, oracle_run(oracle_url))
     assert result_data(task)["status"] == "completed", result_text(task)
     evaluation = results / result_data(task)["evaluation_id"]
-    names = {path.name for path in evaluation.iterdir()}
-    assert {"child.log", "results.json"} <= names and any(name.endswith(".json") and "metrics" in name
-                                                          for name in names), names
+    saved = results_file(evaluation)
+    assert saved.is_file() and metrics_path(saved).is_file() and (evaluation / "child.log").is_file()
     assert {"service.sqlite", "service.sqlite-wal"} <= {path.name for path in results.iterdir()}
     modes = {str(path.relative_to(results)): stat.S_IMODE(path.stat().st_mode)
              for path in [results, *results.rglob("*")]}

@@ -126,7 +126,8 @@ def test_the_submission_says_what_the_runs_measured(runs: dict[str, RunOutcome],
     assert submission["references"] == [{"title": "Acme agent", "url": "https://github.com/acme/agent",
                                          "type": "github"}]
     assert submission["trajectories_available"] is True
-    assert submission["trajectory_files"] == {domain: f"acme_{domain}.json" for domain in DOMAINS}
+    # each run's results.json (upstream's layout) becomes <domain>_results.json in the submission
+    assert submission["trajectory_files"] == {domain: f"{domain}_results.json" for domain in DOMAINS}
     assert set(submission["results"]) == set(DOMAINS)
     for domain in DOMAINS:
         metrics = compute_metrics(runs[domain].results)
@@ -139,7 +140,7 @@ def test_the_submission_says_what_the_runs_measured(runs: dict[str, RunOutcome],
 def test_the_submitted_trajectories_keep_their_provenance(runs: dict[str, RunOutcome],
                                                           prepared: dict[str, Any]) -> None:
     for domain in DOMAINS:
-        submitted = prepared["directory"] / "trajectories" / f"acme_{domain}.json"
+        submitted = prepared["directory"] / "trajectories" / f"{domain}_results.json"
         assert submitted.read_bytes() == runs[domain].results_path.read_bytes()
         assert json.loads(submitted.read_text())[PROVENANCE_KEY] == provenance(domain)
 

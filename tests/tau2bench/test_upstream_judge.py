@@ -30,6 +30,7 @@ from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.tau2bench.oracle_script import judged_by_llm
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from tau2_a2a.reference.oracle_agent import oracle_card
+from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from testbed.standin_llm import StandinLLM
 from tests.support.cli import run_cli
 from tests.support.executors import ReplyOnTask
@@ -157,13 +158,13 @@ def test_an_unreachable_judge_leaves_its_simulations_unscored_and_a_rerun_scores
     assert process.returncode == 1, stderr[-3000:]  # the run is incomplete
     assert "Traceback" not in stderr
     assert UNSCORED.fullmatch(stderr.strip().splitlines()[-1]), stderr[-3000:]
-    path = tmp_path / "judged.json"
+    path = results_path("judged", tmp_path)
     first = {s.task_id: s for s in Results.load(path).simulations}
     assert first["2"].termination_reason.value == "infrastructure_error"
     assert first["2"].reward_info is None and first["2"].messages == []
     assert first["2"].info["error_type"] == "InternalServerError"
     assert first["0"].reward_info.reward == 1.0  # no NL assertion: scored without the judge
-    metrics = json.loads((tmp_path / "judged_a2a_metrics.json").read_text())
+    metrics = json.loads(metrics_path(results_path("judged", tmp_path)).read_text())
     assert {s["task_id"]: s["termination_reason"] for s in metrics["simulations"]} == {
         "2": "infrastructure_error", "0": "user_stop"}
     report, _, _ = write([str(path)], tmp_path / "report.html", resamples=100)

@@ -1,8 +1,9 @@
 """`tau2-a2a run`: tau2's `run` flags, plus the A2A agent's, into one RunSettings, run by the runner.
 
-Every flag of `tau2 run` works the same; `--agent a2a_agent` with
-`--a2a-endpoint URL` evaluates an A2A agent. The flags are checked and turned
-into settings here, once; the run itself is `runner.run.evaluate`.
+Every flag of `tau2 run` works the same or is refused in one line (see
+`tau2_flags`); `--agent a2a_agent` with `--a2a-endpoint URL` evaluates an A2A
+agent. The flags are checked and turned into settings here, once; the run
+itself is `runner.run.evaluate`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shlex
 from typing import Any
 
 from tau2_a2a.cli.common import add_transport_args, auth_token
+from tau2_a2a.cli.tau2_flags import add_tau2_run_args, refuse_unsupported, settings_given
 from tau2_a2a.client.config import (
     AUTH_TOKEN_ENV,
     DEFAULT_MAX_REPLY_BYTES,
@@ -32,7 +34,8 @@ from tau2_a2a.runner.outcome import report_outcome
 from tau2_a2a.runner.parent import exit_with_parent
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
-from tau2_a2a.tau2bench.distribution import DEFAULT_AGENT_IMPLEMENTATION, add_run_args
+from tau2_a2a.tau2bench.distribution import DEFAULT_AGENT_IMPLEMENTATION
+from tau2_a2a.tau2bench.layout import run_name
 from tau2_a2a.tau2bench.runs import domains
 
 # Largest values the counting flags take: beyond them no run is meant, and some overflow tau2's arithmetic.
@@ -50,7 +53,7 @@ def add_run_command(commands: Any) -> None:
     run = commands.add_parser("run", help="Run tau2-bench; with --agent a2a_agent, against an A2A agent",
                               epilog=RUN_EPILOG)
     run.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
-    add_run_args(run)
+    add_tau2_run_args(run)
     add_a2a_args(run)
     # Without --agent-llm an A2A agent is named after its card, and tau2's agents get tau2's default LLM.
     # Without --agent: the A2A agent when an --a2a-* flag is given, else tau2's default (see resolve_agent).
@@ -65,46 +68,13 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def settings_from_args(args: argparse.Namespace) -> RunSettings:
-    """The run the flags describe: tau2's settings as `tau2 run` maps them, and the A2A agent's; a value no run
-    can use is refused in one line (ConfigError)."""
+    """The run the flags describe: each of tau2's flags is the RunSettings field of its name, as `tau2 run`
+    maps it, or refused (see `tau2_flags`); the A2A agent's come from the --a2a-* flags. A value no run can
+    use is refused in one line (ConfigError)."""
     check_run_args(args)
-    return RunSettings(
-        domain=args.domain,
-        agent=args.agent,
-        a2a=a2a_config_from_args(args) if args.agent == A2A_AGENT else None,
-        ray=getattr(args, "ray", None),
-        task_set_name=args.task_set_name,
-        task_split_name=args.task_split_name,
-        task_ids=args.task_ids,
-        num_tasks=args.num_tasks,
-        agent_llm=args.agent_llm,
-        agent_llm_args=args.agent_llm_args,
-        user=args.user,
-        user_llm=args.user_llm,
-        user_llm_args=args.user_llm_args,
-        agent_api_key=args.agent_api_key,
-        user_api_key=args.user_api_key,
-        num_trials=args.num_trials,
-        max_steps=args.max_steps,
-        max_errors=args.max_errors,
-        save_to=args.save_to,
-        results_dir=args.results_dir,
-        max_concurrency=args.max_concurrency,
-        max_retries=args.max_retries,
-        seed=args.seed,
-        log_level=args.log_level,
-        enforce_communication_protocol=args.enforce_communication_protocol,
-        skip_failed_samples=args.skip_failed_samples,
-        judge_llm=args.judge_llm,
-        judge_api_key=args.judge_api_key,
-        judge_llm_args=args.judge_llm_args,
-        judge_window_size=args.judge_window_size,
-        judge_system_prompt=args.judge_system_prompt,
-        retrieval_config=args.retrieval_config,
-        retrieval_config_kwargs=args.retrieval_config_kwargs,
-        timeout=args.timeout,
-        retry_delay=args.retry_delay,
-    )
+    refuse_unsupported(args)
+    a2a = a2a_config_from_args(args) if args.agent == A2A_AGENT else None
+    return RunSettings(**settings_given(args), a2a=a2a)
 
 
 def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
@@ -277,7 +247,7 @@ def resume_command(argv: list[str], interrupted: RunInterrupted) -> str:
             elif index + 1 < len(words):
                 words[index + 1] = _without_secrets(words[index + 1])
     if not any(word == "--save-to" or word.startswith("--save-to=") for word in words):
-        words += ["--save-to", interrupted.results_path.stem]
+        words += ["--save-to", run_name(interrupted.results_path)]
     return shlex.join(["tau2-a2a", *words])
 
 

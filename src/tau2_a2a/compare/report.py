@@ -14,7 +14,6 @@ from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tau2_a2a.runner.protocol_metrics import METRICS_SUFFIX
 from tau2_a2a.compare import stats
 from tau2_a2a.compare.runs import (
     SCHEMA_ID,
@@ -29,6 +28,7 @@ from tau2_a2a.compare.runs import (
     task_trials,
 )
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
+from tau2_a2a.tau2bench.layout import metrics_path
 from tau2_a2a.tau2bench.resume import CARD_KEY
 
 SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
@@ -207,7 +207,7 @@ def provenance(run: DomainRun, trials: dict[str, Any]) -> dict[str, Any]:
         },
         "user": {"implementation": user.get("implementation"), "llm": user.get("llm"),
                  "settings": public_args(user.get("llm_args"))},
-        "metrics_file": str(run.path.parent / f"{run.path.stem}{METRICS_SUFFIX}") if run.metrics else None,
+        "metrics_file": str(metrics_path(run.path)) if run.metrics else None,
     }
 
 

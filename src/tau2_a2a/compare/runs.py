@@ -1,6 +1,7 @@
 """The runs a report reads: tau2 results files (one per domain) and the A2A metrics beside them.
 
-A run is one results file (one domain) or a folder of results files (one per
+A run is one results file (one domain), a run's directory holding one
+(upstream's layout, `NAME/results.json`), or a folder of either (one per
 domain), labelled `LABEL=PATH` or by its name. Also the facts each figure and
 the page read off one simulation: its reward, failure kind, failed components
 and A2A records.
@@ -17,11 +18,10 @@ import orjson
 
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.runner.outcome import left_out_of_metrics
-from tau2_a2a.runner.protocol_metrics import METRICS_SUFFIX
 from tau2_a2a.compare import stats
+from tau2_a2a.tau2bench import layout
 
 SCHEMA_ID = "https://tau2-a2a.dev/schemas/report-1.json"
-SIDE_FILES = (METRICS_SUFFIX, "_results.json", "_termination_summary.json")
 
 
 class ReportError(Exception):
@@ -95,7 +95,7 @@ def check_results(path: Path, data: Any) -> dict[str, Any]:
 
 def load_domain_run(path: Path) -> DomainRun:
     results = check_results(path, load_json(path))
-    side = path.parent / f"{path.stem}{METRICS_SUFFIX}"
+    side = layout.metrics_path(path)
     metrics = None
     if side.exists():
         try:
@@ -106,9 +106,9 @@ def load_domain_run(path: Path) -> DomainRun:
 
 
 def results_files(folder: Path) -> list[Path]:
-    """The tau2 results files in a folder (not the files tau2 and tau2-a2a write beside them, nor reports)."""
-    return sorted(p for p in folder.glob("*.json")
-                  if not p.name.endswith(SIDE_FILES) and not is_report(p))
+    """The tau2 results files in a folder, of either layout (not the files tau2 and tau2-a2a write beside
+    them, nor reports)."""
+    return [path for path in layout.results_files(folder) if not is_report(path)]
 
 
 def is_report(path: Path) -> bool:
@@ -118,11 +118,12 @@ def is_report(path: Path) -> bool:
 
 
 def parse_run(argument: str) -> Run:
-    """`LABEL=PATH` or `PATH`: a results file, or a folder of them (one per domain)."""
+    """`LABEL=PATH` or `PATH`: a results file, a run's directory holding one, or a folder of either (one per
+    domain); labelled, without LABEL, by the run's name or the folder's."""
     label, sep, rest = argument.partition("=")
     path = Path(rest if sep and label and not Path(argument).exists() else argument)
     if not sep or Path(argument).exists():
-        label = path.stem if path.is_file() or path.suffix == ".json" else path.name
+        label = layout.run_name(path) if path.is_file() or path.suffix == ".json" else path.name
     run = Run(label)
     paths = results_files(path) if path.is_dir() else [path]
     if not paths:
@@ -131,7 +132,7 @@ def parse_run(argument: str) -> Run:
         domain_run = load_domain_run(file)
         if domain_run.domain in run.domains:
             raise ReportError(f"{path}: two results files of domain {domain_run.domain} "
-                              f"({run.domains[domain_run.domain].path.name}, {file.name}); "
+                              f"({layout.shown(run.domains[domain_run.domain].path)}, {layout.shown(file)}); "
                               "pass them as separate runs (LABEL=FILE)")
         run.domains[domain_run.domain] = domain_run
     return run

@@ -27,6 +27,7 @@ from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
 from tau2_a2a.tau2bench.distribution import AssistantMessage, Results, compute_metrics, is_successful
 from tau2_a2a.tau2bench.fidelity import trajectory_signature
+from tau2_a2a.tau2bench.layout import results_root
 
 NATIVE_AGENT = "llm_agent"
 ARM_TITLES = {"native": "native llm_agent", "a2a": "baseline agent over A2A"}
@@ -62,7 +63,7 @@ def run_ab(settings: RunSettings) -> ABOutcome:
     a2a = _run_a2a(settings.with_changes(save_to=f"{base}_a2a"))
     comparison = compare(native, a2a, settings)
     table = format_table(comparison)
-    directory = native.results_path.parent
+    directory = results_root(settings.results_dir)  # beside the two runs, whatever tau2's layout
     table_path, json_path = directory / f"{base}_ab.txt", directory / f"{base}_ab.json"
     table_path.write_text(table + "\n")
     json_path.write_text(json.dumps(comparison, indent=2))

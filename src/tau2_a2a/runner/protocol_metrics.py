@@ -1,4 +1,5 @@
-"""The protocol metrics of a run: aggregates of its request records, in a file beside tau2's results.
+"""The protocol metrics of a run: aggregates of its request records, in a file beside tau2's results (its
+name: `tau2bench.layout.metrics_path`).
 
 The metrics file is derived from the results file and can be rebuilt anytime.
 Requests made before any simulation (the card fetch and the access check) are
@@ -17,13 +18,7 @@ import numpy as np
 
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
 from tau2_a2a.tau2bench import provenance
-
-METRICS_SUFFIX = "_a2a_metrics.json"
-
-
-def metrics_path(results_path: Path) -> Path:
-    """`run.json` -> `run_a2a_metrics.json`, beside it."""
-    return results_path.parent / f"{results_path.stem}{METRICS_SUFFIX}"
+from tau2_a2a.tau2bench.layout import metrics_path
 
 
 MCP_REQUESTS_KEY = "mcp_requests"  # beside "requests": the MCP requests of the MCP tools modes

@@ -26,9 +26,10 @@ from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.session import DRIVEN, MCP, A2ASession
 from tau2_a2a.runner.interrupt import RunInterrupted, freeze_writes
 from tau2_a2a.runner.outcome import RESUME, RunOutcome, RunStopped
-from tau2_a2a.runner.protocol_metrics import metrics_path, write_report
+from tau2_a2a.runner.protocol_metrics import write_report
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
 from tau2_a2a.tau2bench.environments import install as install_environments
+from tau2_a2a.tau2bench.layout import metrics_path
 from tau2_a2a.tau2bench.orchestration import on_session
 from tau2_a2a.tau2bench.resume import CARD_KEY, TOOLS_KEY
 from tau2_a2a.tau2bench.runs import plan_run, simulations_saved

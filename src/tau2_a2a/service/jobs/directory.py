@@ -15,6 +15,7 @@ from pathlib import Path
 from tau2_a2a.runner.outcome_file import outcome_path
 from tau2_a2a.service.jobs.evaluation import ID_PATTERN, TERMINAL, EvaluationRecord
 from tau2_a2a.service.jobs.store import EvaluationStore
+from tau2_a2a.tau2bench.layout import results_path
 
 log = logging.getLogger("tau2_a2a.service")
 
@@ -25,8 +26,9 @@ RECORD_NAME = "evaluation.json"  # the file layout of earlier versions, imported
 
 
 def results_file(directory: Path) -> Path:
-    """tau2's results file in an evaluation's directory (it may not exist yet)."""
-    return directory / f"{RESULTS_NAME}.json"
+    """tau2's results file in an evaluation's directory (it may not exist yet): that of the run RESULTS_NAME
+    there, as the child's run writes it (an evaluation of an earlier version: its file, where it is)."""
+    return results_path(RESULTS_NAME, directory)
 
 
 def outcome_file(directory: Path) -> Path:

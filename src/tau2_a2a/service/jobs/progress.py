@@ -12,11 +12,11 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from tau2_a2a.runner.protocol_metrics import metrics_path
 from tau2_a2a.service import summary
 from tau2_a2a.service.jobs.directory import PRIVATE_FILE
 from tau2_a2a.service.jobs.evaluation import Progress
 from tau2_a2a.service.wire import JsonObject
+from tau2_a2a.tau2bench.layout import metrics_path
 
 log = logging.getLogger("tau2_a2a.service")
 
