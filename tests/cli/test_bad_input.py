@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tau2_a2a.cli import parse_run_args
 from tau2_a2a.client.config import ConfigError
-from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, agent_app
 from tests.support.middleware import FailFirst, NullResult, middleware
@@ -162,7 +162,7 @@ def test_an_a2a_flag_without_agent_runs_the_a2a_agent(oracle_url: str, tmp_path:
                 "--results-dir", str(tmp_path), "--save-to", "run"])
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"A2A agent: tau2 oracle at {oracle_url}" in done.stdout
-    assert json.loads((tmp_path / "run.json").read_text())["info"]["agent_info"]["implementation"] == "a2a_agent"
+    assert json.loads(results_path("run", tmp_path).read_text())["info"]["agent_info"]["implementation"] == "a2a_agent"
 
 
 @pytest.mark.parametrize("flag", [["--a2a-endpoint", "http://127.0.0.1:9"], ["--a2a-streaming"]])
@@ -180,8 +180,8 @@ def test_a_flood_of_tool_calls_ends_each_simulation_and_the_run_says_so(tmp_path
         done = run(a2a_run(agent.url, tmp_path, "--task-ids", "0", "1"))
     assert done.returncode == 3, done.stderr[-3000:]
     assert done.stderr.splitlines()[-1] == (
-        f"2 of 2 simulations ended with A2A errors (limit=2): they score 0; see {tmp_path / 'run_a2a_metrics.json'}")
-    assert (tmp_path / "run.json").stat().st_size < 200_000
+        f"2 of 2 simulations ended with A2A errors (limit=2): they score 0; see {metrics_path(results_path('run', tmp_path))}")
+    assert results_path("run", tmp_path).stat().st_size < 200_000
 
 
 def test_a_400_character_card_name_makes_a_bounded_results_file_name(tmp_path: Path) -> None:

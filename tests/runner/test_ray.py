@@ -200,7 +200,7 @@ def test_ray_auto_runs_on_the_cluster_this_machine_joined(joined_head: dict[str,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Ray (auto): 1 actor on 1 node, each running up to 3 simulations at once" in done.stdout
-    simulations = saved_simulations(tmp_path / "auto.json")
+    simulations = saved_simulations(results_path("auto", tmp_path))
     assert sorted(s["task_id"] for s in simulations) == ["0", "1", "2"]
     assert {s["reward_info"]["reward"] for s in simulations} == {1.0}
     nodes = {record["node"] for record in request_records(simulations)}
@@ -298,8 +298,7 @@ def test_the_mcp_tools_modes_run_on_ray_each_actor_serving_its_own_tools(
     assert done.returncode == 0, done.stderr[-3000:]
     assert "tools over MCP" in done.stdout or "driving the conversation over MCP" in done.stdout
 
-    ray_results = Results.load(next(tmp_path.glob("ray*.json")) if (tmp_path / "ray.json").exists()
-                               else tmp_path / "ray" / "results.json")
+    ray_results = Results.load(results_path("ray", tmp_path))
     here = run_a2a(oracle_url, tmp_path / "here", task_ids=tasks, max_concurrency=4, a2a=A2AConfig(
         endpoint=oracle_url, retry=FAST, tools="mcp", driven=tools == ["--a2a-driven"]))
     assert {s.task_id: s.reward_info.reward for s in ray_results.simulations} == dict.fromkeys(tasks, 1.0)
