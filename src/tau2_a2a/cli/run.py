@@ -111,6 +111,7 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
         streaming=args.a2a_streaming,
         max_reply_bytes=args.a2a_max_reply_bytes,
         targets=None if args.a2a_allowed_targets is None else TargetPolicy.parse(args.a2a_allowed_targets),
+        price_model=args.a2a_price_model,
     )
 
 
@@ -133,6 +134,10 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
                             "each reply is held several times over in memory, so one hostile agent's reply must "
                             "not be unbounded (default: %(default)s, 8 MiB)")
     add_transport_args(group)
+    group.add_argument("--a2a-price-model", default=None, metavar="MODEL",
+                       help="The LiteLLM model whose price applies when the agent reports tokens but no cost and "
+                            "no model LiteLLM prices (e.g. gpt-4.1-2025-04-14); without it such turns cost "
+                            "'not reported'. Priced from LiteLLM's local cost map")
     group.add_argument("--ray", default=None, metavar="ADDRESS",
                        help="Run the simulations on Ray actors, scored there, spread over the cluster's nodes "
                             "(without it, the run is threads in this process): local (a Ray instance for this run, "

@@ -36,6 +36,7 @@ _TRANSPORT = "a2a_transport"
 _STREAMING = "a2a_streaming"
 _MAX_REPLY = "a2a_max_reply_bytes"
 _TARGETS = "a2a_allowed_targets"
+_PRICE_MODEL = "a2a_price_model"
 
 # --a2a-transport choices: `auto` takes the card's first interface we speak.
 TRANSPORTS = ("auto", "jsonrpc", "http-json", "grpc")
@@ -86,6 +87,8 @@ class A2AConfig:
     streaming: bool = False
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     targets: TargetPolicy | None = None  # None: any host but link-local and metadata addresses
+    # The LiteLLM model whose price applies to tokens the agent reports without a cost or a priced model.
+    price_model: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "endpoint", validate_endpoint(self.endpoint))
@@ -97,6 +100,10 @@ class A2AConfig:
         if not isinstance(self.max_reply_bytes, int) or self.max_reply_bytes < 1:
             raise ConfigError(f"--a2a-max-reply-bytes must be a whole number of bytes, at least 1, "
                               f"got {self.max_reply_bytes!r}.")
+        if self.price_model is not None:
+            from tau2_a2a.client.pricing import check_price_model
+
+            check_price_model(self.price_model)
 
     def as_record(self) -> dict[str, Any]:
         """The config as a results file keeps it (the agent's `llm_args`) and as run settings travel: no token."""
@@ -114,6 +121,8 @@ class A2AConfig:
             record[_MAX_REPLY] = self.max_reply_bytes
         if self.targets is not None and self.targets.entries:
             record[_TARGETS] = list(self.targets.entries)
+        if self.price_model is not None:
+            record[_PRICE_MODEL] = self.price_model
         return record
 
     @classmethod
@@ -135,6 +144,7 @@ class A2AConfig:
             streaming=bool(record.get(_STREAMING, False)),
             max_reply_bytes=int(record.get(_MAX_REPLY, DEFAULT_MAX_REPLY_BYTES)),
             targets=TargetPolicy.from_entries(record[_TARGETS]) if record.get(_TARGETS) else None,
+            price_model=record.get(_PRICE_MODEL) or None,
         )
 
 

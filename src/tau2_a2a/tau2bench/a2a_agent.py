@@ -26,15 +26,12 @@ from tau2_a2a.tau2bench.distribution import (
     UserMessage,
     ValidAgentInputMessage,
 )
-from a2a.types import Message as A2AMessage
-from google.protobuf.json_format import MessageToDict
-
 from tau2_a2a.client.errors import AgentMalformedReply
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.client.config import redact
 from tau2_a2a.client.session import A2ASession
+from tau2_a2a.client.turn_usage import tau2_usage_and_cost
 from tau2_a2a.protocol.messages import (
-    USAGE_METADATA_KEY,
     ToolResult,
     conversation_start,
     reply_parts,
@@ -151,7 +148,7 @@ class A2AAgent(LLMAgent):
                 arguments = restore_arguments(call.arguments, parameters)
             state.pending_calls[call_id] = (call.name, call.form)
             tool_calls.append(ToolCall(id=call_id, name=call.name, arguments=arguments, requestor="assistant"))
-        usage, cost = _usage_and_cost(exchange)
+        usage, cost = _usage_and_cost(exchange, self.config.price_model)
         return AssistantMessage(
             role="assistant",
             content=parsed.text,
@@ -185,19 +182,10 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
     return schema
 
 
-def _usage_and_cost(exchange: Any) -> tuple[dict[str, int], float]:
-    """The agent's own LLM usage and cost when its reply reports them (metadata
-    ``llm_usage``, as the baseline agent does); else the A2A message tokens, cost 0.0."""
-    reply = exchange.reply
-    reported = MessageToDict(reply.metadata).get(USAGE_METADATA_KEY) if isinstance(reply, A2AMessage) else None
-    if isinstance(reported, dict):
-        usage = {key: int(reported.get(key) or 0) for key in ("prompt_tokens", "completion_tokens")}
-        return usage, float(reported.get("cost") or 0.0)
-    usage = {
-        "prompt_tokens": sum(r.input_tokens for r in exchange.records),
-        "completion_tokens": sum(r.output_tokens for r in exchange.records),
-    }
-    return usage, 0.0
+def _usage_and_cost(exchange: Any, price_model: str | None = None) -> tuple[dict[str, Any] | None, float | None]:
+    """The LLM usage and cost the agent reported with its reply, in any shape it sends them (see
+    `protocol.usage`), priced when it gave tokens only; (None, None), unknown, when it reported none."""
+    return tau2_usage_and_cost(exchange.reply, price_model)
 
 
 def _history_entry(message: Message) -> dict[str, Any]:
