@@ -58,7 +58,7 @@ __all__ = [
     "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
-    "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate",
+    "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate", "simulation_notes",
     "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
     "use_results_io",
 ]
@@ -340,3 +340,11 @@ OFFLINE_RETRIEVAL_CONFIGS = ("bm25_grep", "bm25", "grep_only", "full_kb", "golde
 
 def save_summaries(results: Results, metrics: Any, path: Path) -> None:
     """Nothing: upstream writes no summary files beside a results file."""
+
+
+def simulation_notes(simulation: SimulationRun) -> dict[str, Any] | None:
+    """The dict a simulation keeps tau2-a2a's notes in: upstream's `SimulationRun.info` ("additional diagnostics
+    and metrics from the simulation"), made when missing."""
+    if simulation.info is None:
+        simulation.info = {}
+    return simulation.info
