@@ -77,7 +77,7 @@ class A2AOrchestrator(Orchestrator):
                 AssistantMessage(
                     role="assistant",
                     content=f"[A2A {failure.category.value} error] {failure}",
-                    cost=0.0,
+                    cost=None,  # what the failed request cost the agent is unknown, not 0
                     raw_data={
                         RAW_DATA_KEY: {
                             "error": failure.category.value,
