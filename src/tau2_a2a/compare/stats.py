@@ -195,9 +195,11 @@ def sign_flip_p_value(differences: np.ndarray, seed: int = SEED, resamples: int 
     """p-value of a paired permutation test: under no difference, each task's sign is a coin flip.
 
     Two-sided by default; `alternative="less"` asks whether the differences are below 0 (the second run worse).
-    SciPy enumerates all 2^n sign patterns when that is fewer than `resamples` (exact), else samples them.
+    A task with no difference flips to itself and shifts every pattern's mean alike, so it is left out; SciPy
+    enumerates all 2^n sign patterns of the others when that is fewer than `resamples` (exact), else samples them.
     """
-    if len(differences) == 0 or np.all(differences == 0):
+    differences = differences[differences != 0]
+    if len(differences) == 0:
         return 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
