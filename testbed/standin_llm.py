@@ -60,6 +60,7 @@ class StandinLLM:
     def __init__(self, tool_calls_as_text: bool = False) -> None:
         self.tool_calls_as_text = tool_calls_as_text
         self.requests: list[dict[str, Any]] = []
+        self.usages: list[dict[str, int]] = []  # the usage returned with each answer, in the requests' order
         self.api_base = ""  # set once served: the URL LiteLLM's `api_base` takes
         self._lock = threading.Lock()
 
@@ -79,11 +80,14 @@ class StandinLLM:
 
     async def completions(self, request: Request) -> JSONResponse:
         body = await request.json()
-        with self._lock:
-            self.requests.append(body)
         message = self.reply(body.get("messages", []))
         prompt_tokens = len(json.dumps([body.get("messages"), body.get("tools")], sort_keys=True)) // 4
         completion_tokens = len(json.dumps(message, sort_keys=True)) // 4
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}
+        with self._lock:
+            self.requests.append(body)
+            self.usages.append(usage)
         return JSONResponse({
             "id": f"chatcmpl-standin-{len(self.requests)}",
             "object": "chat.completion",
@@ -94,11 +98,7 @@ class StandinLLM:
                 "message": message,
                 "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
             }],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": usage,
         })
 
     def judge_requests(self) -> list[dict[str, Any]]:
