@@ -286,6 +286,8 @@ def test_the_page_renders_offline_and_a_cell_opens_its_trajectory(built: tuple[d
         # agent and total per conversation, and the whole run, of each run
         assert browser.evaluate("[...document.querySelectorAll('table.cost td.unknown')].length") == 6
         assert browser.evaluate("document.querySelectorAll('table.flips tr').length") == 4
+        assert browser.evaluate("[...document.querySelectorAll('table.noise td')].map(td => td.textContent)") == [
+            "oracle", "3", "0.0%", "0.0 points", "0.0 points", "flaky", "3", "33.3%", "32.7 points", "56.6 points"]
         assert browser.evaluate("Math.min(...[...document.querySelectorAll('.chart svg')]"
                                 ".map(s => s.getBoundingClientRect().height))") > 100
         assert browser.evaluate("document.getElementById('trajectory').hidden") is True
