@@ -325,3 +325,16 @@ def test_the_schema_ships_with_the_package() -> None:
     assert files("tau2_a2a.compare").joinpath("report_schema.json").is_file()
     assert files("tau2_a2a.compare").joinpath("report.html.j2").is_file()
     assert runs_module.SCHEMA_ID == schema()["$id"]
+
+
+def test_a_run_tau2_named_is_labelled_by_its_agent(runs: dict[str, Path], tmp_path: Path) -> None:
+    """tau2's own run names hold a date and every setting; the page names such a run after its agent's card, and
+    adds the date only to tell two runs of one agent apart. A name someone chose stays."""
+    first = tmp_path / "20261126_113258_airline_a2a_agent_a2a-tau2-oracle_scripted_user_scripted.json"
+    second = tmp_path / "20261127_090000_airline_a2a_agent_a2a-tau2-oracle_scripted_user_scripted.json"
+    shutil.copy(runs["oracle"], first)
+    shutil.copy(runs["oracle"], second)
+    assert [run.label for run in parse_runs([str(first)])] == ["tau2 oracle"]
+    assert [run.label for run in parse_runs([str(first), str(second)])] == [
+        "tau2 oracle · 2026-11-26 11:32:58", "tau2 oracle · 2026-11-27 09:00:00"]
+    assert [run.label for run in parse_runs([f"base={first}", str(runs["flaky"])])] == ["base", "flaky"]
