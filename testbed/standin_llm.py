@@ -83,6 +83,7 @@ class StandinLLM:
         self.tool_calls_as_text = tool_calls_as_text
         self.faults = faults
         self.requests: list[dict[str, Any]] = []
+        self.usages: list[dict[str, int]] = []  # the usage returned with each answer, in the requests' order
         self.api_base = ""  # set once served: the URL LiteLLM's `api_base` takes
         self._lock = threading.Lock()
 
@@ -103,13 +104,14 @@ class StandinLLM:
 
     async def completions(self, request: Request) -> JSONResponse | StreamingResponse:
         body = await request.json()
-        with self._lock:
-            self.requests.append(body)
         message = self.reply(body.get("messages", []), body.get("tools"))
         prompt_tokens = len(json.dumps([body.get("messages"), body.get("tools")], sort_keys=True)) // 4
         completion_tokens = len(json.dumps(message, sort_keys=True)) // 4
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                  "total_tokens": prompt_tokens + completion_tokens}
+        with self._lock:
+            self.requests.append(body)
+            self.usages.append(usage)
         finish_reason = "tool_calls" if message.get("tool_calls") else "stop"
         reply_id, model = f"chatcmpl-standin-{len(self.requests)}", body.get("model", "standin")
         if body.get("stream"):

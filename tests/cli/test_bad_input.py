@@ -51,6 +51,9 @@ def a2a_run(url: str, results: Path, *extra: str, domain: str = "airline") -> li
      "error: --a2a-timeout must be a number of seconds above 0 and at most 86400, got inf."),
     ("airline", ["--num-tasks", "two"],
      "error: argument --num-tasks: invalid int value: 'two' (see tau2-a2a run --help)"),
+    ("airline", ["--a2a-price-model", "gpt-99"],
+     "error: --a2a-price-model gpt-99: LiteLLM's local cost map has no price for this model; name one it prices, "
+     "as LiteLLM spells it (e.g. gpt-4.1-2025-04-14, claude-sonnet-4-20250514, gemini/gemini-2.5-flash)."),
     ("airline", ["--task-ids", "9999"],
      "error: No tasks to run in airline: Not all tasks were found for task set airline - base: {'9999'}. "
      "Check --task-ids and --task-split-name."),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -55,7 +56,7 @@ def test_both_arms_score_the_same_and_match(standin, tmp_path, monkeypatch, caps
         assert arm["simulations"] == 2
         assert arm["average_reward"] == 1.0
         assert arm["pass^1"] == 1.0
-        assert arm["agent_cost_usd"] == 0.0
+        assert arm["agent_cost_usd"] is None  # LiteLLM has no price for the stand-in's model: not reported
     assert comparison["agreement"] == {
         "both_pass": 2, "both_fail": 0, "differ": 0, "pairs": 2, "only_in_one_arm": 0,
         "identical_trajectories": 2, "differing": [],
@@ -79,6 +80,7 @@ def test_both_arms_score_the_same_and_match(standin, tmp_path, monkeypatch, caps
     table = (tmp_path / "ab_ab.txt").read_text()
     assert "both pass 2, both fail 0, differ 0" in table and table.strip() in out
     assert "identical trajectories (calls, arguments, results, texts): 2/2" in table
+    assert re.search(r"agent cost \(USD\) +not reported +not reported", table)
     assert "nan" not in table.lower()
     for path in (path for path in tmp_path.rglob("*") if path.is_file()):
         assert SECRET not in path.read_text(), path.name

@@ -62,14 +62,17 @@ def test_evaluating_the_oracle_on_5_airline_tasks_scores_1(acceptance: Any) -> N
     assert data["status"] == "completed" and data["domain"] == "airline"
     assert data["evaluation_id"].startswith("ev-")
     assert data["result"]["metrics"] == {"avg_reward": 1.0, "pass_hat_k": {"1": 1.0}, "num_simulations": 5,
-                                         "avg_agent_cost": 0.0}
+                                         "avg_agent_cost": None}  # the oracle reports no usage: not reported
+    assert data["result"]["cost_per_conversation"] == {"agent": None, "user": 0.0, "judge": 0.0, "total": None}
     assert [(t["task_id"], t["rewards"], [x["termination_reason"] for x in t["trials"]])
             for t in data["result"]["tasks"]] == [(str(i), [1.0], ["user_stop"]) for i in range(5)]
     protocol = data["result"]["protocol_metrics"]
     assert protocol["simulations"] == 5 and protocol["failed_requests"] == 0 and protocol["requests"] >= 5
     text = result_text(acceptance)
     assert f"Evaluation {data['evaluation_id']} of " in text and ": completed." in text
-    assert "5 of 5 simulations: average reward 1.000; pass^1 1.000; average agent cost $0.0000." in text
+    assert "5 of 5 simulations: average reward 1.000; pass^1 1.000; average agent cost not reported." in text
+    assert ("Average cost per conversation: agent not reported, user $0.0000, judge $0.0000, total not reported."
+            in text)
     assert "Rewards by task: 0: 1; 1: 1; 2: 1; 3: 1; 4: 1." in text
     progress = [m for m in acceptance.history if "Progress:" in " ".join(p.text for p in m.parts)]
     assert progress, "the task's history holds the progress updates"

@@ -88,7 +88,7 @@ def test_a_killed_service_resumes_its_evaluation_and_the_a2a_task_completes(
     data = result_data(finished)
     assert (data["evaluation_id"], data["status"], data["resumed"]) == (evaluation_id, "completed", 1)
     assert data["result"]["metrics"] == {"avg_reward": 1.0, "pass_hat_k": {"1": 1.0}, "num_simulations": 6,
-                                         "avg_agent_cost": 0.0}
+                                         "avg_agent_cost": None}
     assert [(t["task_id"], t["rewards"]) for t in data["result"]["tasks"]] == [(t, [1.0]) for t in TASKS]
     simulations = saved_simulations(results_file(service.results_dir / evaluation_id))
     assert Counter((s["task_id"], s["trial"]) for s in simulations) == Counter((t, 0) for t in TASKS)

@@ -99,6 +99,7 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
         driven=args.a2a_driven,
         mcp=McpServing(host=_or(args.a2a_mcp_host, McpServing.host), port=_or(args.a2a_mcp_port, McpServing.port),
                        public_url=args.a2a_mcp_public_url, fixed=args.a2a_mcp_fixed),
+        price_model=args.a2a_price_model,
     )
 
 
@@ -141,6 +142,10 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
                             "results make up the rest); a larger one is not sent and ends its simulation (default: "
                             f"{DEFAULT_MAX_REQUEST_BYTES}, 16 MiB)")
     add_transport_args(group, default=None)
+    group.add_argument("--a2a-price-model", default=None, metavar="MODEL",
+                       help="The LiteLLM model whose price applies when the agent reports tokens but no cost and "
+                            "no model LiteLLM prices (e.g. gpt-4.1-2025-04-14); without it such turns cost "
+                            "'not reported'. Priced from LiteLLM's local cost map")
     group.add_argument("--ray", default=None, metavar="ADDRESS",
                        help="Run the simulations on Ray actors, scored there, spread over the cluster's nodes "
                             "(without it, the run is threads in this process): local (a Ray instance for this run, "

@@ -61,6 +61,7 @@ _MCP_PORT = "a2a_mcp_port"
 _MCP_PUBLIC_URL = "a2a_mcp_public_url"
 _MCP_FIXED = "a2a_mcp_fixed"
 _MCP_PUBLIC_HOST = "a2a_mcp_public_host"
+_PRICE_MODEL = "a2a_price_model"
 
 # --a2a-transport choices: `auto` takes the card's first interface we speak.
 TRANSPORTS = ("auto", "jsonrpc", "http-json", "grpc")
@@ -219,6 +220,8 @@ class A2AConfig:
     tools: str = "message"  # how the agent gets its tools: in messages, over MCP, or as its card asks (auto)
     driven: bool = False  # the agent drives the conversation: one A2A task, the user an MCP tool (implies MCP)
     mcp: McpServing = McpServing()
+    # The LiteLLM model whose price applies to tokens the agent reports without a cost or a priced model.
+    price_model: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "endpoint", validate_endpoint(self.endpoint))
@@ -234,6 +237,10 @@ class A2AConfig:
             raise ConfigError("A2A max attempts must be at least 1.")
         for _, name, _, flag in _LIMITS:
             check_limit(getattr(self, name), flag)
+        if self.price_model is not None:
+            from tau2_a2a.client.pricing import check_price_model
+
+            check_price_model(self.price_model)
 
     @classmethod
     def limited(cls, endpoint: str, limits: AgentLimits, **settings: Any) -> A2AConfig:
@@ -262,6 +269,8 @@ class A2AConfig:
             record[_DRIVEN] = self.driven
             record.update({_MCP_HOST: self.mcp.host, _MCP_PORT: self.mcp.port, _MCP_PUBLIC_URL: self.mcp.public_url,
                            _MCP_FIXED: self.mcp.fixed, _MCP_PUBLIC_HOST: self.mcp.public_host})
+        if self.price_model is not None:
+            record[_PRICE_MODEL] = self.price_model
         return record
 
     @classmethod
@@ -290,6 +299,7 @@ class A2AConfig:
                            public_url=record.get(_MCP_PUBLIC_URL),
                            fixed=bool(record.get(_MCP_FIXED, False)),
                            public_host=record.get(_MCP_PUBLIC_HOST)),
+            price_model=record.get(_PRICE_MODEL) or None,
         )
 
     @property

@@ -138,5 +138,27 @@ def format_summary(report: dict[str, Any]) -> str:
             f"   bytes: sent {run['bytes']['request']}   received {run['bytes']['response']}",
             f"  time in A2A calls: {run['a2a_time_s']} s   local simulation time: {run['local_time_s']} s",
             f"  unknown tool calls: {run['unknown_tool_calls']}",
+            *cost_lines(run),
         ]
     )
+
+
+def usd(value: float | None) -> str:
+    """A cost as the summaries show it: dollars, or "not reported" (never $0 for an unknown)."""
+    return "not reported" if value is None else f"${value:.4f}"
+
+
+def cost_lines(run: dict[str, Any]) -> list[str]:
+    """What a conversation cost on average, by whom, and where the run's time went."""
+    per = run.get("cost_usd_per_simulation")
+    if not per:
+        return []
+    lines = ["  cost per conversation: " + "   ".join(f"{who} {usd(per.get(who))}"
+                                                  for who in ("agent", "user", "judge", "total"))]
+    reported = run.get("cost_reported_by") or {}
+    if per.get("agent") is None and reported.get("agent"):
+        lines.append(f"    the agent reported its cost in {reported['agent']} of {run['simulations']} simulations")
+    phases = run.get("time_s_by_phase")
+    if phases:
+        lines.append("  time by phase: " + "   ".join(f"{phase} {seconds} s" for phase, seconds in phases.items()))
+    return lines

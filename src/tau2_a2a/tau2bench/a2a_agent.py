@@ -37,8 +37,8 @@ from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.client.config import redact
 from tau2_a2a.client.session import MESSAGE, A2ASession
 from tau2_a2a.protocol.mcp_tools import McpServer, mcp_conversation_start
+from tau2_a2a.client.turn_usage import tau2_usage_and_cost
 from tau2_a2a.protocol.messages import (
-    USAGE_METADATA_KEY,
     ToolResult,
     conversation_start,
     reply_parts,
@@ -119,7 +119,7 @@ class A2AAgent(LLMAgent):
         """The agent's next action in an MCP tools mode (see `mcp_conversation`)."""
         if state.mcp is None:
             state.mcp = McpConversation.open(self.session, self.tool_schemas)
-            state.mcp.usage_of = _usage_and_cost
+            state.mcp.usage_of = lambda exchange: _usage_and_cost(exchange, self.config.price_model)
         incoming = message.tool_messages if isinstance(message, MultiToolMessage) else [message]
         state.messages.extend(incoming)
 
@@ -194,7 +194,7 @@ class A2AAgent(LLMAgent):
                 arguments = call_arguments(call, parameters)
             state.pending_calls[call_id] = (call.name, call.form)
             tool_calls.append(ToolCall(id=call_id, name=call.name, arguments=arguments, requestor="assistant"))
-        usage, cost = _usage_and_cost(exchange)
+        usage, cost = _usage_and_cost(exchange, self.config.price_model)
         return AssistantMessage(
             role="assistant",
             content=parsed.text,
@@ -228,19 +228,10 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
     return schema
 
 
-def _usage_and_cost(exchange: Any) -> tuple[dict[str, int], float]:
-    """The agent's own LLM usage and cost when its reply reports them (metadata
-    ``llm_usage``, as the baseline agent does); else the A2A message tokens, cost 0.0."""
-    reply = exchange.reply
-    reported = MessageToDict(reply.metadata).get(USAGE_METADATA_KEY) if isinstance(reply, A2AMessage) else None
-    if isinstance(reported, dict):
-        usage = {key: int(reported.get(key) or 0) for key in ("prompt_tokens", "completion_tokens")}
-        return usage, float(reported.get("cost") or 0.0)
-    usage = {
-        "prompt_tokens": sum(r.input_tokens for r in exchange.records),
-        "completion_tokens": sum(r.output_tokens for r in exchange.records),
-    }
-    return usage, 0.0
+def _usage_and_cost(exchange: Any, price_model: str | None = None) -> tuple[dict[str, Any] | None, float | None]:
+    """The LLM usage and cost the agent reported with its reply, in any shape it sends them (see
+    `protocol.usage`), priced when it gave tokens only; (None, None), unknown, when it reported none."""
+    return tau2_usage_and_cost(exchange.reply, price_model)
 
 
 def _history_entry(message: Message) -> dict[str, Any]:

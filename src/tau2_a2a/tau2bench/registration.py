@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tau2_a2a.tau2bench import orchestration, results_file, stopping
+from tau2_a2a.tau2bench import accounting, orchestration, results_file, stopping
 from tau2_a2a.tau2bench.a2a_agent import AGENT_NAME, A2AAgent
 from tau2_a2a.tau2bench.distribution import register_agent, registry, use_commit_hash
 from tau2_a2a.tau2bench.native_oracle import NATIVE_ORACLE_NAME, NativeOracleAgent
@@ -13,7 +13,7 @@ from tau2_a2a.tau2bench.scripted_user import USER_NAME, ScriptedUser
 
 def register() -> None:
     """`a2a_agent`, `oracle_agent` and `scripted_user` in tau2's registry; our orchestrator, atomic results
-    files, a thread pool that stops on Ctrl-C, and a quiet git in tau2's run."""
+    files, a thread pool that stops on Ctrl-C, a quiet git in tau2's run, and the judge's calls counted."""
     info = registry.get_info()
     if AGENT_NAME not in info.agents:
         register_agent(A2AAgent, AGENT_NAME)
@@ -24,6 +24,7 @@ def register() -> None:
     orchestration.install()
     results_file.install()
     stopping.install()
+    accounting.install()
     use_commit_hash(commit_hash)
 
 

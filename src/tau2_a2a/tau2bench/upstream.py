@@ -62,8 +62,8 @@ __all__ = [
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
     "retrieval_config_names", "run_results_file", "run_to", "save_summaries", "set_simulation_function", "simulate",
-    "simulation_agent", "simulation_function", "stock_simulation", "use_commit_hash", "use_executor",
-    "use_orchestrator", "use_results_io",
+    "simulation_agent", "simulation_function", "simulation_notes", "simulation_user_llm", "stock_simulation",
+    "use_commit_hash", "use_executor", "use_orchestrator", "use_results_io",
 ]
 
 _upstream_run_single_task = tau2_batch.run_single_task
@@ -378,3 +378,16 @@ def save_summaries(results: Results, metrics: Any, path: Path) -> None:
 def run_results_file(root: Path, name: str) -> Path:
     """Where upstream's `tau2 run` writes the results of the run `name`: a directory of its own in `root`."""
     return root / name / "results.json"
+
+
+def simulation_notes(simulation: SimulationRun) -> dict[str, Any] | None:
+    """The dict a simulation keeps tau2-a2a's notes in: upstream's `SimulationRun.info` ("additional diagnostics
+    and metrics from the simulation"), made when missing."""
+    if simulation.info is None:
+        simulation.info = {}
+    return simulation.info
+
+
+def simulation_user_llm(arguments: dict[str, Any]) -> str | None:
+    """The user simulator's LLM of a simulation, from its arguments."""
+    return arguments["config"].llm_user
