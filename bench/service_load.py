@@ -71,7 +71,7 @@ def serve(port: int, results_dir: str, store: str, max_running: int, database: s
     from a2a.server.tasks import InMemoryTaskStore
 
     from tau2_a2a.service.app import build_app
-    from tau2_a2a.service.evaluations import Limits
+    from tau2_a2a.service.jobs.limits import Limits
     from tau2_a2a.service.settings import ServiceSettings
     from tau2_a2a.protocol.hosting import serve_forever
 

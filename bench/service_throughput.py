@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from service_common import BIN, call, peak_rss_mb, service_process
 
 from tau2_a2a.protocol.hosting import free_port
+from tau2_a2a.tau2bench.layout import results_path
 
 
 def oracle_arguments(endpoint: str, num_tasks: int) -> dict:
@@ -63,7 +64,7 @@ def through_cli(endpoint: str, n: int, num_tasks: int, results_dir: Path) -> tup
     wall = time.perf_counter() - started
     sustained = 0
     for i, code in enumerate(codes):
-        path = results_dir / f"cli_{n}_{i}" / "run.json"
+        path = results_path("run", results_dir / f"cli_{n}_{i}")
         if code == 0 and path.exists():
             sims = json.loads(path.read_text())["simulations"]
             sustained += len(sims) == num_tasks and all(s["reward_info"]["reward"] == 1.0 for s in sims)

@@ -1,15 +1,28 @@
 """A deterministic OpenAI-compatible chat server standing in for the LLM provider.
 
 It plays the agent of a tau2 task named by the scripted user's marker
-("[tau2-task domain=airline id=N]"): after k tool results it asks for the
-task's golden action k, then says the task's communicate_info. Real HTTP on
+("[tau2-task domain=airline id=N]"): it follows the oracle's plan for the task
+(oracle_script.oracle_steps): its k-th reply, once k replies have been answered
+by a tool result or the user's words, is the task's golden tool call or
+hand-over k, and the last one says the task's communicate_info. Real HTTP on
 loopback, so LiteLLM, tau2's llm_agent and the baseline A2A agent all run
 unchanged. It records every request body it receives.
+
+Built with a fault plan (`faults`, testbed/standin_faults.py) it is an agent
+that goes wrong in chosen ways, the fault a pure function of the task: a wrong
+argument, a skipped write, an early goodbye, a transfer (announced in the reply
+that calls it), a loop until --max-steps (two calls in each reply), a closing
+text that leaves out or misstates what the user must be told, numbers in the
+other JSON form (2 for 2.0). The default plan makes no fault.
 
 By default it calls tools by OpenAI function calling. With `tool_calls_as_text`
 it writes them as `{"tool_calls": [...]}` text instead and reads tool results
 from user messages: that is how an agent that declares no tools (the ADK
-reference agent) asks tau2 for them and gets their results.
+reference agent) asks tau2 for them and gets their results. A request with
+`"stream": true` (Pydantic AI's A2A worker always streams) gets the same
+reply as OpenAI streams it, in server-sent events. Offered the agent-driven
+mode's `send_message_to_user` (docs/mcp-tools.md), it says each of its texts
+through that tool, and ends once the user has ended the conversation.
 
 It also plays tau2's LLM user simulator (`user_simulator`): a request whose
 system prompt holds a task's `<scenario>` gets, as the user's first words, the
@@ -25,10 +38,17 @@ that tells the user something in words is met when the agent said its last
 word; one that asks the agent to act is met when the agent acted (a tool
 result) and then spoke.
 
+And it plays upstream's reviewer of conversations (`--auto-review`,
+`review_reply`): the full review names, as the agent's errors, the task's
+expected tool calls the agent never made; the authentication check says
+"succeeded" when the agent called a tool and "not_needed" otherwise; the
+review of the user alone finds no error. Each is a pure function of the prompt.
+
 Run on its own for benchmarks and by hand (it prints its api base, the value
 for OPENAI_API_BASE or a model's `api_base`, and serves until stopped):
 
     python -m testbed.standin_llm --port 8765
+    python -m testbed.standin_llm --port 8765 --faults hashed   # each task's fault by a hash of its id
 """
 
 from __future__ import annotations
@@ -39,16 +59,17 @@ import re
 import threading
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 from tau2_a2a.tau2bench.distribution import STOP
 
 from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SEND_TO_USER
-from tau2_a2a.tau2bench.oracle_script import OracleStep, find_marker, find_task, oracle_steps, task_marker
+from tau2_a2a.tau2bench.oracle_script import find_marker, find_task, task_marker
+from testbed.standin_faults import FaultPlan, agent_plan, hashed_plan, no_faults
 
 MODEL = "openai/standin"
 NO_MARKER = "I can only play tasks named by a [tau2-task domain=... id=...] line."
@@ -58,16 +79,19 @@ USER_DOMAINS = ("airline", "retail")  # the domains whose scenarios it recognise
 class StandinLLM:
     """The chat completions endpoint and the log of what it was asked."""
 
-    def __init__(self, tool_calls_as_text: bool = False) -> None:
+    def __init__(self, tool_calls_as_text: bool = False, faults: FaultPlan = no_faults) -> None:
         self.tool_calls_as_text = tool_calls_as_text
+        self.faults = faults
         self.requests: list[dict[str, Any]] = []
+        self.usages: list[dict[str, int]] = []  # the usage returned with each answer, in the requests' order
         self.api_base = ""  # set once served: the URL LiteLLM's `api_base` takes
         self._lock = threading.Lock()
 
     @classmethod
-    def serve(cls, serve: Callable[[Callable[[str], Any]], Any], tool_calls_as_text: bool = False) -> "StandinLLM":
+    def serve(cls, serve: Callable[[Callable[[str], Any]], Any], tool_calls_as_text: bool = False,
+              faults: FaultPlan = no_faults) -> "StandinLLM":
         """Start one on loopback with the tests' `serve` fixture."""
-        llm = cls(tool_calls_as_text)
+        llm = cls(tool_calls_as_text, faults)
         server = serve(lambda url: llm.app())
         llm.api_base = f"{server.url}/v1"
         return llm
@@ -78,29 +102,35 @@ class StandinLLM:
             Route("/chat/completions", self.completions, methods=["POST"]),
         ])
 
-    async def completions(self, request: Request) -> JSONResponse:
+    async def completions(self, request: Request) -> JSONResponse | StreamingResponse:
         body = await request.json()
-        with self._lock:
-            self.requests.append(body)
         message = self.reply(body.get("messages", []), body.get("tools"))
         prompt_tokens = len(json.dumps([body.get("messages"), body.get("tools")], sort_keys=True)) // 4
         completion_tokens = len(json.dumps(message, sort_keys=True)) // 4
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}
+        with self._lock:
+            self.requests.append(body)
+            self.usages.append(usage)
+        finish_reason = "tool_calls" if message.get("tool_calls") else "stop"
+        reply_id, model = f"chatcmpl-standin-{len(self.requests)}", body.get("model", "standin")
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(stream_chunks(reply_id, model, message, finish_reason,
+                                                   usage if include_usage else None),
+                                     media_type="text/event-stream")
         return JSONResponse({
-            "id": f"chatcmpl-standin-{len(self.requests)}",
+            "id": reply_id,
             "object": "chat.completion",
             "created": 0,
-            "model": body.get("model", "standin"),
-            "choices": [{
-                "index": 0,
-                "message": message,
-                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
-            }],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": usage,
         })
+
+    def review_requests(self) -> list[dict[str, Any]]:
+        """The requests it answered as upstream's reviewer of conversations."""
+        return [body for body in self.requests if review_kind(body.get("messages", [])) is not None]
 
     def judge_requests(self) -> list[dict[str, Any]]:
         """The requests it answered as upstream's judge of natural-language assertions."""
@@ -111,51 +141,82 @@ class StandinLLM:
         return [body for body in self.requests if user_scenario_task(body.get("messages", [])) is not None]
 
     def reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """As the judge when asked for verdicts, as the user when the system prompt holds a task's scenario,
-        else as the agent."""
+        """As the judge when asked for verdicts, as the reviewer when asked for a review, as the user when the
+        system prompt holds a task's scenario, else as the agent."""
         prompt = judge_prompt(messages)
         if prompt is not None:
             return judge_reply(*prompt)
+        kind = review_kind(messages)
+        if kind is not None:
+            return review_reply(kind, "\n".join(content_text(m.get("content")) for m in messages
+                                                if m.get("role") == "user"))
         task = user_scenario_task(messages)
         if task is not None:
             return user_reply(messages, *task)
         return self.agent_reply(messages, tools)
 
     def agent_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """The next golden action after as many tool results as seen so far, then the closing text. Offered the
-        agent-driven mode's `send_message_to_user`, it says each text through it, and stops once the user has
-        ended the conversation."""
-        marker = next((found for m in messages if m.get("role") == "user"
-                       for found in [find_marker(content_text(m.get("content")))] if found), None)
-        if marker is None:
+        """The plan's next reply once as many replies as it made so far have been answered, then its closing
+        text (or, in a loop, its one reply) again. Offered `send_message_to_user`, it says its texts through it,
+        and says goodbye once the user has ended the conversation."""
+        opening = next((i for i, m in enumerate(messages) if m.get("role") == "user"
+                        and find_marker(content_text(m.get("content")))), None)
+        if opening is None:
             return {"role": "assistant", "content": NO_MARKER}
-        tool_results = [m for m in messages if m.get("role") == "tool"]
-        if tool_results and CONVERSATION_ENDED in content_text(tool_results[-1].get("content")):  # as the client wraps it
-            return {"role": "assistant", "content": "Goodbye."}
-        steps = oracle_steps(*marker)
+        marker = find_marker(content_text(messages[opening].get("content")))
+        assert marker is not None
+        plan = agent_plan(*marker, self.faults(*marker))
+        done = answers(messages[opening + 1:])
+        if messages[-1].get("role") == "tool" and CONVERSATION_ENDED in content_text(messages[-1].get("content")):
+            return {"role": "assistant", "content": "Goodbye."}  # (the client may wrap the tool's text)
+        reply = plan[min(done, len(plan) - 1)]
+        calls = [{"id": f"call_standin_{done}" + (f"_{k}" if k else ""), "name": c.name, "arguments": c.arguments}
+                 for k, c in enumerate(reply.calls)]
+        if not calls and any((t.get("function") or {}).get("name") == SEND_TO_USER for t in tools or []):
+            calls = [{"id": f"call_standin_{done}", "name": SEND_TO_USER, "arguments": {"message": reply.text or ""}}]
+        if not calls:
+            return {"role": "assistant", "content": reply.text}
         if self.tool_calls_as_text:
-            done = sum(1 for m in messages if m.get("role") == "user"
-                       and content_text(m.get("content")).startswith("Tool result"))
-        else:
-            done = sum(1 for m in messages if m.get("role") == "tool")
-        step = steps[min(done, len(steps) - 1)]
-        speaks_by_tool = any((t.get("function") or {}).get("name") == SEND_TO_USER for t in tools or [])
-        if step.tool_name is None and speaks_by_tool:
-            step = OracleStep(tool_name=SEND_TO_USER, arguments={"message": step.text or ""})
-        if step.tool_name is None:
-            return {"role": "assistant", "content": step.text}
-        call = {"id": f"call_standin_{done}", "name": step.tool_name, "arguments": step.arguments or {}}
-        if self.tool_calls_as_text:
-            return {"role": "assistant", "content": json.dumps({"tool_calls": [call]})}
+            return {"role": "assistant", "content": json.dumps({"tool_calls": calls})}
         return {
             "role": "assistant",
-            "content": None,
+            "content": reply.text,
             "tool_calls": [{
                 "id": call["id"],
                 "type": "function",
-                "function": {"name": step.tool_name, "arguments": json.dumps(call["arguments"])},
-            }],
+                "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+            } for call in calls],
         }
+
+
+def stream_chunks(reply_id: str, model: str, message: dict[str, Any], finish_reason: str,
+                  usage: dict[str, int] | None) -> Iterator[str]:
+    """The reply as OpenAI's server-sent events for `"stream": true`: the whole message in one delta (tool calls
+    indexed), then the finish reason, the usage when asked for (`stream_options.include_usage`), and [DONE]."""
+    def event(choices: list[dict[str, Any]], **extra: Any) -> str:
+        chunk = {"id": reply_id, "object": "chat.completion.chunk", "created": 0, "model": model,
+                 "choices": choices, **extra}
+        return f"data: {json.dumps(chunk)}\n\n"
+
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    yield event([{"index": 0, "delta": delta, "finish_reason": None}])
+    yield event([{"index": 0, "delta": {}, "finish_reason": finish_reason}])
+    if usage is not None:
+        yield event([], usage=usage)
+    yield "data: [DONE]\n\n"
+
+
+def answers(messages: list[dict[str, Any]]) -> int:
+    """How many of the agent's replies have been answered: each by the user's words or by the results of its
+    calls (several results in a row answer one reply)."""
+    count, previous = 0, None
+    for message in messages:
+        role = message.get("role")
+        count += role == "user" or (role == "tool" and previous != "tool")
+        previous = role
+    return count
 
 
 def content_text(content: Any) -> str:
@@ -276,6 +337,66 @@ def judge_reply(turns: list[tuple[str, str]], expected: list[str]) -> dict[str, 
     return {"role": "assistant", "content": json.dumps({"results": results})}
 
 
+# -- upstream's reviewer of conversations (tau2.evaluator.reviewer: review_llm_judge, auth_classifier) --
+
+REVIEW_FULL, REVIEW_USER, REVIEW_AUTH = "full", "user", "auth"
+_REVIEW_GOALS = {  # the first words of each reviewer's system prompt, after "# Goal"
+    REVIEW_FULL: "Assess this conversation to determine if the user simulator or the agent made any errors",
+    REVIEW_USER: "Assess this conversation to determine if the user simulator made any errors",
+    REVIEW_AUTH: "Classify the user authentication outcome",
+}
+_SPEAKER = re.compile(r"^(?:\[TURN \d+\] )?\*\*(assistant|user|tool[^*]*|system)\*\*:", re.MULTILINE)
+_TOOL_CALL = re.compile(r"^\*\*Tool Call\*\*: (\S+)$", re.MULTILINE)
+
+
+def review_kind(messages: list[dict[str, Any]]) -> str | None:
+    """Which of upstream's reviewers a request is from (full, user, auth), else None."""
+    system = " ".join(content_text(m.get("content")) for m in messages if m.get("role") == "system")
+    return next((kind for kind, goal in _REVIEW_GOALS.items() if goal in system), None)
+
+
+def tagged(text: str, tag: str) -> str:
+    """The text between <tag> and </tag> (empty when absent)."""
+    return text.partition(f"<{tag}>")[2].partition(f"</{tag}>")[0]
+
+
+def agent_tool_calls(conversation: str) -> list[str]:
+    """The tools the agent called, in order, in a conversation as upstream's reviewer is shown it."""
+    calls: list[str] = []
+    speakers = list(_SPEAKER.finditer(conversation))
+    for speaker, following in zip(speakers, speakers[1:] + [None]):
+        if speaker[1] == "assistant":
+            calls += _TOOL_CALL.findall(conversation[speaker.end():following.start() if following else None])
+    return calls
+
+
+def review_reply(kind: str, prompt: str) -> dict[str, Any]:
+    """A review in the JSON upstream's reviewers parse: see the module's docstring."""
+    conversation = tagged(prompt, "Conversation")
+    called = agent_tool_calls(conversation)
+    if kind == REVIEW_AUTH:
+        verdict = ({"status": "succeeded", "reasoning": f"The agent called {called[0]} on the user's account."}
+                   if called else {"status": "not_needed", "reasoning": "The agent called no tool."})
+    elif kind == REVIEW_USER:
+        spoke = len(re.findall(r"^(?:\[TURN \d+\] )?\*\*user\*\*:", conversation, re.MULTILINE))
+        verdict = {"errors": [], "summary": f"The user spoke {spoke} times and kept to its instructions."}
+    else:
+        block = tagged(prompt, "Example Action Trajectory").strip().removeprefix("```json").removesuffix("```")
+        expected = [action["name"] for action in json.loads(block or "[]")
+                    if action.get("requestor", "assistant") == "assistant"]
+        missing = list(expected)
+        for name in called:
+            if name in missing:
+                missing.remove(name)
+        verdict = {
+            "errors": [{"source": "agent", "error_tags": ["missed_required_action"], "severity": "critical",
+                        "turn_idx": None, "reasoning": f"The agent never called {name}.",
+                        "correct_behavior": f"Call {name} as the task requires."} for name in missing],
+            "summary": f"The agent made {len(expected) - len(missing)} of the {len(expected)} expected tool calls.",
+        }
+    return {"role": "assistant", "content": json.dumps(verdict)}
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve on loopback until stopped, printing the api base to point LiteLLM at."""
     import argparse
@@ -286,8 +407,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="A deterministic stand-in for an OpenAI-compatible LLM provider.")
     parser.add_argument("--port", type=int, default=0, help="loopback port (default: a free one)")
     parser.add_argument("--tool-calls-as-text", action="store_true", help="as the agent, write tool calls as text")
+    parser.add_argument("--faults", choices=("none", "hashed"), default="none",
+                        help="as the agent, make no fault (the oracle's plan) or each task's fault by a hash of "
+                             "its domain and id (testbed/standin_faults.py)")
     args = parser.parse_args(argv)
-    llm = StandinLLM(args.tool_calls_as_text)
+    llm = StandinLLM(args.tool_calls_as_text, hashed_plan if args.faults == "hashed" else no_faults)
     with BackgroundServer(llm.app(), port=args.port or free_port()) as server:
         print(f"{server.url}/v1", flush=True)
         try:

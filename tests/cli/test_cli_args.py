@@ -11,6 +11,7 @@ from starlette.middleware import Middleware
 from tau2_a2a.cli import main
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import free_port
+from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from tests.support.executors import agent_app
 from tests.support.middleware import RequireBearer
 
@@ -50,7 +51,7 @@ def test_token_from_the_environment(serve, tmp_path, monkeypatch, capsys) -> Non
     assert code == 0
     assert "A2A agent: misbehaving test agent at" in out.out
     assert "env-token-value" not in out.out + out.err
-    assert "env-token-value" not in "".join(p.read_text() for p in tmp_path.iterdir())
-    results = json.loads((tmp_path / "env.json").read_text())
+    assert "env-token-value" not in "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
+    results = json.loads(results_path("env", tmp_path).read_text())
     assert [s["reward_info"]["reward"] for s in results["simulations"]] == [1.0]
-    assert (tmp_path / "env_a2a_metrics.json").exists()
+    assert metrics_path(results_path("env", tmp_path)).exists()

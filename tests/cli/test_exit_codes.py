@@ -11,6 +11,7 @@ from tau2.data_model.simulation import Results
 from starlette.types import ASGIApp
 
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, agent_app
 from tests.support.middleware import HttpExchange, _BodyMiddleware, _send_response
@@ -53,14 +54,14 @@ def test_token_refused_mid_run_stops_keeps_finished_and_resumes(tmp_path: Path) 
         last = stderr.strip().splitlines()[-1]
         assert last == (
             f"error: The agent at {url} refused our credentials mid-run (HTTP 401), so the run stopped; its 1 "
-            f"finished simulations are kept in {tmp_path / 'run.json'}. Pass a valid bearer token with "
+            f"finished simulations are kept in {results_path('run', tmp_path)}. Pass a valid bearer token with "
             "--a2a-auth-token or TAU2_A2A_AUTH_TOKEN and re-run the same command to resume.")
-        kept = Results.load(tmp_path / "run.json").simulations
+        kept = Results.load(results_path("run", tmp_path)).simulations
         assert [(s.task_id, s.reward_info.reward) for s in kept] == [("1", 1.0)]  # 7 and 9 never started
         switch["on"] = False  # the token works again
         code, stdout, stderr = run(url, tmp_path, ["1", "5", "7", "9"])
     assert code == 0, stderr[-2000:]
-    resumed = Results.load(tmp_path / "run.json").simulations
+    resumed = Results.load(results_path("run", tmp_path)).simulations
     assert sorted(s.task_id for s in resumed) == ["1", "5", "7", "9"]  # each exactly once
     assert {s.reward_info.reward for s in resumed} == {1.0}
 
@@ -74,6 +75,7 @@ def test_simulations_ended_by_a2a_errors_exit_3_with_a_last_line_saying_so(tmp_p
         code, _, stderr = run(url, tmp_path, ["1", "5"])
     assert code == 3, stderr[-2000:]
     assert stderr.strip().splitlines()[-1] == (
-        f"1 of 2 simulations ended with A2A errors (http=1): they score 0; see {tmp_path / 'run_a2a_metrics.json'}")
-    rewards = {s.task_id: s.reward_info.reward for s in Results.load(tmp_path / "run.json").simulations}
+        "1 of 2 simulations ended with A2A errors (http=1): they score 0; "
+        f"see {metrics_path(results_path('run', tmp_path))}")
+    rewards = {s.task_id: s.reward_info.reward for s in Results.load(results_path("run", tmp_path)).simulations}
     assert rewards == {"1": 1.0, "5": 0.0}

@@ -14,14 +14,14 @@ from tau2.data_model.simulation import Results
 from tau2_a2a.cli import main
 from tau2_a2a.protocol.hosting import free_port
 from tau2_a2a.protocol.mcp_tools import MCP_TOOLS_EXTENSION
+from tau2_a2a.tau2bench.layout import results_path
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.cli.test_commands import agent_process, finish, run_args  # noqa: F401  (agent_process: a fixture)
 from tests.support.cli import run_cli
 
 
 def results_of(results_dir: Path) -> Results:
-    path = results_dir / "run.json"
-    return Results.load(path if path.exists() else results_dir / "run" / "results.json")
+    return Results.load(results_path("run", results_dir))
 
 
 def test_the_oracle_declares_mcp_tools_and_a_run_gives_them_so(agent_process: Any, tmp_path: Path) -> None:

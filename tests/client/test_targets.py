@@ -30,6 +30,7 @@ from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.settings import ServiceSettings
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
+from tau2_a2a.tau2bench.layout import results_path
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, ReplyOnTask, agent_app, card_app, card_json
 from tests.support.middleware import HttpExchange, _BodyMiddleware
@@ -171,7 +172,7 @@ def test_a_card_naming_the_metadata_address_ends_the_run_before_any_simulation(
     assert lines == [(
         f"error: The agent card at {server.url} names http://169.254.169.254/latest for JSON-RPC; that URL is "
         "refused: 169.254.169.254 is in 169.254.0.0/16 (link-local and cloud metadata addresses are never allowed).")]
-    assert not (tmp_path / "run.json").exists()
+    assert not results_path("run", tmp_path).exists()
 
 
 def test_a_card_naming_a_host_outside_the_allowed_targets_ends_the_run(
@@ -186,7 +187,7 @@ def test_a_card_naming_a_host_outside_the_allowed_targets_ends_the_run(
         "loopback address, and the allowed targets (127.0.0.1) do not include it. To allow it: "
         "--a2a-allowed-targets 127.0.0.1,loopback")]
     assert connections(witness) == 0
-    assert not (tmp_path / "run.json").exists()
+    assert not results_path("run", tmp_path).exists()
 
 
 def test_a_card_naming_a_grpc_target_outside_the_allowed_targets_ends_the_run(
@@ -402,25 +403,26 @@ def test_a_40_mb_reply_over_grpc_ends_as_a_malformed_reply(tmp_path: Path) -> No
 def test_serve_passes_its_policy_to_each_evaluation_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tau2_a2a.cli import build_parser
     from tau2_a2a.cli.serve import settings_from_args
-    from tau2_a2a.service.spec import EvaluationSpec
+    from tau2_a2a.service.request import EvaluationRequest
     from tests.support.service import child_given
 
     monkeypatch.delenv("TAU2_EVAL_ALLOWED_TARGETS", raising=False)
-    spec = EvaluationSpec(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
+    spec = EvaluationRequest(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
     for flags, entries in (([], "public"), (["--allowed-targets", "public, Loopback"], "public,loopback")):
         settings = settings_from_args(build_parser().parse_args(
             ["serve", "--results-dir", str(tmp_path / entries), *flags]))
         tools = settings.tools()
         try:
             assert tools.targets.entries == tuple(entries.split(","))
-            given = child_given(tmp_path / f"child-{entries}", spec, allowed_targets=tools.manager.allowed_targets)
+            given = child_given(tmp_path / f"child-{entries}", spec, allowed_targets=tools.manager.children.allowed_targets)
         finally:
             tools.manager.close()
         assert given["request"]["settings"]["a2a"]["a2a_allowed_targets"] == entries.split(",")
 
 
 @pytest.mark.parametrize("flags, line", [
-    (["--a2a-max-reply-bytes", "0"], "error: --a2a-max-reply-bytes must be a whole number of bytes, at least 1, got 0."),
+    (["--a2a-max-reply-bytes", "0"], "error: --a2a-max-reply-bytes must be a whole number from 1 to 1099511627776, "
+                                     "got 0."),
     (["--a2a-allowed-targets", " , "], ("error: --a2a-allowed-targets needs at least one entry, e.g. "
                                         "--a2a-allowed-targets public,loopback.")),
     (["--a2a-allowed-targets", "http://x/"], ("error: Allowed target 'http://x/' is neither a host name, a *.domain "

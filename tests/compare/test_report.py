@@ -4,7 +4,10 @@ and the page opened in headless Chromium."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from tau2_a2a.compare.output import write
 from tau2_a2a.compare.report import schema
 from tau2_a2a.compare.runs import ReportError, parse_runs
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
+from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from testbed.browser import Browser
 from tests.support.report_runs import flaky_run, oracle_run
 from tests.support.runs import run_native_oracle
@@ -93,6 +97,36 @@ def test_the_comparison_is_paired_over_the_shared_tasks(built: tuple[dict[str, A
     assert reward["within_noise"] and comparison["tasks_differing"] == 3
     assert comparison["sentence"].startswith("flaky vs oracle: -50.0 points in average reward")
     assert "lies within the noise" in comparison["sentence"]
+    # six task x trial verdicts lost, none gained: McNemar's exact test, 2 of the 2^6 ways as extreme
+    assert comparison["mcnemar"] == {"lost": 6, "gained": 0, "pairs": 12, "p_value": pytest.approx(2 / 64, abs=1e-12),
+                                     "p_worse": pytest.approx(1 / 64, abs=1e-12), "method": "exact binomial"}
+    assert comparison["flips"] == [
+        {"task_id": "1", "a_passed": 3, "b_passed": 2, "trials": 3, "lost": [0], "gained": []},
+        {"task_id": "3", "a_passed": 3, "b_passed": 0, "trials": 3, "lost": [0, 1, 2], "gained": []},
+        {"task_id": "20", "a_passed": 3, "b_passed": 1, "trials": 3, "lost": [0, 1], "gained": []}]
+
+
+def test_cost_unknown_is_shown_as_unknown_and_the_noise_floor_is_measured(
+        built: tuple[dict[str, Any], Path, Path]) -> None:
+    """Neither agent reports its usage: its cost is not reported (never $0); the scripted user and the judge (none
+    on airline) cost nothing, really. The noise floor comes from the trials' disagreements."""
+    for label in ("oracle", "flaky"):
+        cost = figures(built[0], label)["cost"]
+        assert cost["per_conversation"] == {"agent": None, "user": 0.0, "judge": 0.0, "total": None}
+        assert cost["total"] == cost["per_conversation"]
+        assert cost["reported_by"] == {"agent": 0, "user": 12, "judge": 12, "total": 0}
+        assert [row["task_id"] for row in cost["per_task"]] == ["0", "1", "3", "20"]
+        assert set(cost["time_s_by_phase"]) == {"agent", "user", "tools", "judge"}
+        assert cost["time_s_by_phase"]["judge"] == 0.0 and cost["time_s_by_phase"]["agent"] > 0
+    [frontier] = built[0]["frontiers"]
+    assert frontier["points"] == [] and frontier["cost_not_reported"] == ["oracle", "flaky"]
+    assert figures(built[0], "oracle")["noise_floor"] == {"tasks": 4, "trials": 3, "flip_rate": 0.0,
+                                                          "single_trial": 0.0, "at_trials": 0.0}
+    # flaky: tasks 1 and 20 pass 2 and 1 of 3 trials: each has c(n-c)/(n(n-1)) = 1/3, tasks 0 and 3 none
+    floor = figures(built[0], "flaky")["noise_floor"]
+    assert floor["flip_rate"] == pytest.approx(2 * (2 / 3) / 4, abs=1e-12)
+    assert floor["single_trial"] == pytest.approx(1.959963984540054 * math.sqrt(2 * 2 / 3) / 4, rel=1e-9)
+    assert floor["at_trials"] == pytest.approx(floor["single_trial"] / math.sqrt(3), rel=1e-12)
 
 
 def test_the_json_follows_its_published_schema(built: tuple[dict[str, Any], Path, Path]) -> None:
@@ -117,11 +151,37 @@ def test_the_command_prints_a_summary_and_writes_both_files(runs: dict[str, Path
                  "--resamples", "500"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("oracle / airline: 4 tasks x 3 trials   reward 1.000 [1.000, 1.000]")
-    assert lines[1].startswith("flaky / airline: 4 tasks x 3 trials   reward 0.500 [")
-    assert lines[2] == "  failed 6 of 12: agent: protocol=4, user-stop=2"
+    flaky = next(i for i, line in enumerate(lines) if line.startswith("flaky / airline: 4 tasks x 3 trials   "
+                                                                        "reward 0.500 ["))
+    assert lines[flaky + 1] == "  failed 6 of 12: agent: protocol=4, user-stop=2"
+    unknown = "  cost per conversation: agent not reported   user $0.0000   judge $0.0000   total not reported"
+    assert lines.count(unknown) == 2
+    assert "  flips: 6 task x trial verdicts lost, 0 gained of 12 (McNemar p = 0.0312, exact binomial)" in lines
     assert lines[-2:] == [f"Report: {out}", f"Figures: {out.with_suffix('.json')}"]
     assert json.loads(out.with_suffix(".json").read_text())["settings"]["bootstrap_resamples"] == 500
     assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_json_and_seed_as_a_user_types_them(runs: dict[str, Path], tmp_path: Path) -> None:
+    """`tau2-a2a report ... --json PATH --seed N`: the figures go to PATH (a folder not made yet), drawn with
+    seed N: the same figures as seed N gives in this process, other than seed 0's (the default)."""
+    out, figures_path = tmp_path / "page" / "r.html", tmp_path / "figures" / "scores.json"
+    done = subprocess.run([str(Path(sys.executable).parent / "tau2-a2a"), "report", f"oracle={runs['oracle']}",
+                           f"flaky={runs['flaky']}", "--out", str(out), "--json", str(figures_path), "--seed", "7",
+                           "--resamples", "500"], capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-2:] == [f"Report: {out}", f"Figures: {figures_path}"]
+    assert out.read_text().startswith("<!DOCTYPE html>") and not out.with_suffix(".json").exists()
+    on_disk = json.loads(figures_path.read_text())
+    assert (on_disk["settings"]["seed"], on_disk["settings"]["bootstrap_resamples"]) == (7, 500)
+
+    def intervals(report: dict[str, Any]) -> list[Any]:
+        flaky = figures(report, "flaky")
+        return [flaky["avg_reward"]["ci"], *(e["ci"] for e in flaky["pass_hat_k"]["combinatorial"].values())]
+
+    arguments = [f"oracle={runs['oracle']}", f"flaky={runs['flaky']}"]
+    seeded = {seed: write(arguments, tmp_path / f"seed{seed}.html", seed=seed, resamples=500)[0] for seed in (7, 0)}
+    assert intervals(on_disk) == intervals(seeded[7]) != intervals(seeded[0])
 
 
 def refusal(arguments: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> str:
@@ -136,7 +196,7 @@ def refusal(arguments: list[str], capsys: pytest.CaptureFixture[str], tmp_path: 
 def test_bad_input_gets_one_clear_line(runs: dict[str, Path], tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     flaky = runs["flaky"]
-    metrics = flaky.parent / f"{flaky.stem}_a2a_metrics.json"
+    metrics = metrics_path(flaky)
     assert refusal([str(metrics)], capsys, tmp_path) == (
         f"error: {metrics}: not a tau2 results file (no info, tasks and simulations); "
         "pass the results file tau2 (or tau2-a2a run) wrote, not another JSON file")
@@ -199,6 +259,25 @@ def test_a_folder_is_one_run_and_reports_in_it_are_skipped(runs: dict[str, Path]
         parse_runs([str(folder)])
 
 
+def test_runs_directories_are_runs_of_either_layout(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Upstream's layout (a run's directory holding results.json) and the one-file layout, side by side: a
+    run's directory is that run, named after it; a folder of them is one run per domain."""
+    folder = tmp_path / "agent"
+    (folder / "airline_run").mkdir(parents=True)
+    shutil.copy(runs["flaky"], folder / "airline_run" / "results.json")
+    shutil.copy(metrics_path(runs["flaky"]), folder / "airline_run" / "results_a2a_metrics.json")
+    [run] = parse_runs([str(folder / "airline_run")])
+    assert run.label == "airline_run" and run.domains["airline"].metrics is not None
+    [run] = parse_runs([str(folder / "airline_run" / "results.json")])
+    assert run.label == "airline_run" and run.domains["airline"].path == folder / "airline_run" / "results.json"
+    [run] = parse_runs([str(folder)])
+    assert run.label == "agent" and list(run.domains) == ["airline"]
+    shutil.copy(runs["oracle"], folder / "airline.json")
+    with pytest.raises(ReportError, match=r"two results files of domain airline \(airline.json, "
+                                          r"airline_run/results.json\)"):
+        parse_runs([str(folder)])
+
+
 def test_no_secret_reaches_the_report(runs: dict[str, Path], tmp_path: Path) -> None:
     def secrets(data: dict[str, Any]) -> None:
         data["info"]["agent_info"]["llm_args"]["a2a_endpoint"] = "http://agent:s3cr3t-pw@127.0.0.1:9/a2a?token=tk-123#f"
@@ -213,9 +292,10 @@ def test_no_secret_reaches_the_report(runs: dict[str, Path], tmp_path: Path) -> 
             assert secret not in text
 
 
+@pytest.mark.nvidia
 def test_a_native_run_has_no_protocol_section(tmp_path: Path) -> None:
     run_native_oracle(tmp_path, task_ids=["0", "1"], save_to="native")
-    report, html_path, _ = write([str(tmp_path / "native.json")], tmp_path / "r.html", resamples=200)
+    report, html_path, _ = write([str(results_path("native", tmp_path))], tmp_path / "r.html", resamples=200)
     jsonschema.validate(report, schema())
     native = figures(report, "native")
     assert native["avg_reward"]["value"] == 1.0 and native["failures"]["failed"] == 0
@@ -225,7 +305,10 @@ def test_a_native_run_has_no_protocol_section(tmp_path: Path) -> None:
     assert native["provenance"]["agent"] == {"implementation": "oracle_agent", "name": "oracle", "card_version": None,
                                              "endpoint": None, "settings": settings}
     page = html_path.read_text()
-    assert "<h3>Protocol</h3>" not in page and page.count("<svg") == 1
+    # one run, one trial: no protocol, no pass^k curve (a single point) and no frontier (a single run)
+    assert "<h3>Protocol</h3>" not in page and page.count("<svg") == 0
+    # the native oracle's messages cost 0.0 in tau2's terms; nobody recorded a judge's cost: unknown
+    assert native["cost"]["per_conversation"] == {"agent": 0.0, "user": 0.0, "judge": None, "total": None}
 
 
 def cell_index(report: dict[str, Any], label: str, task: str, trial: int) -> int:
@@ -242,7 +325,14 @@ def test_the_page_renders_offline_and_a_cell_opens_its_trajectory(built: tuple[d
         browser.wait_for("document.body.dataset.ready === '1'")
         assert browser.evaluate("document.querySelectorAll('table.grid td.cell').length") == 24
         assert browser.evaluate("document.querySelectorAll('table.grid td.cell.fail').length") == 6
-        assert browser.evaluate("document.querySelectorAll('.chart svg').length") == 5
+        # pass^k, latency, volume, retries (some requests failed); no first-event chart for blocking replies
+        assert browser.evaluate("document.querySelectorAll('.chart svg').length") == 4
+        assert browser.evaluate("document.querySelectorAll('table.scores').length") == 2  # first-k folded away
+        # agent and total per conversation, and the whole run, of each run
+        assert browser.evaluate("[...document.querySelectorAll('table.cost td.unknown')].length") == 6
+        assert browser.evaluate("document.querySelectorAll('table.flips tr').length") == 4
+        assert browser.evaluate("[...document.querySelectorAll('table.noise td')].map(td => td.textContent)") == [
+            "oracle", "3", "0.0%", "0.0 points", "0.0 points", "flaky", "3", "33.3%", "32.7 points", "56.6 points"]
         assert browser.evaluate("Math.min(...[...document.querySelectorAll('.chart svg')]"
                                 ".map(s => s.getBoundingClientRect().height))") > 100
         assert browser.evaluate("document.getElementById('trajectory').hidden") is True
@@ -280,3 +370,16 @@ def test_the_schema_ships_with_the_package() -> None:
     assert files("tau2_a2a.compare").joinpath("report_schema.json").is_file()
     assert files("tau2_a2a.compare").joinpath("report.html.j2").is_file()
     assert runs_module.SCHEMA_ID == schema()["$id"]
+
+
+def test_a_run_tau2_named_is_labelled_by_its_agent(runs: dict[str, Path], tmp_path: Path) -> None:
+    """tau2's own run names hold a date and every setting; the page names such a run after its agent's card, and
+    adds the date only to tell two runs of one agent apart. A name someone chose stays."""
+    first = tmp_path / "20261126_113258_airline_a2a_agent_a2a-tau2-oracle_scripted_user_scripted.json"
+    second = tmp_path / "20261127_090000_airline_a2a_agent_a2a-tau2-oracle_scripted_user_scripted.json"
+    shutil.copy(runs["oracle"], first)
+    shutil.copy(runs["oracle"], second)
+    assert [run.label for run in parse_runs([str(first)])] == ["tau2 oracle"]
+    assert [run.label for run in parse_runs([str(first), str(second)])] == [
+        "tau2 oracle · 2026-11-26 11:32:58", "tau2 oracle · 2026-11-27 09:00:00"]
+    assert [run.label for run in parse_runs([f"base={first}", str(runs["flaky"])])] == ["base", "flaky"]

@@ -138,3 +138,83 @@ def test_a_clear_difference_is_found() -> None:
     b = [1.0] * 24 + [0.0] * 6
     d = stats.paired_difference(a, b, trials=1)
     assert d.value == 0.8 and not d.within_noise and d.p_value < 0.001 and d.low > 0.6
+
+
+def tasks_of(*outcomes: str) -> list[TaskTrials]:
+    """Tasks from strings of trial outcomes: "1101" passed trials 0, 1 and 3."""
+    return [TaskTrials(str(i), tuple(float(c) for c in trials)) for i, trials in enumerate(outcomes)]
+
+
+def test_flips_pair_trial_i_with_trial_i() -> None:
+    a = tasks_of("111", "101", "000")
+    b = tasks_of("110", "011", "000")
+    found, pairs = stats.flips(a, b)
+    assert pairs == 9
+    assert found == [stats.Flip("0", 2, True), stats.Flip("1", 0, True), stats.Flip("1", 1, False)]
+
+
+def test_mcnemar_is_the_exact_binomial_test_on_few_discordant_pairs() -> None:
+    test = stats.mcnemar(lost=7, gained=1, pairs=40)
+    # under no difference each of the 8 discordant pairs goes either way with probability 1/2
+    worse = sum(math.comb(8, i) for i in range(7, 9)) / 2 ** 8
+    assert test.p_worse == pytest.approx(worse, abs=1e-12) and test.p_value == pytest.approx(2 * worse, abs=1e-12)
+    assert test.method == "exact binomial"
+    assert stats.mcnemar(0, 0, 10).p_value == stats.mcnemar(0, 0, 10).p_worse == 1.0
+    assert stats.mcnemar(1, 7, 40).p_worse == pytest.approx(1 - sum(math.comb(8, i) for i in range(0, 1)) / 2 ** 8,
+                                                            abs=1e-12)
+
+
+def test_mcnemar_uses_the_corrected_normal_approximation_on_many() -> None:
+    test = stats.mcnemar(lost=30, gained=10, pairs=200)
+    assert test.method == "normal approximation, continuity-corrected"
+    assert test.p_value == pytest.approx(math.erfc((19 / math.sqrt(40)) / math.sqrt(2)), rel=1e-9)
+    assert test.p_worse == pytest.approx(0.5 * math.erfc((19 / math.sqrt(40)) / math.sqrt(2)), rel=1e-9)
+
+
+def test_the_noise_floor_by_hand() -> None:
+    assert stats.noise_floor(tasks_of("1", "0")) is None  # one trial: nothing to measure it from
+    floor = stats.noise_floor(tasks_of("1100", "1111", "1000", "0000"))
+    # c(n-c)/(n(n-1)): 4/12, 0, 3/12, 0
+    spread = 4 / 12 + 3 / 12
+    assert floor.flip_rate == pytest.approx(2 * spread / 4, abs=1e-12)
+    assert floor.single_trial == pytest.approx(1.959963984540054 * math.sqrt(2 * spread) / 4, rel=1e-9)
+    assert floor.at_trials == pytest.approx(floor.single_trial / 2, rel=1e-12)
+
+
+def test_the_gate_passes_identical_runs() -> None:
+    run = tasks_of(*["1101", "0000", "1111", "0110"] * 5)
+    verdict = stats.gate("airline", run, run)
+    assert not verdict.regression and verdict.p_worse == 1.0 and verdict.mcnemar.p_worse == 1.0
+    assert verdict.reason.startswith("airline: no regression beyond noise: average reward +0.0 points; ")
+
+
+def test_the_gate_fails_a_regression_and_honours_the_min_effect() -> None:
+    base = tasks_of(*["1111"] * 20)
+    new = tasks_of(*["0000"] * 8 + ["1111"] * 12)
+    verdict = stats.gate("airline", base, new, resamples=2000)
+    assert verdict.regression and verdict.difference.value == pytest.approx(-0.4, abs=1e-12)
+    assert verdict.p_worse == pytest.approx(1 / 2 ** 8, abs=1e-12)  # exact: 2^8 sign patterns of 8 differing tasks
+    assert (verdict.mcnemar.lost, verdict.mcnemar.gained, verdict.mcnemar.pairs) == (32, 0, 80)
+    assert verdict.reason.startswith("airline: worse beyond noise: average reward -40.0 points; paired permutation "
+                                     "over 20 tasks p = 0.00391, McNemar 32 lost vs 0 gained of 80 task x trial pairs")
+    lenient = stats.gate("airline", base, new, min_effect=0.5, resamples=2000)
+    assert not lenient.regression and lenient.reason.startswith("airline: worse, but by less than the min effect")
+    improved = stats.gate("airline", new, base, resamples=2000)
+    assert not improved.regression and improved.difference.value == pytest.approx(0.4, abs=1e-12)
+
+
+def simulated_run(rates: np.ndarray, trials: int, rng: np.random.Generator) -> list[TaskTrials]:
+    return [TaskTrials(str(i), tuple(float(x) for x in rng.random(trials) < p)) for i, p in enumerate(rates)]
+
+
+def test_the_gate_fails_identical_agents_at_most_alpha_of_the_time_and_finds_a_real_drop() -> None:
+    """Pairs of runs drawn from the same per-task pass rates: the gate fails at most 5% of them; runs whose every
+    task lost 25 points of pass rate: it fails at least 80% of them (30 tasks x 4 trials; seeded)."""
+    rng = np.random.default_rng(7)
+    rates = rng.uniform(0.3, 1.0, size=30)
+    same = [stats.gate("d", simulated_run(rates, 4, rng), simulated_run(rates, 4, rng), resamples=1000).regression
+            for _ in range(200)]
+    assert sum(same) / len(same) <= 0.05
+    worse = [stats.gate("d", simulated_run(rates, 4, rng), simulated_run(np.clip(rates - 0.25, 0, 1), 4, rng),
+                        resamples=1000).regression for _ in range(50)]
+    assert sum(worse) / len(worse) >= 0.8

@@ -85,6 +85,7 @@ def test_service_card_declares_grpc_and_no_secret(service_all_bindings: Backgrou
     assert response.json()["preferredTransport"] == "JSONRPC"
 
 
+@pytest.mark.nvidia
 def test_adk_card_is_what_write_card_makes_json_rpc_only(tmp_path: Path) -> None:
     committed = json.loads((REPO / "adk_agents" / "tau2_eval" / "agent.json").read_text())
     url = committed["url"]

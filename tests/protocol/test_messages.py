@@ -43,6 +43,7 @@ from tau2_a2a.protocol.toolcalls import (
     DataPart,
     ParsedReply,
     ToolCallRequest,
+    call_arguments,
     parse_reply,
     restore_arguments,
 )
@@ -287,6 +288,21 @@ def test_tool_calls_reply_parses_back_to_the_same_calls(wire: str) -> None:
     parameters = {t["function"]["name"]: t["function"]["parameters"] for t in tool_schemas("airline")}
     restored = [restore_arguments(c.arguments, parameters[c.name]) for c in parsed.tool_calls]
     assert typed(restored) == typed([c.arguments for c in CALLS])
+
+
+@pytest.mark.parametrize("wire", WIRES, ids=list(WIRES))
+def test_tool_calls_reply_with_arguments_as_text_keeps_every_number_as_it_is(wire: str) -> None:
+    """The baseline agent's form: 2.0 where the schema says integer, and 2 where it says number, reach tau2 as the
+    model wrote them, as they reach tau2's own llm_agent."""
+    calls = [ToolCallRequest(name="update_reservation_baggages", id="c1", arguments={
+                 "reservation_id": "YAX4DR", "total_baggages": 2.0, "nonfree_baggages": 0, "payment_id": "p"}),
+             ToolCallRequest(name="send_certificate", arguments={"user_id": "u", "amount": 100})]
+    reply = WIRES[wire](Message(role=Role.ROLE_AGENT, parts=tool_calls_reply(calls, arguments_as_text=True),
+                                message_id="m1"))
+    parsed = parse_reply(*reply_parts(reply))
+    parameters = {t["function"]["name"]: t["function"]["parameters"] for t in tool_schemas("airline")}
+    assert [typed(call_arguments(c, parameters[c.name])) for c in parsed.tool_calls] == [
+        typed(c.arguments) for c in calls]
 
 
 def test_reply_content_of_a_task_reads_status_message_and_artifacts() -> None:

@@ -6,6 +6,7 @@ streaming on, status updates followed, results collected from the final task.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 import pytest
@@ -52,7 +53,8 @@ def test_llm_agent_answers_a_0_3_client(sdk03: Sdk03, serve: Callable[..., Backg
     assert_read_as_0_3(result, server.url)
     first = oracle_steps("airline", "1")[0]  # get_user_details: the stand-in asks for the task's first action
     assert result["final"]["kind"] == "message"
-    assert first.tool_name in str(result["final"]["results"]) and str(first.arguments) in str(result["final"])
+    [call] = result["final"]["results"][0]["tool_calls"]
+    assert (call["name"], json.loads(call["arguments"])) == (first.tool_name, first.arguments)
     assert standin.requests, "the agent asked the stand-in LLM"
 
 

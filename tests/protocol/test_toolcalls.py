@@ -22,6 +22,7 @@ from tau2_a2a.protocol.toolcalls import (
     MalformedReply,
     ParsedReply,
     ToolCallRequest,
+    call_arguments,
     describe_tools,
     parse_reply,
     restore_arguments,
@@ -468,6 +469,34 @@ def test_number_argument_stays_float() -> None:
     arguments = {"customer_id": "C1001", "line_id": "L1002", "gb_amount": 2.0}
     restored = restore_arguments(arguments, parameters("telecom", "refuel_data"))
     assert typed(restored) == typed({"customer_id": "C1001", "line_id": "L1002", "gb_amount": 2.0})
+
+
+BAGGAGE = {"reservation_id": "YAX4DR", "total_baggages": 2.0, "nonfree_baggages": 0, "payment_id": "credit_card_4938634"}
+
+
+@pytest.mark.parametrize("reply", [
+    ([], data_parts({"tool_calls": [{"name": "update_reservation_baggages", "arguments": json.dumps(BAGGAGE)}]})),
+    ([], data_parts({"tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "update_reservation_baggages", "arguments": json.dumps(BAGGAGE)}}]})),
+    ([], data_parts({"function_call": {"name": "update_reservation_baggages", "arguments": json.dumps(BAGGAGE)}})),
+    ([f'<json>{{"name": "update_reservation_baggages", "arguments": {json.dumps(BAGGAGE)}}}</json>'], []),
+], ids=["tau2-string", "openai", "openai-legacy", "text"])
+def test_arguments_sent_as_json_text_keep_their_numbers_as_written(reply: Any) -> None:
+    """tau2's llm_agent parses its model's JSON text as it is: 2.0 for an integer stays 2.0 (and tau2 stores it so,
+    which changes the database hash), 0 stays 0. Over A2A the same text must give the same arguments."""
+    [call] = parse_reply(*reply).tool_calls
+    assert call.exact_numbers
+    arguments = call_arguments(call, parameters("airline", "update_reservation_baggages"))
+    assert typed(arguments) == typed(BAGGAGE)
+
+
+def test_arguments_sent_as_a_data_object_get_the_schemas_types() -> None:
+    """A data part's object carries only doubles: which were integers, only the schema can say."""
+    [call] = parse_reply([], data_parts({"tool_calls": [{"name": "update_reservation_baggages",
+                                                         "arguments": as_wire(BAGGAGE)}]})).tool_calls
+    assert not call.exact_numbers
+    arguments = call_arguments(call, parameters("airline", "update_reservation_baggages"))
+    assert typed(arguments) == typed({**BAGGAGE, "total_baggages": 2, "nonfree_baggages": 0})
 
 
 def test_booleans_strings_and_nulls_are_untouched() -> None:

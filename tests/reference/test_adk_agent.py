@@ -21,6 +21,7 @@ from tau2.registry import registry
 from tau2_a2a.tau2bench.distribution import load_tasks
 
 from tau2_a2a.client.config import RetryPolicy
+from tau2_a2a.client.pricing import price_tokens
 from testbed.standin_llm import MODEL, StandinLLM, content_text
 from tests.support.cli import run_cli
 from tests.support.runs import run_a2a
@@ -179,3 +180,51 @@ def test_adk_api_server_serves_the_example_app(standin, tmp_path):
         log.close()
     assert [s.reward_info.reward for s in outcome.results.simulations] == [1.0]
     assert trajectory_calls(outcome) == golden_calls("airline", ["8"])
+
+
+PRICE_MODEL = "gpt-4.1-2025-04-14"
+
+
+def reply_usages(outcome) -> list[tuple[int, int]]:
+    return [(m.usage["prompt_tokens"], m.usage["completion_tokens"]) for s in outcome.results.simulations
+            for m in s.messages if m.role == "assistant" and m.usage is not None]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+def test_adks_own_usage_is_recorded_and_priced(serve, standin, tmp_path, streaming):
+    """ADK's converter puts each LLM call's usage (genai UsageMetadata) on its events: the client records exactly the
+    stand-in's tokens, once per turn, blocking (the task's metadata) or streamed (the status updates); ADK names
+    no model, so --a2a-price-model prices them."""
+    agent = serve(lambda url: adk_app(MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0}))
+    task_ids = ["3", "8"]
+
+    outcome = run_a2a(agent.url, tmp_path, task_ids=task_ids, max_concurrency=1,
+                      a2a=A2AConfig(endpoint=agent.url, streaming=streaming, price_model=PRICE_MODEL))
+
+    assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(task_ids, 1.0)
+    used = [(u["prompt_tokens"], u["completion_tokens"]) for u in standin.usages]
+    assert sorted(reply_usages(outcome)) == sorted(used) and len(used) == len(standin.requests)
+    replies = [m for s in outcome.results.simulations for m in s.messages if m.role == "assistant" and m.usage]
+    assert {(m.usage["reported_as"], m.usage["priced_with"], m.usage["llm_calls"]) for m in replies} == {
+        ("adk", PRICE_MODEL, 1)}
+    for message in replies:
+        assert message.cost == pytest.approx(price_tokens(PRICE_MODEL, message.usage["prompt_tokens"],
+                                                          message.usage["completion_tokens"]), rel=1e-12)
+    expected = sum(price_tokens(PRICE_MODEL, p, c) for p, c in used)
+    assert sum(s.agent_cost for s in outcome.results.simulations) == pytest.approx(expected, rel=1e-9)
+    assert outcome.report["run"]["cost_usd"]["agent"] == pytest.approx(expected, rel=1e-6)
+    assert outcome.report["run"]["cost_usd"]["total"] == pytest.approx(expected, rel=1e-6)
+    methods = {r["method"] for s in outcome.report["simulations"] for r in s["requests"]}
+    assert methods == {"SendStreamingMessage" if streaming else "SendMessage"}
+
+
+def test_adk_tokens_without_a_price_model_cost_not_reported(serve, standin, tmp_path):
+    agent = serve(lambda url: adk_app(MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0}))
+
+    outcome = run_a2a(agent.url, tmp_path, task_ids=["8"])
+
+    assert reply_usages(outcome) == [(u["prompt_tokens"], u["completion_tokens"]) for u in standin.usages]
+    [simulation] = outcome.results.simulations
+    assert simulation.agent_cost is None and simulation.user_cost == 0.0
+    assert {m.cost for m in simulation.messages if m.role == "assistant" and m.usage} == {None}
+    assert outcome.report["run"]["cost_usd"] == {"agent": None, "user": 0.0, "judge": 0.0, "total": None}

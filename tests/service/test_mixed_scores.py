@@ -30,8 +30,10 @@ from starlette.middleware import Middleware
 from tau2.data_model.simulation import Results
 from tau2.metrics.agent_metrics import compute_metrics
 
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tau2_a2a.service.records import results_file
+from tau2_a2a.tau2bench.layout import results_path
 from tests.support.assessments import assess, request, result_of
 from tests.support.cli import run_cli
 from tests.support.executors import GetsTasksWrong, agent_app
@@ -83,7 +85,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         a0, a1, b_result, c_result = (result_of(t) for t in finals)
         root = service.app.state.tools.manager.root
         yield {"cli": Results.load(cli_dir / "run.json"), "a": [a0, a1], "b": b_result, "c": c_result,
-               "files": {name: root / r["evaluation_id"] / "results.json"
+               "files": {name: results_file(root / r["evaluation_id"])
                          for name, r in (("a0", a0), ("a1", a1))}, "finals": finals}
     finally:
         service.stop()
@@ -133,7 +135,7 @@ def test_merging_the_shards_gives_the_cli_runs_scores(runs: dict[str, Any], tmp_
     merged = subprocess.run([sys.executable, "-m", "tau2_a2a.cli", "merge", *files, "--save-to", "merged",
                              "--results-dir", str(tmp_path)], capture_output=True, text=True, cwd=REPO)
     assert merged.returncode == 0, merged.stderr[-2000:]
-    results = Results.load(tmp_path / "merged.json")
+    results = Results.load(results_path("merged", tmp_path))
     assert rewards_by_task(results) == A_REWARDS
     metrics, cli = compute_metrics(results), compute_metrics(runs["cli"])
     assert (metrics.avg_reward, metrics.pass_hat_ks) == (cli.avg_reward, cli.pass_hat_ks) == (

@@ -1,12 +1,15 @@
 """Two `tau2-a2a serve` replicas on one real PostgreSQL database share the work and stand in for each other.
 
 The replicas are real processes with a shared results directory, each with its
-own port and replica id, and a short lease (3 s) so that a take-over is quick.
+own port and replica id. Where a take-over is what the test is about, the lease
+is short (3 s), so that it is quick; elsewhere it is long (60 s), so that a
+replica slowed down by a busy machine is never taken for dead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -14,16 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from a2a.server.agent_execution import RequestContext
+from a2a.server.events import EventQueue
 from a2a.types import TaskState
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import BackgroundServer
-from tests.support.executors import agent_app
+from tests.support.executors import OracleLike, Seen, agent_app
+from tau2_a2a.service.jobs.directory import results_file
 from tests.support.processes import gone, wait_until
 from tests.support.runs import saved_simulations
-from tests.support.service import Service, ask, call_tool, done_so_far, result_data, wait_for_task
+from tests.support.service import STARTUP_SECONDS, Service, ask, call_tool, done_so_far, result_data, wait_for_task
 
-LEASE = "3"
+SHORT_LEASE = "3"
+LONG_LEASE = "60"
 
 
 @pytest.fixture
@@ -32,9 +39,11 @@ def replicas(postgres: Any, tmp_path: Path) -> Iterator[Callable[[str], Service]
     database = postgres.create_database(f"replicas_{uuid.uuid4().hex[:8]}")
     started: list[Service] = []
 
-    def make(name: str, *extra: str) -> Service:
+    def make(name: str, *extra: str, lease: str = LONG_LEASE) -> Service:
+        # Evaluations at the service's own priority: niced, they would start slowly behind a busy machine's
+        # other work, and their priority is not what these tests are about.
         service = Service(tmp_path / "results", "--database", database, "--replica-id", name,
-                          "--lease-seconds", LEASE, "--max-running", "1", *extra)
+                          "--lease-seconds", lease, "--max-running", "1", "--evaluation-nice", "0", *extra)
         started.append(service)
         return service.start()
 
@@ -48,6 +57,39 @@ def slow_oracle(serve: Callable[..., BackgroundServer]) -> str:
     return serve(lambda url: agent_app(OracleExecutor(delay=0.3), url)).url
 
 
+class HoldsAllBut(OracleLike):
+    """The oracle, answering the tasks in `prompt` at once and the others only once released: an evaluation
+    has a finished simulation, and is still running, for as long as a test needs (a held reply is within its
+    300 s A2A timeout), however slowly a busy machine starts the other replica."""
+
+    def __init__(self, prompt: set[str]) -> None:
+        super().__init__()
+        self.prompt = prompt
+        self._released = threading.Event()
+
+    def release(self) -> None:
+        self._released.set()
+
+    async def respond(self, context: RequestContext, event_queue: EventQueue, seen: Seen) -> None:
+        while seen.task not in self.prompt and not self._released.is_set():
+            await asyncio.sleep(0.05)
+        await super().respond(context, event_queue, seen)
+
+
+@pytest.fixture
+def holding(serve: Callable[..., BackgroundServer]) -> Iterator[Callable[[set[str]], tuple[HoldsAllBut, str]]]:
+    """holding(prompt) -> (agent, URL) of a HoldsAllBut, released at the end of the test if not before."""
+    agents: list[HoldsAllBut] = []
+
+    def start(prompt: set[str]) -> tuple[HoldsAllBut, str]:
+        agents.append(HoldsAllBut(prompt))
+        return agents[-1], serve(lambda url: agent_app(agents[-1], url)).url
+
+    yield start
+    for agent in agents:  # before `serve` stops the servers: no reply is left waiting
+        agent.release()
+
+
 def request(endpoint: str, tasks: list[str]) -> dict[str, Any]:
     return {"domain": "airline", "agent_endpoint": endpoint, "user": "scripted_user", "user_llm": "scripted",
             "task_ids": tasks, "max_concurrency": 1}
@@ -56,7 +98,8 @@ def request(endpoint: str, tasks: list[str]) -> dict[str, Any]:
 def submit(service: Service, endpoint: str, tasks: list[str]) -> tuple[str, str]:
     """Start an evaluation through `service`; its A2A task id and evaluation id."""
     task = asyncio.run(ask(service.url, "run_tau2_evaluation", request(endpoint, tasks), return_immediately=True))
-    wait_until(lambda: asyncio.run(first_update(service.url, task.id)) is not None, "the first progress update")
+    wait_until(lambda: asyncio.run(first_update(service.url, task.id)) is not None, "the first progress update",
+               timeout=STARTUP_SECONDS)
     return task.id, asyncio.run(first_update(service.url, task.id))["evaluation_id"]
 
 
@@ -100,14 +143,16 @@ def test_two_replicas_share_the_queue_and_answer_for_each_other(
 
 
 def test_a_killed_replica_s_evaluation_is_finished_by_the_other(
-        replicas: Callable[..., Service], slow_oracle: str) -> None:
-    first = replicas("replica-a")
+        replicas: Callable[..., Service], holding: Callable[[set[str]], tuple[HoldsAllBut, str]]) -> None:
+    agent, url = holding({"0"})  # task 0 is answered; the others wait until the first replica is dead
+    first = replicas("replica-a", lease=SHORT_LEASE)
     tasks = [str(task) for task in range(5)]
-    task_id, evaluation_id = submit(first, slow_oracle, tasks)
-    wait_until(lambda: done_so_far(first.url, evaluation_id) >= 1, "a simulation")
-    second = replicas("replica-b")
+    task_id, evaluation_id = submit(first, url, tasks)
+    wait_until(lambda: done_so_far(first.url, evaluation_id) >= 1, "a simulation", timeout=STARTUP_SECONDS)
+    second = replicas("replica-b", lease=SHORT_LEASE)
     children = first.kill()
-    wait_until(lambda: gone(children), "the killed replica's evaluation process ending", timeout=10)
+    wait_until(lambda: gone(children), "the killed replica's evaluation process ending", timeout=60)
+    agent.release()
 
     finished = asyncio.run(wait_for_task(second.url, task_id, timeout=300))
     assert finished.status.state == TaskState.TASK_STATE_COMPLETED
@@ -115,30 +160,30 @@ def test_a_killed_replica_s_evaluation_is_finished_by_the_other(
     assert (data["evaluation_id"], data["status"], data["replica"], data["resumed"]) == (
         evaluation_id, "completed", "replica-b", 1)
     assert data["result"]["metrics"]["avg_reward"] == 1.0
-    simulations = saved_simulations(second.results_dir / evaluation_id / "results.json")
+    simulations = saved_simulations(results_file(second.results_dir / evaluation_id))
     assert Counter(s["task_id"] for s in simulations) == Counter(tasks)  # each exactly once
 
 
 def test_cancel_through_one_replica_stops_the_evaluation_the_other_runs(
-        replicas: Callable[..., Service], slow_oracle: str) -> None:
+        replicas: Callable[..., Service], holding: Callable[[set[str]], tuple[HoldsAllBut, str]]) -> None:
+    _, url = holding({"0", "25"})  # each evaluation's first task is answered, the rest held: both keep running
     first = replicas("replica-a", "--max-running", "2")
-    # 25 tasks each (about a second apiece): both are still running when the test cancels them
-    by_tool = submit(first, slow_oracle, [str(task) for task in range(25)])
-    by_a2a = submit(first, slow_oracle, [str(task) for task in range(25, 50)])
+    by_tool = submit(first, url, [str(task) for task in range(25)])
+    by_a2a = submit(first, url, [str(task) for task in range(25, 50)])
     for _, evaluation_id in (by_tool, by_a2a):
-        wait_until(lambda: done_so_far(first.url, evaluation_id) >= 1, "a simulation")
+        wait_until(lambda: done_so_far(first.url, evaluation_id) >= 1, "a simulation", timeout=STARTUP_SECONDS)
     second = replicas("replica-b")
 
     canceled = asyncio.run(call_tool(second.url, "cancel_evaluation", {"evaluation_id": by_tool[1]}))
     assert (canceled["status"], canceled["replica"]) == ("canceled", "replica-a")
-    kept = saved_simulations(first.results_dir / by_tool[1] / "results.json")
+    kept = saved_simulations(results_file(first.results_dir / by_tool[1]))
     assert canceled["result"]["metrics"]["num_simulations"] == len(kept) >= 1
-    ended = asyncio.run(wait_for_task(first.url, by_tool[0], timeout=60))
+    ended = asyncio.run(wait_for_task(first.url, by_tool[0], timeout=300))
     assert result_data(ended)["status"] == "canceled"
 
     task = asyncio.run(cancel_task(second.url, by_a2a[0]))  # A2A CancelTask, through the other replica
     assert task.status.state == TaskState.TASK_STATE_CANCELED
-    wait_until(lambda: record(second, by_a2a[1])["status"] == "canceled", "the evaluation ending", timeout=60)
+    wait_until(lambda: record(second, by_a2a[1])["status"] == "canceled", "the evaluation ending", timeout=300)
 
 
 async def cancel_task(url: str, task_id: str) -> Any:

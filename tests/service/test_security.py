@@ -26,10 +26,12 @@ from starlette.routing import Route
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.credentials import REMOVED, scrub_arguments
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.jobs.limits import Limits
+from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.service.tool_specs import accepted_arguments
 from tau2_a2a.service.vault import TokenVault, scrub_request
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
+from tau2_a2a.tau2bench.layout import metrics_path
 from tests.support.service import ask, assessment_message, final_task, result_data, result_text, start_service
 
 RUN = "run_tau2_evaluation"
@@ -193,6 +195,27 @@ async def test_a_password_in_the_agent_endpoint_is_refused_and_kept_nowhere(
     assert not list(results.glob("ev-*"))
 
 
+@pytest.mark.parametrize("tail", ["/?token=tok-in-url-7781", "/a2a#tok-in-url-7781"])
+async def test_a_token_in_the_agent_endpoints_query_or_fragment_is_refused_and_kept_nowhere(
+        service: BackgroundServer, results: Path, oracle_url: str, tail: str) -> None:
+    """Refused as it came, and as the service keeps it (scheme, host and port, then /?<removed>): never run
+    against the URL without it."""
+    endpoint = oracle_url + tail
+    task = await ask(service.url, RUN, oracle_run(endpoint))
+    assert refusal(task) == (
+        f"agent_endpoint {oracle_url}/... must not carry a query string or fragment: the agent card is fetched from "
+        "URL/.well-known/agent-card.json, so pass the agent's base URL alone; a token goes in agent_auth_token.")
+    stored = await final_task(service.url, task.id)
+    assessment = await ask_assessment(service.url, {"participants": {"agent": endpoint},
+                                                    "config": {"domain": "airline", "task_ids": ["3"]}})
+    assert "must not carry a query string or fragment" in " ".join(p.text for p in assessment.status.message.parts)
+    for reply in (task, stored, assessment):
+        assert "tok-in-url-7781" not in str(reply)
+    assert f"{oracle_url}/?<removed>" in str(stored.history[0])
+    assert b"tok-in-url-7781" not in stored_bytes(results)
+    assert not list(results.glob("ev-*"))
+
+
 async def ask_assessment(url: str, request: dict[str, Any]) -> Any:
     """An AgentBeats assessment, as the JSON text the gateway sends; the task it ends with."""
     from tests.support.service import stream_message
@@ -256,9 +279,8 @@ async def test_files_are_the_services_users_only(service: BackgroundServer, resu
     task = await ask(service.url, RUN, oracle_run(oracle_url))
     assert result_data(task)["status"] == "completed", result_text(task)
     evaluation = results / result_data(task)["evaluation_id"]
-    names = {path.name for path in evaluation.iterdir()}
-    assert {"child.log", "results.json"} <= names and any(name.endswith(".json") and "metrics" in name
-                                                          for name in names), names
+    saved = results_file(evaluation)
+    assert saved.is_file() and metrics_path(saved).is_file() and (evaluation / "child.log").is_file()
     assert {"service.sqlite", "service.sqlite-wal"} <= {path.name for path in results.iterdir()}
     modes = {str(path.relative_to(results)): stat.S_IMODE(path.stat().st_mode)
              for path in [results, *results.rglob("*")]}
@@ -270,7 +292,8 @@ async def test_files_are_the_services_users_only(service: BackgroundServer, resu
 # -- small ones -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("arguments, expected", [
-    ({"max_steps": 1e300}, "max_steps must be at most 1000 on this service, got 1e+300."),
+    ({"max_steps": 1e300}, "max_steps must be at most 200 on this service, got 1e+300."),
+    ({"max_steps": 201}, "max_steps must be at most 200 on this service, got 201."),
     ({"num_trials": 1e9}, "num_trials must be at most 200 on this service, got 1000000000."),
     ({"num_tasks": 1e7}, "num_tasks must be at most 100000 on this service, got 10000000."),
     ({"user_llm_args": {"temperature": 7}}, "user_llm_args.temperature must be a number from 0 to 2."),
@@ -295,7 +318,7 @@ async def test_a_refused_target_token_names_the_services_argument(service: Backg
 
 def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> None:
     from tau2_a2a.client.config import ConfigError
-    from tau2_a2a.service.spec import EvaluationSpec
+    from tau2_a2a.service.request import EvaluationRequest
     from tests.support.distributions import DEFAULT_USER_LLM
     from tests.support.service import child_given
     from tau2_a2a.service.settings import ServiceSettings
@@ -309,7 +332,7 @@ def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> N
     with pytest.raises(ConfigError) as refused:
         ServiceSettings(user_llm_api_base="http://u:pw@10.0.0.5/v1").user_llm_policy()
     assert "pw" not in str(refused.value) and "must not carry a user name or password" in str(refused.value)
-    spec = EvaluationSpec(domain="airline", agent_endpoint="http://a", total_simulations=1, user_llm="openai/a",
+    spec = EvaluationRequest(domain="airline", agent_endpoint="http://a", total_simulations=1, user_llm="openai/a",
                           user_llm_args={"temperature": 0.5})
     given = child_given(tmp_path / "child", spec, user_llm_api_base=policy.api_base)
     assert given["request"]["settings"]["user_llm_args"] == {"temperature": 0.5, "api_base": "http://10.0.0.5:8000/v1"}

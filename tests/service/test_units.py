@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,11 @@ from google.protobuf.json_format import MessageToDict
 from tau2_a2a.service import summary
 from tau2_a2a.protocol.cards import card_json
 from tau2_a2a.service.public_card import ADK_BINDINGS, service_card
-from tau2_a2a.service.evaluations import EvaluationError, EvaluationManager, Limits
-from tau2_a2a.service.store import EvaluationStore, StoreError
+from tau2_a2a.service.jobs.child import ChildOptions
+from tau2_a2a.service.jobs.database import Database, StoreError
+from tau2_a2a.service.jobs.errors import EvaluationError
+from tau2_a2a.service.jobs.limits import Limits
+from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused
 from tau2_a2a.service.tools import EvaluationTools, ToolError
 from tau2_a2a.service.vault import TokenVault, scrub_a2a_message, scrub_genai_content
@@ -80,9 +84,10 @@ def test_malformed_endpoint_and_allow_list_entries_get_clear_errors() -> None:
 
 
 @pytest.fixture(scope="module")
-def tools(tmp_path_factory: pytest.TempPathFactory) -> EvaluationTools:
+def tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EvaluationTools]:
     manager = EvaluationManager(tmp_path_factory.mktemp("units"), Limits(max_simulations=20, max_concurrency=4))
-    return EvaluationTools(manager, TargetPolicy(resolver=RESOLVER))
+    yield EvaluationTools(manager.start(), TargetPolicy(resolver=RESOLVER))
+    manager.close()
 
 
 GOOD = {"domain": "airline", "agent_endpoint": "http://127.0.0.1:9100", "user": "scripted_user"}
@@ -134,9 +139,9 @@ def test_bad_arguments_name_the_argument_and_the_accepted_values(tools: Evaluati
 
 
 def test_arguments_as_a2a_doubles_are_accepted(tools: EvaluationTools, tmp_path: Path) -> None:
-    spec = tools.validate(domain="airline", agent_endpoint="http://127.0.0.1:9100", user_llm="scripted",
-                          user_llm_args=None, user="scripted_user", num_trials=2.0, num_tasks=None,
-                          task_ids=[3.0, 1.0], task_split="base", max_steps=50.0, max_concurrency=2.0)
+    spec = tools.check({"domain": "airline", "agent_endpoint": "http://127.0.0.1:9100", "user_llm": "scripted",
+                        "user_llm_args": None, "user": "scripted_user", "num_trials": 2.0, "num_tasks": None,
+                        "task_ids": [3.0, 1.0], "task_split": "base", "max_steps": 50.0, "max_concurrency": 2.0})
     assert (spec.task_ids, spec.num_trials, spec.total_simulations, spec.max_steps) == (["3", "1"], 2, 4, 50)
     given = child_given(tmp_path / "r", spec, token="s3cret-target-token")
     assert given["command"][1:] == ["-m", "tau2_a2a.runner"]  # the runner's entry point, its settings as data
@@ -149,6 +154,7 @@ def test_arguments_as_a2a_doubles_are_accepted(tools: EvaluationTools, tmp_path:
     assert (given["cwd"], given["umask"]) == (str((tmp_path / "r").resolve()), 0o077)
 
 
+@pytest.mark.nvidia
 def test_list_domains_reports_tasks_splits_and_tools(tools: EvaluationTools) -> None:
     domains = {d["domain"]: d for d in tools.call("ListDomains")["domains"]}
     assert list(domains) == DOMAINS
@@ -199,8 +205,11 @@ def test_metrics_pass_hat_k_and_per_trial_rewards() -> None:
 
     simulations = [sim("a", 0, 1.0), sim("a", 1, 1.0), sim("b", 0, 1.0), sim("b", 1, 0.0, None)]
     out = summary.outcome({"simulations": simulations}, None)
+    # one simulation's cost not reported: the average is not known either (never over the others alone)
     assert out["metrics"] == {"avg_reward": 0.75, "pass_hat_k": {"1": 0.75, "2": 0.5}, "num_simulations": 4,
-                              "avg_agent_cost": 0.5}
+                              "avg_agent_cost": None}
+    simulations[-1]["agent_cost"] = 0.25
+    assert summary.outcome({"simulations": simulations}, None)["metrics"]["avg_agent_cost"] == 0.4375
     assert out["tasks"][1] == {"task_id": "b", "rewards": [1.0, 0.0], "avg_reward": 0.5, "trials": [
         {"trial": 0, "reward": 1.0, "termination_reason": "user_stop"},
         {"trial": 1, "reward": 0.0, "termination_reason": "user_stop"}]}
@@ -225,6 +234,7 @@ def test_card_has_one_skill_per_tool_with_schema_and_example_and_never_a_secret(
     assert not service_card("http://x:1", Limits(), auth=False).security_schemes
 
 
+@pytest.mark.nvidia
 def test_adk_agents_card_is_the_generated_card() -> None:
     committed = json.loads((REPO / "adk_agents" / "tau2_eval" / "agent.json").read_text())
     url = committed["supportedInterfaces"][0]["url"]
@@ -262,7 +272,8 @@ def test_queue_positions_queue_limit_and_canceling(tmp_path: Path) -> None:
     sleeper = tmp_path / "sleeper"
     sleeper.write_text("#!/bin/sh\nexec sleep 60\n")
     sleeper.chmod(0o755)
-    manager = EvaluationManager(tmp_path / "results", Limits(max_running=1, max_queued=2), python=str(sleeper))
+    children = ChildOptions(python=str(sleeper))
+    manager = EvaluationManager(tmp_path / "results", Limits(max_running=1, max_queued=2), children=children).start()
     tools = EvaluationTools(manager, TargetPolicy(resolver=RESOLVER))
     try:
         first, second, third = (tools.call("run_tau2_evaluation", {**GOOD, "task_ids": [str(i)]}) for i in range(3))
@@ -278,13 +289,20 @@ def test_queue_positions_queue_limit_and_canceling(tmp_path: Path) -> None:
     finally:
         manager.close()
     # A service that stops leaves its running evaluation to the next one, which resumes it.
-    restarted = EvaluationManager(tmp_path / "results", Limits(max_running=1, max_queued=2), python=str(sleeper))
+    restarted = EvaluationManager(tmp_path / "results", Limits(max_running=1, max_queued=2), children=children).start()
     try:
-        again = restarted.get(third["evaluation_id"])
+        again = restarted.get(third["evaluation_id"]).to_json()
         assert (again["status"], again["resumed"], again["error"]) == ("running", 1, None)
-        assert restarted.get(first["evaluation_id"])["status"] == "canceled"
+        assert restarted.get(first["evaluation_id"]).to_json()["status"] == "canceled"
     finally:
         restarted.close()
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "results" / "service.sqlite") as database:
+        rows = database.execute("SELECT evaluation_id, status, record FROM tau2_eval_evaluations").fetchall()
+    assert {evaluation_id: status for evaluation_id, status, _ in rows} == {
+        first["evaluation_id"]: "canceled", second["evaluation_id"]: "canceled", third["evaluation_id"]: "running"}
+    assert not [record for _, _, record in rows if "status" in json.loads(record)]  # kept once: the column
 
 
 def test_evaluations_run_below_the_service_priority(tmp_path: Path) -> None:
@@ -297,12 +315,14 @@ def test_evaluations_run_below_the_service_priority(tmp_path: Path) -> None:
     sleeper.write_text("#!/bin/sh\nexec sleep 60\n")
     sleeper.chmod(0o755)
     with pytest.raises(EvaluationError, match="0 to 19 nice steps below the service, got 20: set --evaluation-nice"):
-        EvaluationManager(tmp_path / "refused", python=str(sleeper), nice=20)
-    manager = EvaluationManager(tmp_path / "results", python=str(sleeper))
+        ChildOptions(python=str(sleeper), nice=20)
+    manager = EvaluationManager(tmp_path / "results", children=ChildOptions(python=str(sleeper))).start()
     tools = EvaluationTools(manager, TargetPolicy(resolver=RESOLVER))
     try:
         record = tools.call("run_tau2_evaluation", GOOD)
-        pid = manager._jobs[record["evaluation_id"]].child.pid
+        job = manager.scheduler.supervisor.job(record["evaluation_id"])
+        assert job is not None and job.child is not None
+        pid = job.child.pid
         assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
         assert os.getsid(pid) == pid
         autogroup = Path(f"/proc/{pid}/autogroup")
@@ -315,11 +335,50 @@ def test_evaluations_run_below_the_service_priority(tmp_path: Path) -> None:
 def test_a_database_that_cannot_be_used_is_named_without_its_password() -> None:
     port = free_port()
     with pytest.raises(StoreError) as refused:
-        EvaluationStore(f"postgresql://tau2:s3cret-pw@127.0.0.1:{port}/evaluations")
+        Database(f"postgresql://tau2:s3cret-pw@127.0.0.1:{port}/evaluations").open()
     message = str(refused.value)
     assert message.startswith(f"Cannot use the database postgresql://tau2:***@127.0.0.1:{port}/evaluations: "
                               "OperationalError: ")
     assert message.endswith("Check that it runs and the URL is right.") and "s3cret-pw" not in message
     with pytest.raises(StoreError, match=r"^--database 'mysql://db/x' is neither a SQLite file nor a "
                                          r"postgresql:// URL\.$"):
-        EvaluationStore("mysql://db/x")
+        Database("mysql://db/x")
+
+
+def test_an_evaluations_end_is_read_from_its_runs_outcome_file_and_said_in_the_services_words(tmp_path: Path) -> None:
+    from tau2_a2a.runner.outcome_file import Failure, FailureKind, RunEnd, RunStatus, words_of, write_outcome
+    from tau2_a2a.service.jobs.directory import outcome_file, results_file
+    from tau2_a2a.service.jobs.outcome import Ending, ending
+    from tau2_a2a.service.jobs.evaluation import Status
+
+    def ended_with(message: str, kind: FailureKind = FailureKind.AGENT_AUTH, code: int = 2) -> None:
+        write_outcome(outcome_file(tmp_path), RunEnd(RunStatus.FAILED, code,
+                                                     failure=Failure(kind, message, words_of(message))))
+
+    ended_with("The agent at http://a refused our credentials mid-run (HTTP 401), so the run stopped; its 3 "
+               "finished simulations are kept in /r.json. Pass a valid bearer token with --a2a-auth-token or "
+               "TAU2_A2A_AUTH_TOKEN and re-run the same command to resume. (token s3cret-1)")
+    assert ending(tmp_path, 2, canceled=False, token="s3cret-1") == Ending(Status.FAILED, (
+        "the evaluation process exited with code 2: The agent at http://a refused our credentials mid-run "
+        "(HTTP 401), so the run stopped; its 3 finished simulations are kept in /r.json. Pass a valid bearer token "
+        "with agent_auth_token and send the evaluation again. (token ***)"), ran_every_simulation=False)
+    ended_with("The agent card at http://a names http://b for JSON-RPC; that URL is refused: 10.0.0.2 is a private "
+               "address, and the allowed targets (public) do not include it. To allow it: --a2a-allowed-targets "
+               "public,private", FailureKind.TARGET_REFUSED)
+    assert ending(tmp_path, 2, canceled=False, token=None).error.endswith(
+        "To allow it: --allowed-targets public,private")  # the operator's flag
+    ended_with("1 of 2 simulations were not scored (...): judge down; running the same command again retries them.",
+               FailureKind.UNSCORED, code=1)
+    assert ending(tmp_path, 1, canceled=False, token=None).error == (
+        "the evaluation process exited with code 1: 1 of 2 simulations were not scored (...): judge down; sending "
+        "the evaluation again retries them.")
+    assert ending(tmp_path, 1, canceled=True, token=None) == Ending(Status.CANCELED, None, False)
+
+    write_outcome(outcome_file(tmp_path), RunEnd(RunStatus.A2A_ERRORS, 3, simulations=2, a2a_errors=1, unscored=0))
+    assert ending(tmp_path, 3, canceled=False, token=None).status == Status.FAILED  # no results file to show
+    results_file(tmp_path).write_text(json.dumps({"simulations": []}))
+    assert ending(tmp_path, 3, canceled=True, token=None) == Ending(Status.COMPLETED, None, True)
+
+    outcome_file(tmp_path).unlink()  # a child killed before its run could write how it ended
+    assert ending(tmp_path, -9, canceled=False, token=None) == Ending(
+        Status.FAILED, "the evaluation process was killed by SIGKILL before its run ended.", False)

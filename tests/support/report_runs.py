@@ -55,14 +55,14 @@ def flaky_run(results_dir: Path, save_to: str = "flaky") -> Path:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with BackgroundServer(agent_app(FlakyOracle(), url), port=port):
-        run_a2a(url, results_dir, task_ids=TASKS, num_trials=TRIALS, max_concurrency=1, save_to=save_to)
-    return results_dir / f"{save_to}.json"
+        return run_a2a(url, results_dir, task_ids=TASKS, num_trials=TRIALS, max_concurrency=1,
+                       save_to=save_to).results_path
 
 
 def oracle_run(url: str, results_dir: Path, save_to: str = "oracle") -> Path:
     """The same tasks and trials against the reference oracle; returns the results file."""
-    run_a2a(url, results_dir, task_ids=TASKS, num_trials=TRIALS, max_concurrency=1, save_to=save_to)
-    return results_dir / f"{save_to}.json"
+    return run_a2a(url, results_dir, task_ids=TASKS, num_trials=TRIALS, max_concurrency=1,
+                   save_to=save_to).results_path
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from tau2_a2a.runner.outcome import RunOutcome
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.tau2bench.distribution import RunConfig, load_tasks, run_to
+from tau2_a2a.tau2bench.layout import results_path, run_directory
 from tau2_a2a.protocol.hosting import BackgroundServer
 
 
@@ -39,7 +40,8 @@ def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: An
         results_dir=str(results_dir), save_to=run_args.pop("save_to", "native"),
         max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
     )
-    return run_to(config, results_dir / f"{config.save_to}.json")
+    path = results_path(config.save_to, results_dir)
+    return run_to(config, path, run_directory(path))
 
 
 def saved_simulations(results_path: Path) -> list[dict] | None:

@@ -18,10 +18,10 @@ from a2a.types import AgentCard, GetTaskRequest, Message, SendMessageConfigurati
 
 from tau2_a2a.service.app import build_app
 from tau2_a2a.service.calls import connect, request_message, result_data, result_text
-from tau2_a2a.service.child import start_child
-from tau2_a2a.service.evaluations import Limits
+from tau2_a2a.service.jobs.child import start_child
+from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.settings import ServiceSettings
-from tau2_a2a.service.spec import EvaluationSpec
+from tau2_a2a.service.request import EvaluationRequest
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.support.processes import descendants
 
@@ -45,6 +45,9 @@ __all__ = [
 
 SERVICE_TOKEN = "svc-token-3c9d1e"  # the token of the `service_all_bindings` fixture (tests/conftest.py)
 CLI = str(Path(sys.executable).parent / "tau2-a2a")
+# How long a `tau2-a2a serve` process, or an evaluation's process it starts at nice 10, may take to start: its
+# imports (ADK, a2a-sdk's server, tau2) take a minute and more of a busy 2-core machine.
+STARTUP_SECONDS = 300
 
 # The agents under test listen on loopback, which the service's default policy (public) refuses.
 LOOPBACK_TARGETS = ("public", "loopback")
@@ -75,15 +78,16 @@ json.dump({{"command": sys.argv, "stdin": sys.stdin.read(), "cwd": os.getcwd(), 
 """
 
 
-def child_given(directory: Path, spec: EvaluationSpec, token: str | None = None, **settings: Any) -> dict[str, Any]:
-    """What an evaluation's child is given when the service starts it (service/child.py's start_child):
+def child_given(directory: Path, request: EvaluationRequest, token: str | None = None,
+                **settings: Any) -> dict[str, Any]:
+    """What an evaluation's child is given when the service starts it (service/jobs/child.py's start_child):
     its command line ("command", the interpreter first), standard input ("stdin", and "request" read from it
     as JSON), directory, umask, the target's token if its environment had one, and the names of the
     service's TAU2_EVAL_* variables it can see."""
     recorder = directory.parent / f"{directory.name}-recorder"
     recorder.write_text(_RECORDER.format(python=sys.executable))
     recorder.chmod(0o755)
-    assert start_child(spec, directory, token, python=str(recorder), **settings).wait() == 0
+    assert start_child(request, directory, token, python=str(recorder), **settings).wait() == 0
     given = json.loads((directory / "given.json").read_text())
     given["request"] = json.loads(given["stdin"]) if given["stdin"] else None
     return given
@@ -292,7 +296,7 @@ class Service:
              "--max-running", "2", "--allowed-targets", "public,loopback", *self.extra],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={**os.environ, "TAU2_EVAL_LOG_LEVEL": "warning"})
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             assert self.process.poll() is None, (self.results_dir.parent / f"serve-{self.port}.log").read_text()
             try:
@@ -300,7 +304,7 @@ class Service:
                     return self
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline, "the service did not start within 60 s"
+            assert time.monotonic() < deadline, f"the service did not start within {STARTUP_SECONDS} s"
             time.sleep(0.2)
 
     def kill(self) -> set[int]:

@@ -41,6 +41,7 @@ from tau2_a2a.tau2bench.environments import (
 )
 from tests.support.paths import REPO
 from tau2_a2a.tau2bench.oracle_script import judged_by_llm
+from tau2_a2a.tau2bench.layout import results_path
 from tests.support.runs import run_native_oracle
 from tests.support.values import typed
 
@@ -211,5 +212,5 @@ def test_tau2_a2a_run_installs_them_and_importing_does_not(tmp_path: Path) -> No
                              user_llm="scripted", user_llm_args={}, agent_llm_args={},
                              results_dir=str(tmp_path), save_to="native", task_ids=["0"], max_concurrency=1))
         assert isinstance(registry.get_env_constructor("airline"), CachedEnvironments)
-    saved = json.loads((tmp_path / "native.json").read_text())
+    saved = json.loads(results_path("native", tmp_path).read_text())
     assert [s["reward_info"]["reward"] for s in saved["simulations"]] == [1.0]

@@ -10,6 +10,7 @@ differ are refused by upstream, as docs/leaderboard.md (the same steps, for user
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -126,20 +127,32 @@ def test_the_submission_says_what_the_runs_measured(runs: dict[str, RunOutcome],
     assert submission["references"] == [{"title": "Acme agent", "url": "https://github.com/acme/agent",
                                          "type": "github"}]
     assert submission["trajectories_available"] is True
-    assert submission["trajectory_files"] == {domain: f"acme_{domain}.json" for domain in DOMAINS}
+    # each run's results.json (upstream's layout) becomes <domain>_results.json in the submission
+    assert submission["trajectory_files"] == {domain: f"{domain}_results.json" for domain in DOMAINS}
     assert set(submission["results"]) == set(DOMAINS)
     for domain in DOMAINS:
         metrics = compute_metrics(runs[domain].results)
         figures = submission["results"][domain]
-        assert figures == {**{f"pass_{k}": metrics.pass_hat_ks[k] * 100 for k in (1, 2)}, "cost": 0.0}
+        # an agent that reports no usage of its own (docs/protocol.md): no cost in the submission, never 0
+        assert figures == {f"pass_{k}": metrics.pass_hat_ks[k] * 100 for k in (1, 2)}
         assert 0 < figures["pass_2"] < figures["pass_1"] < 100  # the agent's failures show, per k
-        assert metrics.avg_agent_cost == 0.0  # an agent that reports no cost of its own (docs/protocol.md)
+        assert math.isnan(metrics.avg_agent_cost)  # tau2's own reading of costs not reported, which prepare leaves out
+
+
+def test_a_cost_not_reported_stays_null_through_the_results_and_metrics(runs: dict[str, RunOutcome]) -> None:
+    for domain in DOMAINS:
+        results = json.loads(runs[domain].results_path.read_text())
+        assert {s["agent_cost"] for s in results["simulations"]} == {None}
+        assert {s["user_cost"] for s in results["simulations"]} == {0.0}  # the scripted user's, kept
+        metrics = json.loads(runs[domain].metrics_path.read_text())
+        assert metrics["run"]["cost_usd"] == {"agent": None, "user": 0.0, "judge": 0.0, "total": None}
+        assert {s["cost_usd"]["agent"] for s in metrics["simulations"]} == {None}
 
 
 def test_the_submitted_trajectories_keep_their_provenance(runs: dict[str, RunOutcome],
                                                           prepared: dict[str, Any]) -> None:
     for domain in DOMAINS:
-        submitted = prepared["directory"] / "trajectories" / f"acme_{domain}.json"
+        submitted = prepared["directory"] / "trajectories" / f"{domain}_results.json"
         assert submitted.read_bytes() == runs[domain].results_path.read_bytes()
         assert json.loads(submitted.read_text())[PROVENANCE_KEY] == provenance(domain)
 

@@ -24,6 +24,7 @@ from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, Results, load_tasks
 from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.tau2bench.layout import results_path
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, Seen, agent_app
 from tests.support.runs import FAST, Serve, run_a2a
@@ -49,7 +50,7 @@ def _tools_and_policy_seen(serve: Serve, tmp_path: Path, retrieval_config: str) 
     assert process.returncode == 0, stderr[-3000:]
     first = agent.seen[0].turn
     tools = {tool["function"]["name"] for tool in first.tools or []}
-    return tools, first.system or "", json.loads((tmp_path / f"{retrieval_config}.json").read_text())
+    return tools, first.system or "", json.loads(results_path(retrieval_config, tmp_path).read_text())
 
 
 def test_the_retrieval_config_reaches_upstream(serve: Serve, tmp_path: Path) -> None:
@@ -70,7 +71,7 @@ def test_a_resume_with_another_retrieval_config_is_refused(oracle_url: str, tmp_
     run_a2a(oracle_url, tmp_path, KNOWLEDGE, task_ids=["task_001"], save_to="kb", retrieval_config="bm25_grep")
     with pytest.raises(ConfigError, match=r"retrieval config bm25_grep in the file, full_kb now"):
         run_a2a(oracle_url, tmp_path, KNOWLEDGE, task_ids=["task_001"], save_to="kb", retrieval_config="full_kb")
-    assert len(Results.load(tmp_path / "kb.json").simulations) == 1
+    assert len(Results.load(results_path("kb", tmp_path)).simulations) == 1
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -86,9 +87,14 @@ def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
      "error: --retrieval-config applies to the banking_knowledge domain only; leave it out for airline."),
     (KNOWLEDGE, ["--retrieval-config-kwargs", "[10]"],
      "error: --retrieval-config-kwargs must be a JSON object, e.g. '{\"top_k\": 10}', got [10]."),
-    ("airline", ["--timeout", "0"], "error: --timeout must be a finite number of seconds, above 0, got 0.0."),
+    ("airline", ["--timeout", "0"],
+     "error: --timeout must be a finite number of seconds, above 0 and at most 86400, got 0.0."),
     ("airline", ["--retry-delay", "-1"],
-     "error: --retry-delay must be a finite number of seconds, 0 or more, got -1.0."),
+     "error: --retry-delay must be a finite number of seconds, 0 or more and at most 86400, got -1.0."),
+    ("airline", ["--retry-delay", "1e300"],
+     "error: --retry-delay must be a finite number of seconds, 0 or more and at most 86400, got 1e+300."),
+    ("airline", ["--timeout", "86401"],
+     "error: --timeout must be a finite number of seconds, above 0 and at most 86400, got 86401.0."),
 ])
 def test_a_bad_upstream_setting_gets_one_line_and_exit_2(domain: str, extra: list[str], line: str,
                                                          tmp_path: Path) -> None:

@@ -30,7 +30,9 @@ from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.tau2bench.oracle_script import judged_by_llm
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from tau2_a2a.reference.oracle_agent import oracle_card
-from testbed.standin_llm import StandinLLM
+from tau2_a2a.client.pricing import price_tokens
+from tau2_a2a.tau2bench.layout import metrics_path, results_path
+from testbed.standin_llm import StandinLLM, judge_prompt
 from tests.support.cli import run_cli
 from tests.support.executors import ReplyOnTask
 from tests.support.runs import Serve, run_a2a, run_native_oracle
@@ -157,13 +159,13 @@ def test_an_unreachable_judge_leaves_its_simulations_unscored_and_a_rerun_scores
     assert process.returncode == 1, stderr[-3000:]  # the run is incomplete
     assert "Traceback" not in stderr
     assert UNSCORED.fullmatch(stderr.strip().splitlines()[-1]), stderr[-3000:]
-    path = tmp_path / "judged.json"
+    path = results_path("judged", tmp_path)
     first = {s.task_id: s for s in Results.load(path).simulations}
     assert first["2"].termination_reason.value == "infrastructure_error"
     assert first["2"].reward_info is None and first["2"].messages == []
     assert first["2"].info["error_type"] == "InternalServerError"
     assert first["0"].reward_info.reward == 1.0  # no NL assertion: scored without the judge
-    metrics = json.loads((tmp_path / "judged_a2a_metrics.json").read_text())
+    metrics = json.loads(metrics_path(results_path("judged", tmp_path)).read_text())
     assert {s["task_id"]: s["termination_reason"] for s in metrics["simulations"]} == {
         "2": "infrastructure_error", "0": "user_stop"}
     report, _, _ = write([str(path)], tmp_path / "report.html", resamples=100)
@@ -208,3 +210,39 @@ def test_the_judges_calls_are_spans_of_each_simulations_evaluation(traced: Any, 
         assert call.attributes["gen_ai.request.model"] == JUDGE_MODEL
         assert call.attributes["gen_ai.usage.input_tokens"] > 0 and call.attributes["gen_ai.usage.output_tokens"] > 0
         assert all(b"standin-judge-key" not in s.raw.SerializeToString() for s in spans)
+
+
+def test_the_judges_cost_is_recorded_with_each_conversation(judge: StandinLLM, oracle_url: str,
+                                                            tmp_path: Path) -> None:
+    """Upstream records the judge's cost nowhere; tau2-a2a counts its calls where upstream's judge makes them, and
+    each simulation keeps them: the stand-in's tokens, priced for the judge's model. Task 0 has no assertion: no
+    call, a judge that cost nothing."""
+    outcome = run_a2a(oracle_url, tmp_path, "retail", task_ids=["0", "2", "24"])
+
+    calls = {}  # task -> the usage the stand-in returned to its judge request
+    for body, usage in zip(judge.requests, judge.usages):
+        if judge_prompt(body["messages"]) is not None:
+            [task] = [t for t in ("2", "24") if judged_outcomes(body) == str([a for a, _, _ in EXPECTED_CHECKS[t]])]
+            calls[task] = usage
+    assert sorted(calls) == ["2", "24"]
+    metrics = {s["task_id"]: s for s in outcome.report["simulations"]}
+    for simulation in outcome.results.simulations:
+        kept = simulation.info["tau2_a2a_conversation"]
+        if simulation.task_id == "0":
+            assert kept["judge"] == {"calls": 0, "model": None, "input_tokens": 0, "output_tokens": 0}
+            assert kept["cost_usd"]["judge"] == 0.0 and kept["time_s"]["judge"] == 0.0
+            continue
+        usage = calls[simulation.task_id]
+        assert kept["judge"] == {"calls": 1, "model": JUDGE_MODEL, "input_tokens": usage["prompt_tokens"],
+                                 "output_tokens": usage["completion_tokens"]}
+        cost = price_tokens(JUDGE_MODEL, usage["prompt_tokens"], usage["completion_tokens"])
+        assert cost > 0 and kept["cost_usd"]["judge"] == pytest.approx(cost, rel=1e-6)
+        assert kept["time_s"]["judge"] > 0
+        assert metrics[simulation.task_id]["cost_usd"]["judge"] == kept["cost_usd"]["judge"]
+        # the oracle reports no usage: its cost, and so the total, are not reported; the scripted user costs nothing
+        assert simulation.agent_cost is None and simulation.user_cost == 0.0
+        assert kept["cost_usd"]["agent"] is None and kept["cost_usd"]["total"] is None
+    judged = sum(price_tokens(JUDGE_MODEL, u["prompt_tokens"], u["completion_tokens"]) for u in calls.values())
+    assert outcome.report["run"]["cost_usd"]["judge"] == pytest.approx(judged, rel=1e-6)
+    report, _, _ = write([str(outcome.results_path)], tmp_path / "report.html", resamples=100)
+    assert report["runs"][0]["domains"][0]["cost"]["per_conversation"]["judge"] == pytest.approx(judged / 3, rel=1e-6)

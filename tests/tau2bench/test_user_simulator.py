@@ -18,6 +18,7 @@ from a2a.types import TaskState
 from tau2_a2a.tau2bench.distribution import STOP, Results
 
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
+from tau2_a2a.tau2bench.layout import results_path
 from testbed.standin_llm import MODEL, StandinLLM, user_opening
 from tests.support.cli import run_cli
 from tests.support.service import ask, result_data, start_service
@@ -76,7 +77,7 @@ def test_cli_run_with_the_llm_user_simulator(user_llm: StandinLLM, oracle_url: s
                        "--save-to", "run"], cwd=tmp_path)
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr[-3000:]
-    results = Results.load(tmp_path / "run.json")
+    results = Results.load(results_path("run", tmp_path))
     simulations = {s.task_id: s for s in results.simulations}
     assert sorted(simulations) == TASKS
     for task_id, simulation in simulations.items():
@@ -86,7 +87,7 @@ def test_cli_run_with_the_llm_user_simulator(user_llm: StandinLLM, oracle_url: s
     assert results.info.user_info.implementation == "user_simulator"
     assert results.info.user_info.llm == MODEL
     check_user_requests(user_llm, len(TASKS))
-    assert "standin-user-key" not in (tmp_path / "run.json").read_text()
+    assert "standin-user-key" not in results_path("run", tmp_path).read_text()
 
 
 def test_service_evaluation_with_the_llm_user_simulator(user_llm: StandinLLM, oracle_url: str,
@@ -102,7 +103,9 @@ def test_service_evaluation_with_the_llm_user_simulator(user_llm: StandinLLM, or
     data = result_data(reply)
     assert data["request"]["user"] == "user_simulator" and data["request"]["user_llm"] == MODEL
     assert data["result"]["metrics"] == {"avg_reward": 1.0, "pass_hat_k": {"1": 1.0}, "num_simulations": 2,
-                                         "avg_agent_cost": 0.0}
+                                         "avg_agent_cost": None}  # the oracle reports no usage
+    # LiteLLM has no price for the stand-in user's model: tau2 records 0.0, which is not a cost anyone knows
+    assert data["result"]["cost_per_conversation"] == {"agent": None, "user": None, "judge": 0.0, "total": None}
     assert [(t["task_id"], t["rewards"], [x["termination_reason"] for x in t["trials"]])
             for t in data["result"]["tasks"]] == [(t, [1.0], ["user_stop"]) for t in TASKS]
     [results_file] = (tmp_path / "service").rglob("results.json")

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from tau2_a2a.cli.run import resolve_domain, settings_from_args
-from tau2_a2a.tau2bench.distribution import add_run_args
+from tau2_a2a.cli.tau2_flags import add_tau2_run_args
 
 
 def add_ab_command(commands: Any) -> None:
@@ -14,7 +14,7 @@ def add_ab_command(commands: Any) -> None:
     ab.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
     ab.add_argument("--model", required=True, help="LiteLLM model for both arms (sets --agent-llm)")
     ab.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint, for both arms")
-    add_run_args(ab)
+    add_tau2_run_args(ab)
     ab.set_defaults(func=ab_command)
 
 

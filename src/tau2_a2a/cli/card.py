@@ -11,6 +11,7 @@ from tau2_a2a.cli.common import add_transport_args, auth_token
 from tau2_a2a.client.bindings import READABLE, choose_interface, protocol_version
 from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
 from tau2_a2a.client.session import A2ASession
+from tau2_a2a.terminal import plain
 
 
 def add_card_command(commands: Any) -> None:
@@ -34,13 +35,14 @@ def card_command(args: argparse.Namespace) -> int:
 
 
 def describe_card(card: AgentCard, endpoint: str, transport: str = "auto", streaming: bool = False) -> str:
-    """What tau2 will use of an agent card, in words a person can check."""
+    """What tau2 will use of an agent card, in words a person can check; the agent's words shown as text
+    (`plain`: their control characters escaped, so the card cannot drive the terminal)."""
     interfaces = [
-        f"{i.protocol_binding} {i.url} (A2A {i.protocol_version or 'unspecified'})"
+        f"{plain(i.protocol_binding)} {plain(i.url)} (A2A {plain(i.protocol_version) or 'unspecified'})"
         for i in card.supported_interfaces
     ]
     chosen = choose_interface(card, transport, endpoint)
-    schemes = list(card.security_schemes.keys())
+    schemes = [plain(name) for name in card.security_schemes.keys()]
     if not card.capabilities.streaming:
         stream = "no (tau2 sends blocking requests)"
     elif streaming:
@@ -49,14 +51,15 @@ def describe_card(card: AgentCard, endpoint: str, transport: str = "auto", strea
         stream = "yes (tau2 sends blocking requests; --a2a-streaming to stream)"
     lines = [
         f"Agent card of {endpoint}: valid",
-        f"  name:        {card.name}",
-        f"  description: {card.description or '-'}",
-        f"  version:     {card.version or '-'}",
+        f"  name:        {plain(card.name)}",
+        f"  description: {plain(card.description) or '-'}",
+        f"  version:     {plain(card.version) or '-'}",
         "  interfaces:  " + ("\n               ".join(interfaces) or "-"),
-        f"  protocol:    A2A {protocol_version(chosen)} over {READABLE[chosen.protocol_binding]} at {chosen.url} "
+        f"  protocol:    A2A {plain(protocol_version(chosen))} over {READABLE[chosen.protocol_binding]} at "
+        f"{plain(chosen.url)} "
         f"(what tau2 will speak with --a2a-transport {transport})",
         f"  streaming:   {stream}",
         f"  auth:        {', '.join(schemes) if schemes else 'none declared'}",
-        f"  skills:      {', '.join(s.name or s.id for s in card.skills) or '-'}",
+        f"  skills:      {plain(', '.join(s.name or s.id for s in card.skills)) or '-'}",
     ]
     return "\n".join(lines)

@@ -17,10 +17,10 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
 
 
-def add_transport_args(parser: Any) -> None:
-    parser.add_argument("--a2a-transport", choices=TRANSPORTS, default="auto",
+def add_transport_args(parser: Any, default: str | None = "auto") -> None:
+    parser.add_argument("--a2a-transport", choices=TRANSPORTS, default=default,
                         help="A2A binding to use: auto takes the card's first interface tau2-a2a speaks "
-                             "(default: %(default)s)")
+                             "(default: auto)")
     parser.add_argument("--a2a-streaming", action="store_true",
                         help="Send SendStreamingMessage when the card says the agent streams (blocking otherwise)")
 

@@ -1,4 +1,8 @@
-"""`tau2-a2a report RESULTS...`: scores with 95% intervals, comparisons and every trajectory (compare/)."""
+"""`tau2-a2a report RESULTS...`: scores with 95% intervals, comparisons and every trajectory (compare/).
+
+With `--gate`, two runs (base, new): exit 1 when new is worse than base beyond
+noise, 0 when it is not, 2 when the runs cannot be compared; one line says why.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.runner.outcome import EXIT_USAGE
+from tau2_a2a.runner.outcome import EXIT_FAILED, EXIT_USAGE
+from tau2_a2a.terminal import plain
 
 
 def add_report_command(commands: Any) -> None:
@@ -20,6 +25,15 @@ def add_report_command(commands: Any) -> None:
     report.add_argument("--json", type=Path, default=None, help="the figures as JSON (default: beside --out, .json)")
     report.add_argument("--seed", type=int, default=0, help="bootstrap and permutation seed (default: %(default)s)")
     report.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default: %(default)s)")
+    report.add_argument("--gate", action="store_true",
+                        help="judge the second run (new) against the first (base): exit 1 when new is worse beyond "
+                             "noise (a paired permutation test over tasks and McNemar's test on task x trial "
+                             "pass/fail pairs, each at alpha/2), 0 otherwise; one line says why")
+    report.add_argument("--alpha", type=float, default=0.05,
+                        help="with --gate: the chance of failing identical agents (default: %(default)s)")
+    report.add_argument("--min-effect", type=float, default=0.0, metavar="POINTS",
+                        help="with --gate: the smallest drop in average reward, in points, that fails "
+                             "(default: %(default)s: any drop beyond noise)")
     report.set_defaults(func=report_command)
 
 
@@ -29,10 +43,24 @@ def report_command(args: argparse.Namespace) -> int:
     from tau2_a2a.compare.runs import ReportError
 
     try:
-        report, html_path, json_path = write(args.results, args.out, args.json, args.seed, args.resamples)
+        gate = gate_settings(args) if args.gate else None
+        report, html_path, json_path = write(args.results, args.out, args.json, args.seed, args.resamples, gate)
     except ReportError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {plain(str(error))}", file=sys.stderr)
         return EXIT_USAGE
-    print(terminal_summary(report))
+    print(plain(terminal_summary(report), keep_lines=True))  # results files hold what agents said
     print(f"Report: {html_path}\nFigures: {json_path}")
+    if report["gate"] is not None and report["gate"]["regression"]:
+        return EXIT_FAILED
     return 0
+
+
+def gate_settings(args: argparse.Namespace) -> tuple[float, float]:
+    """(alpha, min effect as a fraction) from the flags, or a ReportError saying what to pass."""
+    from tau2_a2a.compare.runs import ReportError
+
+    if not (isinstance(args.alpha, float) and 0 < args.alpha < 1):
+        raise ReportError(f"--alpha must be between 0 and 1 (e.g. 0.05), got {args.alpha}")
+    if not (0 <= args.min_effect <= 100):
+        raise ReportError(f"--min-effect is in points of average reward, from 0 to 100, got {args.min_effect}")
+    return args.alpha, args.min_effect / 100

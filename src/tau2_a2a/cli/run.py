@@ -1,8 +1,9 @@
 """`tau2-a2a run`: tau2's `run` flags, plus the A2A agent's, into one RunSettings, run by the runner.
 
-Every flag of `tau2 run` works the same; `--agent a2a_agent` with
-`--a2a-endpoint URL` evaluates an A2A agent. The flags are checked and turned
-into settings here, once; the run itself is `runner.run.evaluate`.
+Every flag of `tau2 run` works the same or is refused in one line (see
+`tau2_flags`); `--agent a2a_agent` with `--a2a-endpoint URL` evaluates an A2A
+agent. The flags are checked and turned into settings here, once; the run
+itself is `runner.run.evaluate`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ import shlex
 from typing import Any
 
 from tau2_a2a.cli.common import add_transport_args, auth_token
+from tau2_a2a.cli.tau2_flags import add_tau2_run_args, refuse_unsupported, settings_given
 from tau2_a2a.client.config import (
     AUTH_TOKEN_ENV,
     DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MAX_TOOL_CALLS,
+    DEFAULT_MAX_TOOL_CALLS_PER_REPLY,
     DEFAULT_TIMEOUT_SECONDS,
     TOOLS_MODES,
     A2AConfig,
@@ -29,7 +34,8 @@ from tau2_a2a.runner.outcome import report_outcome
 from tau2_a2a.runner.parent import exit_with_parent
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
-from tau2_a2a.tau2bench.distribution import add_run_args
+from tau2_a2a.tau2bench.distribution import DEFAULT_AGENT_IMPLEMENTATION
+from tau2_a2a.tau2bench.layout import run_name
 from tau2_a2a.tau2bench.runs import domains
 
 # Largest values the counting flags take: beyond them no run is meant, and some overflow tau2's arithmetic.
@@ -38,7 +44,7 @@ SEED_RANGE = (-(2**63), 2**63 - 1)
 RUN_EPILOG = ("Exit codes: 0 no simulation ended with an A2A error; 3 some did (they score 0); 2 the run could not "
               "start or the agent refused the token (finished simulations are kept; re-run to resume); 1 the run "
               "is incomplete: tau2 could not score some simulations (re-run to retry them), or a simulation's Ray "
-              "worker died three times (with --ray); 130 stopped by Ctrl-C (finished "
+              "worker died three times (with --ray); 130 stopped by Ctrl-C, 143 by SIGTERM (finished "
               "simulations and their metrics are kept; the last line gives the command that resumes). A resume "
               "continues only a run with the same settings.")
 
@@ -47,10 +53,11 @@ def add_run_command(commands: Any) -> None:
     run = commands.add_parser("run", help="Run tau2-bench; with --agent a2a_agent, against an A2A agent",
                               epilog=RUN_EPILOG)
     run.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
-    add_run_args(run)
+    add_tau2_run_args(run)
     add_a2a_args(run)
     # Without --agent-llm an A2A agent is named after its card, and tau2's agents get tau2's default LLM.
-    run.set_defaults(func=run_command, agent_llm=None)
+    # Without --agent: the A2A agent when an --a2a-* flag is given, else tau2's default (see resolve_agent).
+    run.set_defaults(func=run_command, agent_llm=None, agent=None)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -61,46 +68,13 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def settings_from_args(args: argparse.Namespace) -> RunSettings:
-    """The run the flags describe: tau2's settings as `tau2 run` maps them, and the A2A agent's; a value no run
-    can use is refused in one line (ConfigError)."""
+    """The run the flags describe: each of tau2's flags is the RunSettings field of its name, as `tau2 run`
+    maps it, or refused (see `tau2_flags`); the A2A agent's come from the --a2a-* flags. A value no run can
+    use is refused in one line (ConfigError)."""
     check_run_args(args)
-    return RunSettings(
-        domain=args.domain,
-        agent=args.agent,
-        a2a=a2a_config_from_args(args) if args.agent == A2A_AGENT else None,
-        ray=getattr(args, "ray", None),
-        task_set_name=args.task_set_name,
-        task_split_name=args.task_split_name,
-        task_ids=args.task_ids,
-        num_tasks=args.num_tasks,
-        agent_llm=args.agent_llm,
-        agent_llm_args=args.agent_llm_args,
-        user=args.user,
-        user_llm=args.user_llm,
-        user_llm_args=args.user_llm_args,
-        agent_api_key=args.agent_api_key,
-        user_api_key=args.user_api_key,
-        num_trials=args.num_trials,
-        max_steps=args.max_steps,
-        max_errors=args.max_errors,
-        save_to=args.save_to,
-        results_dir=args.results_dir,
-        max_concurrency=args.max_concurrency,
-        max_retries=args.max_retries,
-        seed=args.seed,
-        log_level=args.log_level,
-        enforce_communication_protocol=args.enforce_communication_protocol,
-        skip_failed_samples=args.skip_failed_samples,
-        judge_llm=args.judge_llm,
-        judge_api_key=args.judge_api_key,
-        judge_llm_args=args.judge_llm_args,
-        judge_window_size=args.judge_window_size,
-        judge_system_prompt=args.judge_system_prompt,
-        retrieval_config=args.retrieval_config,
-        retrieval_config_kwargs=args.retrieval_config_kwargs,
-        timeout=args.timeout,
-        retry_delay=args.retry_delay,
-    )
+    refuse_unsupported(args)
+    a2a = a2a_config_from_args(args) if args.agent == A2A_AGENT else None
+    return RunSettings(**settings_given(args), a2a=a2a)
 
 
 def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
@@ -112,26 +86,39 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
     return A2AConfig(
         endpoint=args.a2a_endpoint,
         auth_token=auth_token(args.a2a_auth_token),
-        timeout=args.a2a_timeout,
+        timeout=_or(args.a2a_timeout, DEFAULT_TIMEOUT_SECONDS),
         debug=args.a2a_debug,
-        transport=args.a2a_transport,
+        transport=_or(args.a2a_transport, "auto"),
         streaming=args.a2a_streaming,
-        max_reply_bytes=args.a2a_max_reply_bytes,
+        max_reply_bytes=_or(args.a2a_max_reply_bytes, DEFAULT_MAX_REPLY_BYTES),
+        max_tool_calls_per_reply=_or(args.a2a_max_tool_calls_per_reply, DEFAULT_MAX_TOOL_CALLS_PER_REPLY),
+        max_tool_calls=_or(args.a2a_max_tool_calls, DEFAULT_MAX_TOOL_CALLS),
+        max_request_bytes=_or(args.a2a_max_request_bytes, DEFAULT_MAX_REQUEST_BYTES),
         targets=None if args.a2a_allowed_targets is None else TargetPolicy.parse(args.a2a_allowed_targets),
         tools=args.a2a_tools or ("mcp" if args.a2a_driven else "message"),
         driven=args.a2a_driven,
-        mcp=McpServing(host=args.a2a_mcp_host, port=args.a2a_mcp_port, public_url=args.a2a_mcp_public_url,
-                       fixed=args.a2a_mcp_fixed),
+        mcp=McpServing(host=_or(args.a2a_mcp_host, McpServing.host), port=_or(args.a2a_mcp_port, McpServing.port),
+                       public_url=args.a2a_mcp_public_url, fixed=args.a2a_mcp_fixed),
+        price_model=args.a2a_price_model,
     )
 
 
+def _or(value: Any, default: Any) -> Any:
+    """A flag's value, or its default when it was not given (the A2A flags default to None: see resolve_agent)."""
+    return default if value is None else value
+
+
 def add_a2a_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("A2A agent under test (with --agent a2a_agent)")
-    group.add_argument("--a2a-endpoint", default=None, help="Base URL of the A2A agent")
+    """The A2A agent's flags. Each defaults to None (or False), so that giving any of them says the run is of the
+    A2A agent (see resolve_agent); a2a_config_from_args fills in the defaults the help shows."""
+    group = parser.add_argument_group("A2A agent under test (--agent a2a_agent, implied by any --a2a-* flag)")
+    group.add_argument("--a2a-endpoint", default=None, help="Base URL of the A2A agent; its card is fetched from "
+                                                            "URL/.well-known/agent-card.json")
     group.add_argument("--a2a-auth-token", default=None,
                        help=f"Bearer token for the agent (default: ${AUTH_TOKEN_ENV})")
-    group.add_argument("--a2a-timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
-                       help="Seconds to wait for one reply (default: %(default)s)")
+    group.add_argument("--a2a-timeout", type=float, default=None,
+                       help=f"Seconds one reply may take, all of it: a reply still coming then is cut off "
+                            f"(default: {DEFAULT_TIMEOUT_SECONDS:g})")
     group.add_argument("--a2a-debug", action="store_true", help="Log every A2A request and reply in full")
     add_tools_args(group)
     group.add_argument("--a2a-allowed-targets", default=None, metavar="LIST",
@@ -139,12 +126,26 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
                             "loopback the run may connect to: the endpoint, the card's interfaces, and what DNS "
                             "answers when connecting (default: any but link-local and cloud metadata addresses, "
                             "which are always refused)")
-    group.add_argument("--a2a-max-reply-bytes", type=int, default=DEFAULT_MAX_REPLY_BYTES, metavar="BYTES",
+    group.add_argument("--a2a-max-reply-bytes", type=int, default=None, metavar="BYTES",
                        help="Largest reply read from the agent (a whole event stream counts as one reply); a "
                             "larger one ends its simulation as a malformed reply. A tau2 turn is kilobytes, and "
                             "each reply is held several times over in memory, so one hostile agent's reply must "
-                            "not be unbounded (default: %(default)s, 8 MiB)")
-    add_transport_args(group)
+                            f"not be unbounded (default: {DEFAULT_MAX_REPLY_BYTES}, 8 MiB)")
+    group.add_argument("--a2a-max-tool-calls-per-reply", type=int, default=None, metavar="N",
+                       help="Most tool calls the agent may ask for in one reply; more end its simulation (default: "
+                            f"{DEFAULT_MAX_TOOL_CALLS_PER_REPLY})")
+    group.add_argument("--a2a-max-tool-calls", type=int, default=None, metavar="N",
+                       help="Most tool calls the agent may ask for in one simulation; more end it (default: "
+                            f"{DEFAULT_MAX_TOOL_CALLS})")
+    group.add_argument("--a2a-max-request-bytes", type=int, default=None, metavar="BYTES",
+                       help="Largest request sent to the agent (the policy and tools open a simulation; tool "
+                            "results make up the rest); a larger one is not sent and ends its simulation (default: "
+                            f"{DEFAULT_MAX_REQUEST_BYTES}, 16 MiB)")
+    add_transport_args(group, default=None)
+    group.add_argument("--a2a-price-model", default=None, metavar="MODEL",
+                       help="The LiteLLM model whose price applies when the agent reports tokens but no cost and "
+                            "no model LiteLLM prices (e.g. gpt-4.1-2025-04-14); without it such turns cost "
+                            "'not reported'. Priced from LiteLLM's local cost map")
     group.add_argument("--ray", default=None, metavar="ADDRESS",
                        help="Run the simulations on Ray actors, scored there, spread over the cluster's nodes "
                             "(without it, the run is threads in this process): local (a Ray instance for this run, "
@@ -165,10 +166,10 @@ def add_tools_args(group: Any) -> None:
     group.add_argument("--a2a-driven", action="store_true",
                        help="The agent drives: the whole simulation is one A2A task, the tools and the user "
                             "(send_message_to_user) are MCP tools; implies --a2a-tools mcp")
-    group.add_argument("--a2a-mcp-host", default="127.0.0.1", metavar="HOST",
-                       help="Address the MCP tools server listens on (default: %(default)s; 0.0.0.0 for agents on "
-                            "other machines or containers)")
-    group.add_argument("--a2a-mcp-port", type=int, default=0, metavar="PORT",
+    group.add_argument("--a2a-mcp-host", default=None, metavar="HOST",
+                       help=f"Address the MCP tools server listens on (default: {McpServing.host}; 0.0.0.0 for "
+                            "agents on other machines or containers)")
+    group.add_argument("--a2a-mcp-port", type=int, default=None, metavar="PORT",
                        help="Port of the MCP tools server (default: a free one)")
     group.add_argument("--a2a-mcp-public-url", default=None, metavar="URL",
                        help="The MCP server's URL as the agent reaches it, told to it in the first message "
@@ -191,8 +192,27 @@ def resolve_domain(args: argparse.Namespace) -> None:
         raise ConfigError(f"Unknown domain {args.domain!r}: tau2 knows {', '.join(known)}.")
 
 
+def a2a_flags_given(args: argparse.Namespace) -> list[str]:
+    """The --a2a-* flags given on the command line (each defaults to None or False)."""
+    return [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
+            if name.startswith("a2a_") and value not in (None, False)]
+
+
+def resolve_agent(args: argparse.Namespace) -> None:
+    """Which agent runs: --agent's; without it the A2A agent when an --a2a-* flag is given (they describe it),
+    else tau2's default. An --a2a-* flag beside another --agent is refused: it would be ignored, and the run
+    would score an agent other than the one it names."""
+    given = a2a_flags_given(args)
+    if args.agent is None:
+        args.agent = A2A_AGENT if given else DEFAULT_AGENT_IMPLEMENTATION
+    elif given and args.agent != A2A_AGENT:
+        raise ConfigError(f"{given[0]} is for --agent {A2A_AGENT}, but --agent {args.agent} was given: drop "
+                          f"--agent {args.agent} to evaluate the A2A agent, or drop the --a2a-* flags.")
+
+
 def check_run_args(args: argparse.Namespace) -> None:
     """Refuse, with one line each, the values of `tau2-a2a run`'s flags no run can use, before anything starts."""
+    resolve_agent(args)
     resolve_domain(args)
     _check_count("--num-tasks", args.num_tasks, optional=True)
     _check_count("--num-trials", args.num_trials)
@@ -232,7 +252,7 @@ def resume_command(argv: list[str], interrupted: RunInterrupted) -> str:
             elif index + 1 < len(words):
                 words[index + 1] = _without_secrets(words[index + 1])
     if not any(word == "--save-to" or word.startswith("--save-to=") for word in words):
-        words += ["--save-to", interrupted.results_path.stem]
+        words += ["--save-to", run_name(interrupted.results_path)]
     return shlex.join(["tau2-a2a", *words])
 
 

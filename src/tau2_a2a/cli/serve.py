@@ -14,8 +14,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.service.evaluations import Limits
-from tau2_a2a.service.settings import SERVICE_TOKEN_ENV, ServiceSettings, names
+from tau2_a2a.client.config import (
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MAX_TOOL_CALLS,
+    DEFAULT_MAX_TOOL_CALLS_PER_REPLY,
+    DEFAULT_TIMEOUT_SECONDS,
+    AgentLimits,
+)
+from tau2_a2a.service.jobs.limits import Limits
+from tau2_a2a.service.request_limit import KEPT_TEXT_BYTES
+from tau2_a2a.service.settings import AGENT_LIMITS, SERVICE_TOKEN_ENV, ServiceSettings, names
 
 DEFAULT_PORT = 9200
 
@@ -73,6 +82,25 @@ def add_serve_command(commands: Any) -> None:
                             "takes them over (TAU2_EVAL_LEASE_SECONDS; default 30)")
     serve.add_argument("--max-request-bytes", type=int, default=None,
                        help="Refuse request bodies over this size (TAU2_EVAL_MAX_REQUEST_BYTES; default 10 MiB)")
+    serve.add_argument("--max-message-bytes", type=int, default=None, metavar="BYTES",
+                       help="Refuse (task rejected) an A2A message over this size, keeping only the first "
+                            f"{KEPT_TEXT_BYTES} bytes of its text (TAU2_EVAL_MAX_MESSAGE_BYTES; default 1 MiB)")
+    limits = serve.add_argument_group(
+        "what each evaluated agent may take of its evaluation (reaching a limit ends that simulation)")
+    limits.add_argument("--agent-timeout", type=float, default=None, metavar="SECONDS",
+                        help="Seconds one reply of the agent may take, all of it, its card's too "
+                             f"(TAU2_EVAL_AGENT_TIMEOUT; default {DEFAULT_TIMEOUT_SECONDS:g})")
+    limits.add_argument("--agent-max-reply-bytes", type=int, default=None, metavar="BYTES",
+                        help=f"Largest reply read (TAU2_EVAL_AGENT_MAX_REPLY_BYTES; default {DEFAULT_MAX_REPLY_BYTES})")
+    limits.add_argument("--agent-max-tool-calls-per-reply", type=int, default=None, metavar="N",
+                        help="Most tool calls in one reply (TAU2_EVAL_AGENT_MAX_TOOL_CALLS_PER_REPLY; default "
+                             f"{DEFAULT_MAX_TOOL_CALLS_PER_REPLY})")
+    limits.add_argument("--agent-max-tool-calls", type=int, default=None, metavar="N",
+                        help="Most tool calls in one simulation (TAU2_EVAL_AGENT_MAX_TOOL_CALLS; default "
+                             f"{DEFAULT_MAX_TOOL_CALLS})")
+    limits.add_argument("--agent-max-request-bytes", type=int, default=None, metavar="BYTES",
+                        help="Largest request sent to the agent (TAU2_EVAL_AGENT_MAX_REQUEST_BYTES; default "
+                             f"{DEFAULT_MAX_REQUEST_BYTES})")
     serve.add_argument("--evaluation-nice", type=int, default=None, metavar="STEPS",
                        help="Run each evaluation's process this many nice steps (0-19) below the service, so "
                             "the service answers promptly while evaluations run (TAU2_EVAL_EVALUATION_NICE; "
@@ -110,6 +138,9 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         evaluation_nice=base.evaluation_nice if args.evaluation_nice is None else args.evaluation_nice,
         allowed_user_llms=names(args.allowed_user_llms) or base.allowed_user_llms,
         user_llm_api_base=args.user_llm_api_base or base.user_llm_api_base,
+        agent_limits=AgentLimits(**{name: getattr(base.agent_limits, name) if getattr(args, f"agent_{name}") is None
+                                    else getattr(args, f"agent_{name}") for name in AGENT_LIMITS}),
+        max_message_bytes=base.max_message_bytes if args.max_message_bytes is None else args.max_message_bytes,
     )
 
 
@@ -117,9 +148,9 @@ def serve_command(args: argparse.Namespace) -> int:
     from tau2_a2a.client.targets import TargetPolicy
     from tau2_a2a.client.config import ConfigError
     from tau2_a2a.protocol.cards import CARD_PATHS, card_json
-    from tau2_a2a.service.evaluations import EvaluationError
+    from tau2_a2a.service.jobs.errors import EvaluationError
     from tau2_a2a.service.public_card import ADK_BINDINGS, SERVICE_NAME, service_card
-    from tau2_a2a.service.store import redact_url
+    from tau2_a2a.service.jobs.database import redact_url
     from tau2_a2a.protocol.hosting import serve_forever
 
     try:
@@ -144,17 +175,27 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"{SERVICE_NAME} at {url} (card: {url}{CARD_PATHS[0]})")
     print(f"  bindings (A2A 1.0 and 0.3): JSON-RPC and HTTP+JSON at {url}"
           + (f", gRPC at {grpc_url}" if grpc_url else ""))
+    model = settings.model or "none (structured requests only)"
+    if settings.model and settings.model_api_base:
+        model += f" at {redact_url(settings.model_api_base)}"
     print(f"  results: {settings.results_dir.resolve()}   auth: {'bearer token' if settings.auth_token else 'off'}"
-          f"   model: {settings.model or 'none (structured requests only)'}")
+          f"   model: {model}")
     targets = TargetPolicy.from_entries(settings.allowed_targets).describe()
     print(f"  limits: {settings.limits.max_running} running, {settings.limits.max_queued} queued, "
           f"{settings.limits.max_simulations} simulations per request, max_concurrency "
-          f"{settings.limits.max_concurrency}   targets: {targets}")
+          f"{settings.limits.max_concurrency}, request bodies up to {settings.max_request_bytes} bytes   "
+          f"targets: {targets}")
+    agent = settings.agent_limits
+    print(f"  each agent: {agent.timeout:g} s per reply, {agent.max_reply_bytes} bytes per reply, "
+          f"{agent.max_request_bytes} bytes per request, {agent.max_tool_calls_per_reply} tool calls per reply, "
+          f"{agent.max_tool_calls} per simulation; messages to this service: {settings.max_message_bytes} bytes")
     print(f"  user LLMs: {', '.join(user_llms.allowed)} (or scripted_user), at "
           f"{user_llms.api_base or 'the provider endpoint'}")
     where = f"on the Ray cluster at {settings.ray_address}" if settings.ray_address else "in each evaluation's process"
     print(f"  simulations: {where}, {settings.evaluation_nice} nice steps below the service")
-    print(f"  database: {redact_url(app.state.tools.manager.store.database)}   replica: {app.state.tools.manager.replica}")
+    manager = app.state.tools.manager
+    print(f"  database: {redact_url(manager.database.location)}   replica: {manager.replica}"
+          f"   lease: {settings.lease_seconds:g} s")
     sys.stdout.flush()
     serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,
                   log_level=os.environ.get("TAU2_EVAL_LOG_LEVEL", "warning"))

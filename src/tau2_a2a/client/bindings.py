@@ -12,6 +12,7 @@ from __future__ import annotations
 from a2a.types import AgentCard, AgentInterface
 
 from tau2_a2a.client.errors import AgentCardError
+from tau2_a2a.terminal import plain
 
 GRPC = "GRPC"
 # --a2a-transport name -> the card's protocol_binding (a2a.utils.constants.TransportProtocol's values)
@@ -56,5 +57,5 @@ def _major_minor(version: str) -> str:
 def _offers(interfaces: list[AgentInterface]) -> str:
     if not interfaces:
         return "no interface"
-    return ", ".join(f"{i.protocol_binding or '?'} {i.protocol_version or ''}".strip() + f" at {i.url}"
-                     for i in interfaces)
+    return plain(", ".join(f"{i.protocol_binding[:40] or '?'} {i.protocol_version[:20] or ''}".strip()
+                           + f" at {i.url[:300]}" for i in interfaces[:10]))

@@ -17,6 +17,7 @@ from tau2_a2a.client.errors import (
 )
 from tau2_a2a.client.failures import Failed, chain_of, root_message
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
+from tau2_a2a.terminal import plain
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 _NOT_SERVED = (404, 405, 501)  # the access check's answers that say nothing serves the interface at its URL
@@ -48,7 +49,7 @@ def check_interfaces(card: AgentCard, binding: str, endpoint: str, targets: Targ
     for interface in card.supported_interfaces:
         if interface.protocol_binding != binding:
             continue
-        what = f"The agent card at {endpoint} names {interface.url} for {readable}; that URL"
+        what = f"The agent card at {endpoint} names {plain(interface.url[:300])} for {readable}; that URL"
         try:
             if binding == GRPC:
                 host, _ = grpc_host_port(interface.url, what)
@@ -67,7 +68,7 @@ def access_refusal(failed: Failed, endpoint: str, interface: AgentInterface, tok
     A wrong token, a URL nobody listens on, a URL that serves another
     binding: each is said in the card's terms, so the user knows what to fix.
     """
-    failure, rpc_url = failed.failure, interface.url
+    failure, rpc_url = failed.failure, plain(interface.url[:300])
     binding = READABLE.get(interface.protocol_binding, interface.protocol_binding)
     if isinstance(failure, (AgentTargetRefused, AgentReplyTooLarge)):
         return failure

@@ -9,14 +9,16 @@ config, leaves it out, and `from_record()` takes it back beside the record.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import re
+from dataclasses import asdict, dataclass, field
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit
 
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.errors import ConfigError
 
-__all__ = ["A2AConfig", "ConfigError", "McpServing", "RetryPolicy", "redact", "validate_endpoint", "check_timeout"]
+__all__ = ["A2AConfig", "AgentLimits", "ConfigError", "McpServing", "RetryPolicy", "redact", "validate_endpoint",
+           "check_limit", "check_timeout"]
 
 AUTH_TOKEN_ENV = "TAU2_A2A_AUTH_TOKEN"
 DEFAULT_TIMEOUT_SECONDS = 300.0
@@ -24,6 +26,12 @@ MAX_TIMEOUT_SECONDS = 86400.0  # a day per reply; longer ones overflow the clock
 # A tau2 turn is kilobytes; a reply is held several times over (bytes, JSON, protobuf, tau2's message)
 # in each of up to --max-concurrency simulations, so one hostile agent's reply must not be unbounded.
 DEFAULT_MAX_REPLY_BYTES = 8 << 20
+# What one agent may drive its simulation to: every tool call it asks for runs here and its result goes back
+# to it, so a flood of calls takes the run's memory and disk. The oracle's largest figures over every text
+# domain of tau2-bench v1.0.1 are in README.md ("Limits"); these leave a wide margin above them.
+DEFAULT_MAX_TOOL_CALLS_PER_REPLY = 128
+DEFAULT_MAX_TOOL_CALLS = 1000  # per simulation
+DEFAULT_MAX_REQUEST_BYTES = 16 << 20  # one request back to the agent
 
 # The keys of `as_record()`. Nothing secret among them.
 _ENDPOINT = "a2a_endpoint"
@@ -35,6 +43,16 @@ _MAX_BACKOFF = "a2a_max_backoff_seconds"
 _TRANSPORT = "a2a_transport"
 _STREAMING = "a2a_streaming"
 _MAX_REPLY = "a2a_max_reply_bytes"
+_MAX_CALLS_PER_REPLY = "a2a_max_tool_calls_per_reply"
+_MAX_CALLS = "a2a_max_tool_calls"
+_MAX_REQUEST = "a2a_max_request_bytes"
+# The limits a record leaves out at their defaults, so records of runs made before a limit existed match.
+_LIMITS = ((_MAX_REPLY, "max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, "--a2a-max-reply-bytes"),
+           (_MAX_CALLS_PER_REPLY, "max_tool_calls_per_reply", DEFAULT_MAX_TOOL_CALLS_PER_REPLY,
+            "--a2a-max-tool-calls-per-reply"),
+           (_MAX_CALLS, "max_tool_calls", DEFAULT_MAX_TOOL_CALLS, "--a2a-max-tool-calls"),
+           (_MAX_REQUEST, "max_request_bytes", DEFAULT_MAX_REQUEST_BYTES, "--a2a-max-request-bytes"))
+MAX_LIMIT = 1 << 40  # beyond any real run: a bigger value is a mistake
 _TARGETS = "a2a_allowed_targets"
 _TOOLS = "a2a_tools"
 _DRIVEN = "a2a_driven"
@@ -43,6 +61,7 @@ _MCP_PORT = "a2a_mcp_port"
 _MCP_PUBLIC_URL = "a2a_mcp_public_url"
 _MCP_FIXED = "a2a_mcp_fixed"
 _MCP_PUBLIC_HOST = "a2a_mcp_public_host"
+_PRICE_MODEL = "a2a_price_model"
 
 # --a2a-transport choices: `auto` takes the card's first interface we speak.
 TRANSPORTS = ("auto", "jsonrpc", "http-json", "grpc")
@@ -80,6 +99,7 @@ class McpServing:
                               "reaches this machine by another name).")
 
 
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Retries for transient failures: timeouts, connection resets, 5xx and 429."""
@@ -93,8 +113,57 @@ class RetryPolicy:
         return min(self.backoff_seconds * (2 ** (attempt - 1)), self.max_backoff_seconds)
 
 
+# The authority of a URL up to its last "@" (lenient, as a client's URL parser may be): userinfo present.
+_USERINFO = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):/*[^/?#]*@")
+
+
+def has_userinfo(url: Any) -> bool:
+    """Whether a URL carries a user name or password (`http://user:pw@host`)."""
+    return isinstance(url, str) and _USERINFO.match(url) is not None
+
+
+def without_userinfo(url: str) -> str:
+    """The URL with its user name and password replaced by *** (still refused, no longer secret)."""
+    found = _USERINFO.match(url)
+    return url if found is None else f"{found.group(1)}://***@{url[found.end():]}"
+
+
+def has_query_or_fragment(url: Any) -> bool:
+    """Whether a URL carries a query string or a fragment (`?token=...`, `#...`), which a base URL has not."""
+    return isinstance(url, str) and ("?" in url or "#" in url)
+
+
+def origin(url: str) -> str:
+    """scheme://host:port of `url`, all of it that may be shown of a URL refused for what else it carries."""
+    try:
+        parsed = urlsplit(url.strip())
+        host, port = parsed.hostname, parsed.port
+    except ValueError:
+        return "(the URL)"
+    if not parsed.scheme or not host:
+        return "(the URL)"
+    host = f"[{host}]" if ":" in host else host
+    return f"{parsed.scheme}://{host}" + (f":{port}" if port else "")
+
+
 def validate_endpoint(endpoint: str) -> str:
-    """Return the endpoint without a trailing slash, or say what is wrong with it."""
+    """Return the endpoint without a trailing slash, or say what is wrong with it.
+
+    A user name or password, a query string or a fragment is refused: the
+    endpoint is printed and kept with the results, and the card is fetched from
+    URL/.well-known/agent-card.json, so none of them could work. The refusal
+    shows the URL's scheme, host and port only.
+    """
+    if has_userinfo(endpoint):
+        raise ConfigError(
+            f"--a2a-endpoint {origin(endpoint)} must not carry a user name or password (user:password@host): it "
+            f"would be printed and kept with the results. Pass the agent's token with --a2a-auth-token or "
+            f"{AUTH_TOKEN_ENV}.")
+    if has_query_or_fragment(endpoint):
+        raise ConfigError(
+            f"--a2a-endpoint {origin(endpoint)}/... must not carry a query string or fragment: the agent card is "
+            "fetched from URL/.well-known/agent-card.json, so pass the agent's base URL alone; a token goes in "
+            f"--a2a-auth-token or {AUTH_TOKEN_ENV}.")
     parsed = urlparse(endpoint or "")
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ConfigError(
@@ -113,6 +182,26 @@ def check_timeout(seconds: float, flag: str = "--a2a-timeout") -> float:
 
 
 @dataclass(frozen=True)
+class AgentLimits:
+    """What one agent under test may take of a run, as A2AConfig holds them: the time a reply may take, the
+    bytes of a reply and of a request, the tool calls of a reply and of a simulation. The evaluation service's
+    operator sets them for every evaluation it runs (`tau2-a2a serve --agent-*`); see `A2AConfig.limited`."""
+
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    max_tool_calls_per_reply: int = DEFAULT_MAX_TOOL_CALLS_PER_REPLY
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+
+
+def check_limit(value: int, flag: str) -> int:
+    """A limit is a whole number, at least 1 (and below 2**40); say so otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+        raise ConfigError(f"{flag} must be a whole number from 1 to {MAX_LIMIT}, got {value!r}.")
+    return value
+
+
+@dataclass(frozen=True)
 class A2AConfig:
     """Everything the A2A agent type needs to talk to one remote agent, over which binding, blocking or streaming."""
 
@@ -124,10 +213,15 @@ class A2AConfig:
     transport: str = "auto"
     streaming: bool = False
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    max_tool_calls_per_reply: int = DEFAULT_MAX_TOOL_CALLS_PER_REPLY
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS  # per simulation
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # one request back to the agent
     targets: TargetPolicy | None = None  # None: any host but link-local and metadata addresses
     tools: str = "message"  # how the agent gets its tools: in messages, over MCP, or as its card asks (auto)
     driven: bool = False  # the agent drives the conversation: one A2A task, the user an MCP tool (implies MCP)
     mcp: McpServing = McpServing()
+    # The LiteLLM model whose price applies to tokens the agent reports without a cost or a priced model.
+    price_model: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "endpoint", validate_endpoint(self.endpoint))
@@ -141,9 +235,17 @@ class A2AConfig:
         check_timeout(self.timeout)
         if self.retry.max_attempts < 1:
             raise ConfigError("A2A max attempts must be at least 1.")
-        if not isinstance(self.max_reply_bytes, int) or self.max_reply_bytes < 1:
-            raise ConfigError(f"--a2a-max-reply-bytes must be a whole number of bytes, at least 1, "
-                              f"got {self.max_reply_bytes!r}.")
+        for _, name, _, flag in _LIMITS:
+            check_limit(getattr(self, name), flag)
+        if self.price_model is not None:
+            from tau2_a2a.client.pricing import check_price_model
+
+            check_price_model(self.price_model)
+
+    @classmethod
+    def limited(cls, endpoint: str, limits: AgentLimits, **settings: Any) -> A2AConfig:
+        """A config for `endpoint` whose limits are `limits` (the rest: `settings`, or the defaults)."""
+        return cls(endpoint=endpoint, **asdict(limits), **settings)
 
     def as_record(self) -> dict[str, Any]:
         """The config as a results file keeps it (the agent's `llm_args`) and as run settings travel: no token."""
@@ -157,8 +259,9 @@ class A2AConfig:
             _TRANSPORT: self.transport,
             _STREAMING: self.streaming,
         }
-        if self.max_reply_bytes != DEFAULT_MAX_REPLY_BYTES:  # the defaults leave earlier runs' records as they were
-            record[_MAX_REPLY] = self.max_reply_bytes
+        for key, name, default, _ in _LIMITS:  # the defaults leave earlier runs' records as they were
+            if getattr(self, name) != default:
+                record[key] = getattr(self, name)
         if self.targets is not None and self.targets.entries:
             record[_TARGETS] = list(self.targets.entries)
         if self.tools != "message" or self.driven:  # the defaults leave earlier runs' records as they were
@@ -166,6 +269,8 @@ class A2AConfig:
             record[_DRIVEN] = self.driven
             record.update({_MCP_HOST: self.mcp.host, _MCP_PORT: self.mcp.port, _MCP_PUBLIC_URL: self.mcp.public_url,
                            _MCP_FIXED: self.mcp.fixed, _MCP_PUBLIC_HOST: self.mcp.public_host})
+        if self.price_model is not None:
+            record[_PRICE_MODEL] = self.price_model
         return record
 
     @classmethod
@@ -185,7 +290,7 @@ class A2AConfig:
             debug=bool(record.get(_DEBUG, False)),
             transport=str(record.get(_TRANSPORT, "auto")),
             streaming=bool(record.get(_STREAMING, False)),
-            max_reply_bytes=int(record.get(_MAX_REPLY, DEFAULT_MAX_REPLY_BYTES)),
+            **{name: int(record.get(key, default)) for key, name, default, _ in _LIMITS},
             targets=TargetPolicy.from_entries(record[_TARGETS]) if record.get(_TARGETS) else None,
             tools=str(record.get(_TOOLS, "message")),
             driven=bool(record.get(_DRIVEN, False)),
@@ -194,6 +299,7 @@ class A2AConfig:
                            public_url=record.get(_MCP_PUBLIC_URL),
                            fixed=bool(record.get(_MCP_FIXED, False)),
                            public_host=record.get(_MCP_PUBLIC_HOST)),
+            price_model=record.get(_PRICE_MODEL) or None,
         )
 
     @property

@@ -12,6 +12,8 @@ class ErrorCategory(str, Enum):
     HTTP = "http"
     PROTOCOL = "protocol"
     MALFORMED_REPLY = "malformed-reply"
+    LIMIT = "limit"  # the agent asked for more than a limit of the run allows (tool calls, request bytes)
+    ABORTED = "aborted"  # we ended the request ourselves (its simulation ended)
 
 
 class A2AFailure(Exception):
@@ -85,3 +87,17 @@ class AgentCardError(A2AFailure):
     """The agent card is missing or invalid: the run cannot start."""
 
     category = ErrorCategory.PROTOCOL
+
+
+class AgentOverLimit(A2AFailure):
+    """The agent drove its simulation past a limit of the run: tool calls per reply or per simulation, or the
+    bytes of a request going back to it. Never retried: the same conversation would reach it again. The
+    message names the limit and its flag."""
+
+    category = ErrorCategory.LIMIT
+
+
+class AgentRequestAborted(A2AFailure):
+    """A request we ended ourselves before its reply came (`Wire.abort()`), because its simulation ended."""
+
+    category = ErrorCategory.ABORTED

@@ -29,6 +29,7 @@ from tau2_a2a.client.errors import (
 from tau2_a2a.client.records import RequestRecord
 from tau2_a2a.client.config import redact
 from tau2_a2a.protocol.messages import reply_content
+from tau2_a2a.terminal import plain
 
 
 class Failed(Exception):
@@ -55,11 +56,11 @@ def card_failure(error: BaseException, endpoint: str, path: str, token: str | No
         )
     if status is not None:
         return AgentCardError(f"Fetching the agent card {where} failed with HTTP {status}.", status=status)
-    transport_failure = classify(error, None, token, f"Fetching the agent card {where}")
+    transport_failure = classify(error, None, token, f"Fetching the agent card {where}", timeout=timeout)
     if isinstance(transport_failure, (AgentUnreachable, AgentTimeout, AgentTargetRefused, AgentReplyTooLarge)):
         return transport_failure
     return AgentCardError(
-        f"The agent card at {where} is not a valid A2A agent card: {redact(str(error), token)}"
+        f"The agent card at {where} is not a valid A2A agent card: {plain(redact(str(error), token))[:500]}"
     )
 
 
@@ -67,8 +68,8 @@ def task_failure(task: Task, token: str | None) -> AgentProtocolError:
     """A task the agent ended as failed, rejected, canceled or needing auth, with what it said about it."""
     texts, _ = reply_content(task)
     return AgentProtocolError(
-        f"the agent ended task {task.id} as {TaskState.Name(task.status.state)}"
-        + (f": {redact(' '.join(texts), token)[:300]}" if texts else "")
+        f"the agent ended task {plain(task.id[:100])} as {TaskState.Name(task.status.state)}"
+        + (f": {plain(redact(' '.join(texts), token)[:300])}" if texts else "")
     )
 
 
@@ -84,7 +85,7 @@ def classify(error: BaseException, status: int | None, token: str | None, doing:
     ours = next((e for e in chain if isinstance(e, A2AFailure)), None)  # raised in our transport, under a2a-sdk's
     if ours is not None:
         return ours
-    text = redact(str(error), token)
+    text = plain(redact(str(error), token))  # often the agent's own words
     if status in (401, 403):
         return AgentAuthError(
             f"{doing} was refused with HTTP {status}: the agent needs a valid bearer token "
@@ -99,7 +100,7 @@ def classify(error: BaseException, status: int | None, token: str | None, doing:
         after = f" after {timeout:g}s" if timeout else ""
         return AgentTimeout(f"{doing} timed out{after}; raise --a2a-timeout if the agent is slow.", status=status)
     if status is not None and status >= 400:
-        said = " ".join(redact(body, token).split())
+        said = plain(" ".join(redact(body, token).split()))
         return AgentHTTPError(f"{doing} failed with HTTP {status}" + (f": {said[:300]}" if said else "."),
                               status=status)
     if any(isinstance(e, (httpx.ConnectError, httpx.UnsupportedProtocol)) for e in chain):
@@ -165,7 +166,7 @@ def _classify_grpc(chain: list[BaseException], token: str | None, doing: str,
     if rpc is None:
         return None
     code = rpc.code().name
-    said = redact(rpc.details() or "", token)[:200]
+    said = plain(redact(rpc.details() or "", token)[:200])
     if code == "RESOURCE_EXHAUSTED" and "larger than max" in said:
         return AgentReplyTooLarge(f"{doing}: the reply is over the --a2a-max-reply-bytes limit (gRPC: {said}); "
                                   "raise --a2a-max-reply-bytes if the agent's replies are really this large.")
@@ -199,7 +200,7 @@ def chain_of(error: BaseException | None) -> list[BaseException]:
 
 def root_message(chain: list[BaseException], token: str | None) -> str:
     """The innermost error's words: the one that says what actually happened."""
-    return redact(str(chain[-1]) or type(chain[-1]).__name__, token)[:200]
+    return plain(redact(str(chain[-1]) or type(chain[-1]).__name__, token)[:200])
 
 
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextvars
 import functools
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientFactory
@@ -65,6 +64,7 @@ from tau2_a2a.client.transport import (
 )
 from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS, A2AConfig
 from tau2_a2a.client import request_spans, tracing
+from tau2_a2a.client.limits import request_over_limit
 from tau2_a2a.client.tool_server import ToolServer
 from tau2_a2a.protocol.mcp_tools import declares_mcp_tools
 from tau2_a2a.protocol.messages import answer_parts
@@ -270,16 +270,21 @@ class A2ASession:
 
     # -- sending -------------------------------------------------------------------
 
-    def send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int) -> Exchange:
+    def send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int,
+             on_request: Callable[[Wire], None] | None = None) -> Exchange:
         """Send one message and wait for the agent's reply (retrying transient failures).
 
         Once the agent has refused our credentials, nothing more is sent: the
         refusal is raised again at once, so the run stops instead of repeating it.
+        `on_request` is given the Wire of each request the send makes (every
+        attempt, every poll) as it starts, so that another thread can end it
+        (`Wire.abort()`): the send then fails with AgentRequestAborted.
         """
         _ = self.card  # discovery errors surface here, before any request
         self.raise_if_refused()
         try:
-            return self._call(self._send(parts, context_id, task_id, turn))
+            return self._call(self._send(parts, context_id, task_id, turn,
+                                         SendOptions(self.config.timeout, on_request=on_request)))
         except AgentAuthError as refusal:
             self.refusal = self.refusal or refusal
             raise
@@ -293,27 +298,15 @@ class A2ASession:
         _ = self.card
         self.raise_if_refused()
         in_flight = InFlight()
-        send = self._send(parts, context_id, task_id, turn, OPEN_REQUEST_SECONDS, may_retry)
+        options = SendOptions(OPEN_REQUEST_SECONDS, may_retry, in_flight.started)
 
         def run() -> None:
-            _in_flight.set(in_flight)
             try:
-                if self._grpc:
-                    running = asyncio.run_coroutine_threadsafe(send, self._background.loop())
-                    in_flight.grpc_call = running
-                    if in_flight.aborted.is_set():
-                        running.cancel()
-                    exchange = running.result()
-                else:
-                    exchange = run_here(send)
-            except concurrent.futures.CancelledError:
-                in_flight.future.set_exception(AgentTimeout("the request was ended with its simulation"))
+                in_flight.future.set_result(self._call(self._send(parts, context_id, task_id, turn, options)))
             except BaseException as error:  # noqa: BLE001  (handed to the simulation's thread)
                 if isinstance(error, AgentAuthError):
                     self.refusal = self.refusal or error
                 in_flight.future.set_exception(error)
-            else:
-                in_flight.future.set_result(exchange)
 
         context = contextvars.copy_context()  # the turn's trace context goes along
         threading.Thread(target=context.run, args=(run,), name=f"a2a-send {context_id or 'new'}", daemon=True).start()
@@ -341,8 +334,9 @@ class A2ASession:
             raise AgentAuthError(str(self.refusal), status=self.refusal.status)
 
     async def _send(self, parts: list[Part], context_id: str | None, task_id: str | None, turn: int,
-                    timeout: float | None = None, may_retry: Callable[[], bool] | None = None) -> Exchange:
+                    options: SendOptions) -> Exchange:
         records: list[RequestRecord] = []
+        context = self._call_context if options.timeout == self.config.timeout else self._context(options.timeout)
         input_tokens = self._tokens.count_parts(parts)
 
         message_id = str(uuid.uuid4())  # one per turn: a retry resends the same message, and says so
@@ -355,34 +349,31 @@ class A2ASession:
                 context_id=context_id or "",
                 task_id=task_id or "",
             )
-            return self._send_once(SendMessageRequest(message=message))
+            return self._send_once(SendMessageRequest(message=message), context)
 
         method = "SendStreamingMessage" if self.streaming else "SendMessage"
-        reply = await self._with_retries(method, turn, context_id, input_tokens, send_once, records, timeout,
-                                         may_retry)
-        reply = await self._settle(reply, turn, records, timeout)
+        reply = await self._with_retries(method, turn, context_id, input_tokens, send_once, records, options)
+        reply = await self._settle(reply, turn, records, options)
         context_id = reply.context_id or context_id
         for record in records:  # attempts refused before the agent opened the context belong to it too
             record.context_id = record.context_id or context_id
         return Exchange(reply=reply, context_id=context_id, task_id=_open_task_id(reply), records=records)
 
     async def _with_retries(self, method: str, turn: int, context_id: str | None, input_tokens: int,
-                            make_call: Any, records: list[RequestRecord], timeout: float | None = None,
-                            may_retry: Callable[[], bool] | None = None) -> Any:
-        """One request, retried with backoff while it fails in a way that may pass (and `may_retry()` allows)."""
+                            make_call: Any, records: list[RequestRecord], options: SendOptions) -> Any:
+        """One request, retried with backoff while it fails in a way that may pass (and the options allow)."""
         attempt = 0
         while True:
             attempt += 1
             try:
                 result, record = await self._request(method, turn, attempt, context_id, input_tokens, make_call(),
-                                                     timeout=timeout)
+                                                     options=options)
                 records.append(record)
                 return result
             except Failed as failed:
                 records.append(failed.record)
                 failure = failed.failure
-                if (failure.retryable and attempt < self.config.retry.max_attempts
-                        and (may_retry is None or may_retry())):
+                if failure.retryable and attempt < self.config.retry.max_attempts and options.may_retry():
                     delay = self.config.retry.delay(attempt)
                     log.warning("A2A request to %s failed (%s); retry %d in %.2fs",
                                 self.config.endpoint, failure, attempt, delay)
@@ -391,13 +382,17 @@ class A2ASession:
                 failure.records = records
                 raise failure from None
 
-    async def _send_once(self, request: SendMessageRequest) -> Message | Task:
+    async def _send_once(self, request: SendMessageRequest, context: ClientCallContext) -> Message | Task:
         """One SendMessage (one event) or SendStreamingMessage (events until the stream ends), as one reply."""
         wire = current_wire.get()
-        if wire is not None and self._grpc:
-            wire.request_bytes += request.ByteSize()
+        if self._grpc:
+            size = request.ByteSize()
+            if size > self.config.max_request_bytes:
+                raise request_over_limit(f"SendMessage to {self.config.endpoint}", size,
+                                         self.config.max_request_bytes)
+            if wire is not None:
+                wire.request_bytes += size
         streamed = StreamedReply()
-        context = self._call_context if _request_timeout.get() is None else self._context(_request_timeout.get())
         async for event in self._client.send_message(request, context=request_spans.with_trace(context)):
             if wire is not None:
                 wire.saw_event(event.ByteSize() if self._grpc else 0)
@@ -423,13 +418,10 @@ class A2ASession:
         return self._get_task_once(GetTaskRequest(id=task_id))
 
     async def _settle(self, reply: Message | Task, turn: int, records: list[RequestRecord],
-                      timeout: float | None = None) -> Message | Task:
+                      options: SendOptions) -> Message | Task:
         """Poll a task the agent left working until it needs input or ends."""
-        deadline = time.monotonic() + (timeout or self.config.timeout)
+        deadline = time.monotonic() + options.timeout
         while isinstance(reply, Task) and reply.status.state in _PENDING_STATES:
-            in_flight = _in_flight.get()
-            if in_flight is not None and in_flight.aborted.is_set():
-                raise AgentTimeout(f"task {reply.id} was left with its simulation")
             if time.monotonic() > deadline:
                 error = AgentTimeout(f"task {reply.id} still {TaskState.Name(reply.status.state)} "
                                      f"after {self.config.timeout:g}s; raise --a2a-timeout for slow agents")
@@ -437,7 +429,7 @@ class A2ASession:
                 raise error
             await asyncio.sleep(POLL_SECONDS)
             reply = await self._with_retries("GetTask", turn, reply.context_id, 0,
-                                             functools.partial(self._get_task, reply.id), records)
+                                             functools.partial(self._get_task, reply.id), records, options)
         if isinstance(reply, Task) and reply.status.state in _FAILED_STATES:
             failed = task_failure(reply, self.config.auth_token)
             record_failure(records[-1], failed)
@@ -447,41 +439,35 @@ class A2ASession:
 
     async def _request(self, method: str, turn: int | None, attempt: int, context_id: str | None,
                        input_tokens: int, call: Any, discovery: bool = False,
-                       timeout: float | None = None) -> tuple[Any, RequestRecord]:
+                       options: SendOptions | None = None) -> tuple[Any, RequestRecord]:
         """`_metered_request`, in a client span of its own when tracing is on (see `request_spans`)."""
-        metered = self._metered_request(method, turn, attempt, context_id, input_tokens, call, discovery, timeout)
+        metered = self._metered_request(method, turn, attempt, context_id, input_tokens, call, discovery, options)
         if not tracing.enabled():
             return await metered
         return await request_spans.traced(metered, self, method, turn, attempt)
 
     async def _metered_request(self, method: str, turn: int | None, attempt: int, context_id: str | None,
                                input_tokens: int, call: Any, discovery: bool = False,
-                               timeout: float | None = None) -> tuple[Any, RequestRecord]:
+                               options: SendOptions | None = None) -> tuple[Any, RequestRecord]:
         """Run one A2A request under the meter; raise Failed with its record on failure.
 
         Every request gets its record, failed ones too; requests made before
         any simulation (`discovery`) are also kept for the metrics file.
         """
-        timeout = timeout or self.config.timeout
+        timeout = options.timeout if options is not None else self.config.timeout
         started = time.perf_counter()
         wire = Wire(deadline=started + timeout)
-        in_flight = _in_flight.get()
-        if in_flight is not None:
-            in_flight.wires.append(wire)
-            if in_flight.aborted.is_set():
-                wire.abort()
+        if options is not None and options.on_request is not None:
+            options.on_request(wire)
         result: Any = None
         cause: BaseException | None = None
         failure: A2AFailure | None = None
-        timeout_token = _request_timeout.set(timeout if timeout != self.config.timeout else None)
         try:
             result = await metered(call, wire, timeout if self._grpc else None)
         except Exception as error:  # every failure is classified and recorded
             cause = error
             failure = classify(error, wire.status, self.config.auth_token, f"{method} to {self.config.endpoint}",
                                body=wire.error_body, timeout=timeout)
-        finally:
-            _request_timeout.reset(timeout_token)
         measures = wire.measures(started)
         output_tokens = 0
         if isinstance(result, (Message, Task)):
@@ -529,27 +515,36 @@ class A2ASession:
             self._tool_server.close()
 
 
-_in_flight: contextvars.ContextVar[InFlight | None] = contextvars.ContextVar("tau2_a2a_in_flight", default=None)
-_request_timeout: contextvars.ContextVar[float | None] = contextvars.ContextVar("tau2_a2a_timeout", default=None)
+@dataclass(frozen=True)
+class SendOptions:
+    """How one send runs: the time each of its requests has, whether a failed attempt may be sent again, and
+    who is told of each request as it starts (so that another thread can end it: `Wire.abort()`)."""
+
+    timeout: float
+    may_retry: Callable[[], bool] = lambda: True
+    on_request: Callable[[Wire], None] | None = None
 
 
 @dataclass
 class InFlight:
     """A message sent on a thread of its own (`A2ASession.send_in_background`): its reply to come, and a way to
-    abort it from another thread once its simulation is over."""
+    end it from another thread once its simulation is over."""
 
     future: concurrent.futures.Future[Exchange] = field(default_factory=concurrent.futures.Future)
     wires: list[Wire] = field(default_factory=list)  # one per request it made, in order
-    aborted: threading.Event = field(default_factory=threading.Event)
-    grpc_call: concurrent.futures.Future[Any] | None = None
+    aborted: bool = False
+
+    def started(self, wire: Wire) -> None:
+        """A request of this send starts: it can be ended (at once, if the send was aborted already)."""
+        self.wires.append(wire)
+        if self.aborted:
+            wire.abort()
 
     def abort(self) -> None:
-        """End the request now, whatever it is waiting for; its thread then ends with a failure."""
-        self.aborted.set()
+        """End the send now, whatever it waits for: its thread then ends with AgentRequestAborted."""
+        self.aborted = True
         for wire in list(self.wires):
             wire.abort()
-        if self.grpc_call is not None:
-            self.grpc_call.cancel()
 
 
 def _open_task_id(reply: Message | Task) -> str | None:

@@ -6,6 +6,13 @@ that a worker thread runs on its own event loop: every thread of a run
 shares the same connections, and a request costs no hand-over to another
 thread. Each connection opens only to addresses the target policy allows,
 resolved right then; gRPC's channel is pinned the same way.
+
+A reply has a wall-clock deadline (`Wire.deadline`) that holds inside the
+connection: every read and write of the socket waits at most the time the
+reply has left, so an agent that trickles its headers or its body a byte at a
+time is cut off on time, for every request (the card, a blocking reply, an
+event stream, a poll). gRPC's whole call is bounded the same way
+(`metered`). `Wire.abort()` ends a request in flight from another thread.
 """
 
 from __future__ import annotations
@@ -17,22 +24,33 @@ import re
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpcore
 import httpx
 
-from tau2_a2a.client.errors import AgentReplyTooLarge, AgentTargetRefused, AgentUnreachable
+from tau2_a2a.client.errors import (
+    AgentReplyTooLarge,
+    AgentRequestAborted,
+    AgentTargetRefused,
+    AgentUnreachable,
+)
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
-from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig, redact
+from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_REQUEST_BYTES, A2AConfig, redact
+from tau2_a2a.client.limits import request_over_limit
+from tau2_a2a.protocol.timestamps import naive_status_times_as_utc
 
 wire_log = logging.getLogger("tau2_a2a.wire")
 
 
 @dataclass
 class Wire:
-    """What was seen of the exchanges of one request: HTTP by the metering transport, gRPC by the session."""
+    """What was seen of the exchanges of one request: HTTP by the metering transport, gRPC by the session.
+
+    It also holds what ends the request early: its `deadline`, which every read and write of its
+    connection keeps to, and `abort()`, which another thread calls to end it at once.
+    """
 
     status: int | None = None
     request_bytes: int = 0
@@ -41,17 +59,12 @@ class Wire:
     events: int = 0  # A2A events received (a blocking call has one)
     first_event_at: float | None = None  # perf_counter() of the first event
     deadline: float | None = None  # perf_counter() by which the reply must be in
-    aborted: bool = False  # set by abort(): the request ends at its next read
+    aborted: bool = False
     finished: bool = False  # the request is over: its connection may serve another one now
-    network_stream: Any = None  # the connection serving the request, once a read was made on it
-
-    def abort(self) -> None:
-        """End the request from another thread: its deadline is now, and the socket it reads from is shut."""
-        if self.finished:
-            return
-        self.aborted = True
-        self.deadline = time.perf_counter()
-        _shut(self.network_stream)
+    _stream: Any = field(default=None, repr=False)  # the connection serving the request (HTTP)
+    _task: Any = field(default=None, repr=False)  # the task awaiting the call, and its loop (gRPC)
+    _loop: Any = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def saw_event(self, size: int) -> None:
         self.events += 1
@@ -66,6 +79,58 @@ class Wire:
                 "request_bytes": self.request_bytes, "response_bytes": self.response_bytes, "events": self.events,
                 "first_event_ms": first_event_ms}
 
+    def abort(self) -> None:
+        """End the request in flight, from any thread: the socket of the connection serving it is shut (HTTP),
+        the task awaiting it cancelled (gRPC). The request then fails with AgentRequestAborted, and is not
+        retried; a request not yet begun fails as it begins."""
+        with self._lock:
+            if self.finished:
+                return  # over already: its connection may serve another request now
+            self.aborted = True
+            stream, task, loop = self._stream, self._task, self._loop
+        if stream is not None:
+            _shut(stream)
+        if task is not None and loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._cancel, task)
+            except RuntimeError:
+                pass  # the loop is closed: nothing awaits the call any more
+
+    def _cancel(self, task: Any) -> None:
+        """On the call's loop: cancel `task` if it still awaits this request."""
+        if self._task is task:
+            task.cancel()
+
+    def _serving(self, stream: Any) -> None:
+        """`stream` serves the request now (the connection's reads and writes say so)."""
+        with self._lock:
+            self._stream = stream
+            aborted = self.aborted
+        if aborted:
+            raise _aborted()
+
+    def _awaited_by(self, task: Any, loop: Any) -> None:
+        with self._lock:
+            self._task, self._loop = task, loop
+            aborted = self.aborted
+        if aborted:
+            raise _aborted()
+
+
+def _aborted() -> AgentRequestAborted:
+    return AgentRequestAborted("the request was aborted before its reply came (its simulation ended)")
+
+
+def _shut(stream: Any) -> None:
+    """Shut a connection's socket, which ends any read or write on it at once, in whatever thread."""
+    sock = stream.get_extra_info("socket")
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
+
 
 current_wire: contextvars.ContextVar[Wire | None] = contextvars.ContextVar(
     "tau2_a2a_wire", default=None
@@ -76,120 +141,148 @@ async def metered(call: Any, wire: Wire, timeout: float | None) -> Any:
     """Await a request's coroutine with `wire` current, so that the transport under a2a-sdk counts into it.
 
     `timeout`: the time the reply has, for a transport that cannot keep to it
-    itself (gRPC); over HTTP the pool's blocking calls keep to `wire.deadline`.
+    itself (gRPC: the whole call, a stream's events included, is bounded here,
+    and `wire.abort()` cancels it); over HTTP the connection's reads and writes
+    keep to `wire.deadline`, and `wire.abort()` shuts its socket.
     """
     token = current_wire.set(wire)
     try:
-        if timeout is not None:
+        if timeout is None:
+            return await call
+        task = asyncio.current_task()
+        try:
+            wire._awaited_by(task, asyncio.get_running_loop())
+        except AgentRequestAborted:
+            call.close()  # never begun
+            raise
+        try:  # the whole call, a stream's events included (gRPC's own deadline, the same, is there too)
             return await asyncio.wait_for(call, timeout=timeout)
-        return await call
+        except asyncio.CancelledError:
+            if not wire.aborted or task is None:
+                raise
+            task.uncancel()  # the cancel was ours, for this request only
+            raise _aborted() from None
+        finally:
+            wire._task = None
     finally:
-        wire.finished = True
+        with wire._lock:
+            wire.finished = True
         current_wire.reset(token)
 
 
 class _CountedStream(httpx.AsyncByteStream):
     """An event stream passed on chunk by chunk (so its events arrive as sent), counted and logged.
 
-    The pool's reads block, each with the timeout the request started with,
-    so a stream that falls silent just before its reply is due would wait a
-    whole timeout more. At the reply's deadline a timer shuts the
-    connection's socket, which ends any read at once, and the stream ends as
-    timed out, silent or still flowing.
+    Its reads keep to the reply's deadline like any other (see `_DeadlineStream`),
+    so a stream that falls silent, or trickles on, ends as timed out at the deadline.
+    Events pass on line by line, each line whole (see `_read_event_lines`).
     """
 
-    def __init__(self, inner: Any, wire: Wire | None, log_chunk: Any, network_stream: Any,
-                 max_bytes: int, request: httpx.Request) -> None:
+    def __init__(self, inner: Any, wire: Wire | None, log_chunk: Any, max_bytes: int,
+                 request: httpx.Request) -> None:
         self._inner = inner
         self._wire = wire
         self._log_chunk = log_chunk
-        self._network_stream = network_stream
         self._max_bytes = max_bytes
         self._request = request
 
     async def __aiter__(self) -> Any:
-        deadline = self._wire.deadline if self._wire is not None else None
-        timer = _shut_at(deadline, self._network_stream) if deadline is not None else None
         received = 0
-        try:
-            for chunk in self._inner:
-                received += len(chunk)
-                if self._wire is not None:
-                    self._wire.response_bytes += len(chunk)
-                if received > self._max_bytes:
-                    raise AgentReplyTooLarge(_too_large(self._request, received, self._max_bytes))
-                self._log_chunk(chunk)
-                yield chunk
-        except httpx.TransportError:
-            if deadline is not None and time.perf_counter() >= deadline:
-                raise httpx.ReadTimeout("the reply's time ran out while its event stream was still open") from None
-            raise
-        finally:
-            if timer is not None:
-                timer.cancel()
+        partial_line = bytearray()  # events are read line by line: a chunk may end inside a line
+        for chunk in self._inner:
+            received += len(chunk)
+            if self._wire is not None:
+                self._wire.response_bytes += len(chunk)
+            if received > self._max_bytes:
+                raise AgentReplyTooLarge(_too_large(self._request, received, self._max_bytes))
+            self._log_chunk(chunk)
+            end = chunk.rfind(b"\n") + 1
+            if not end:
+                partial_line += chunk
+                continue
+            lines, partial_line = bytes(partial_line) + chunk[:end], bytearray(chunk[end:])
+            yield _read_event_lines(lines)
+        if partial_line:
+            yield _read_event_lines(bytes(partial_line))
 
     async def aclose(self) -> None:
         self._inner.close()
 
 
-def _shut(network_stream: Any) -> None:
-    sock = network_stream.get_extra_info("socket") if network_stream is not None else None
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass  # already closed
+def _read_event_lines(lines: bytes) -> bytes:
+    """Event-stream lines with each event's offset-less status timestamp read as UTC (protocol/timestamps.py)."""
+    if b'"timestamp"' not in lines:
+        return lines
+    return b"".join(_read_event_line(line) for line in lines.splitlines(keepends=True))
+
+
+def _read_event_line(line: bytes) -> bytes:
+    if not line.startswith(b"data:"):
+        return line
+    data = line[5:].strip()
+    read = naive_status_times_as_utc(data)
+    return line if read is data else b"data: " + read + line[len(line.rstrip(b"\r\n")):]
 
 
 class _DeadlineStream(httpcore.NetworkStream):
-    """A connection whose reads keep to the deadline of the request they serve (`current_wire`), and which that
-    request can shut from another thread (`Wire.abort`)."""
+    """A connection whose every read and write keeps to the deadline of the request it serves.
+
+    httpcore gives each read the request's read timeout afresh, so a reply
+    trickled a byte at a time, headers or body, would never time out. Here each
+    read and write looks up the request being served (`current_wire`: httpx's
+    synchronous pool runs in the coroutine's own thread, in its context) and
+    waits at most the time its reply has left; once that is gone it fails as
+    timed out. It also tells the request which connection serves it, so that
+    `Wire.abort()` can shut it.
+    """
 
     def __init__(self, inner: httpcore.NetworkStream) -> None:
         self._inner = inner
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         wire = current_wire.get()
-        if wire is not None:
-            wire.network_stream = self._inner
-            if wire.aborted:
-                raise httpcore.ReadError("the request was aborted")
-            if wire.deadline is not None:
-                left = wire.deadline - time.perf_counter()
-                if left <= 0:
-                    raise httpcore.ReadTimeout("the reply's time ran out")
-                timeout = left if timeout is None else min(timeout, left)
-        return self._inner.read(max_bytes, timeout)
+        timeout = self._bounded(wire, timeout, httpcore.ReadTimeout)
+        try:
+            data = self._inner.read(max_bytes, timeout)
+        except Exception:
+            if wire is not None and wire.aborted:
+                raise _aborted() from None
+            raise
+        if wire is not None and wire.aborted:
+            raise _aborted()
+        return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, timeout)
+        wire = current_wire.get()
+        timeout = self._bounded(wire, timeout, httpcore.WriteTimeout)
+        try:
+            self._inner.write(buffer, timeout)
+        except Exception:
+            if wire is not None and wire.aborted:
+                raise _aborted() from None
+            raise
+
+    def _bounded(self, wire: Wire | None, timeout: float | None, expired: type[Exception]) -> float | None:
+        """The wait of one read or write: `timeout`, cut to the time the reply has left."""
+        if wire is None:
+            return timeout
+        wire._serving(self)
+        if wire.deadline is None:
+            return timeout
+        left = wire.deadline - time.perf_counter()
+        if left <= 0:
+            raise expired("the reply's time ran out (--a2a-timeout) before it was complete")
+        return left if timeout is None else min(timeout, left)
 
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._inner.start_tls(*args, **kwargs))
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
-
-
-def _shut_at(deadline: float, network_stream: Any) -> threading.Timer | None:
-    """A timer that shuts the stream's socket at `deadline` (a perf_counter() time), ending its reads."""
-    sock = network_stream.get_extra_info("socket") if network_stream is not None else None
-    if sock is None:
-        return None
-
-    def shut() -> None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass  # already closed: the stream ended as the timer fired
-
-    timer = threading.Timer(max(deadline - time.perf_counter(), 0.0), shut)
-    timer.daemon = True
-    timer.start()
-    return timer
 
 
 def _too_large(request: httpx.Request, received: int, max_bytes: int) -> str:
@@ -258,22 +351,28 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
     so its events arrive as sent; any other body is read whole (an error body's
     words go into the error message). Reading stops once a reply is over
     `max_bytes`, whole body or event stream, and the request fails as a
-    malformed reply. Debug logs never show the bearer token, not even when
-    the agent echoes it back.
+    malformed reply. A request body over `max_request_bytes` is not sent.
+    Debug logs never show the bearer token, not even when the agent echoes it
+    back. A task status's timestamp written without a UTC offset is read as
+    UTC (protocol/timestamps.py); nothing else is changed.
     """
 
     def __init__(self, inner: httpx.BaseTransport, debug: bool, token: str | None,
-                 max_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
+                 max_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         self._inner = inner
         self._debug = debug
         self._token = token
         self._max_bytes = max_bytes
+        self._max_request_bytes = max_request_bytes
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         wire = current_wire.get()
         if not isinstance(request.stream, httpx.SyncByteStream):  # a2a-sdk sends whole JSON bodies; just in case
             request.stream = httpx.ByteStream(await request.aread())
         body = request.content
+        if len(body) > self._max_request_bytes:
+            raise request_over_limit(f"{request.method} {request.url}", len(body), self._max_request_bytes)
         if wire is not None and wire.deadline is not None:
             _cut_timeouts(request, wire.deadline)
         if self._debug:
@@ -294,8 +393,7 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
             return httpx.Response(
                 response.status_code,
                 headers=response.headers,
-                stream=_CountedStream(response.stream, wire, self._log_reply_chunk,
-                                      response.extensions.get("network_stream"), self._max_bytes, request),
+                stream=_CountedStream(response.stream, wire, self._log_reply_chunk, self._max_bytes, request),
                 extensions=response.extensions,
                 request=request,
             )
@@ -318,10 +416,14 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
         if self._debug:
             wire_log.info("A2A reply %s\n%s", response.status_code,
                           _shown(raw, self._token))
+        headers = response.headers
+        read = naive_status_times_as_utc(raw)
+        if read is not raw:
+            headers = httpx.Headers({k: v for k, v in headers.items() if k.lower() != "content-length"})
         return httpx.Response(
             response.status_code,
-            headers=response.headers,
-            stream=httpx.ByteStream(raw),
+            headers=headers,
+            stream=httpx.ByteStream(read),
             extensions=response.extensions,
             request=request,
         )
@@ -364,6 +466,7 @@ def make_http(config: A2AConfig, targets: TargetPolicy) -> httpx.AsyncClient:
         config.debug,
         config.auth_token,
         config.max_reply_bytes,
+        config.max_request_bytes,
     )
     timeout = httpx.Timeout(config.timeout, connect=min(config.timeout, 10.0))
     return httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport)

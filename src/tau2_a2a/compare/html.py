@@ -14,6 +14,7 @@ import base64
 import gzip
 import io
 import re
+import textwrap
 from typing import Any
 
 import orjson
@@ -30,6 +31,7 @@ CELL_LABELS = {
     "user-simulator": "user sim", "skipped": "skipped", "user-stop": "user stop", "agent-stop": "agent stop",
     "max-steps": "max steps", "too-many-errors": "tool errs",
 }
+STREAMED = "SendStreamingMessage"
 PALETTE = ["#3465a4", "#cc6600", "#4e9a06", "#75507b", "#c4a000", "#06989a"]
 
 
@@ -40,11 +42,19 @@ def render(report: dict[str, Any], runs: list[Run]) -> str:
     environment.filters["pct"] = lambda v: "–" if v is None else f"{v * 100:.1f}"
     environment.filters["signed"] = lambda v: f"{v * 100:+.1f}"
     environment.filters["cell_label"] = cell_label
+    environment.filters["usd"] = usd
     template = environment.get_template("report.html.j2")
     charts = {domain: domain_charts(report, domain) for domain in report["domains"]}
     return template.render(report=report, charts=charts, conventions=stats.CONVENTIONS,
                            trajectories=trajectories_payload(runs, report["domains"]),
                            palette=PALETTE)
+
+
+def usd(value: float | None) -> str:
+    """A cost on the page: dollars (more digits for the small costs of one conversation), or not reported."""
+    if value is None:
+        return "not reported"
+    return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
 
 
 def cell_label(cell: dict[str, Any]) -> str:
@@ -145,15 +155,35 @@ def request_view(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def domain_charts(report: dict[str, Any], domain: str) -> dict[str, str]:
-    """SVG charts of one domain, every run side by side."""
+    """SVG charts of one domain, every run side by side; a chart only where it shows something."""
     per_run = [(run["label"], next(d for d in run["domains"] if d["domain"] == domain)) for run in report["runs"]]
-    charts = {"pass_k": pass_k_chart(per_run)}
+    charts: dict[str, str] = {}
+    if max(figures["max_k"] for _, figures in per_run) > 1:
+        charts["pass_k"] = pass_k_chart(per_run)
+    elif len(per_run) > 1:
+        charts["pass_k"] = pass_one_chart(per_run)
+    frontier = next((f for f in report.get("frontiers") or [] if f["domain"] == domain), None)
+    if frontier and len(frontier["points"]) > 1:
+        charts["frontier"] = frontier_chart(frontier, [label for label, _ in per_run])
     if any(figures["protocol"]["a2a"] for _, figures in per_run):
         charts["latency"] = latency_chart(per_run)
-        charts["first_event"] = first_event_chart(per_run)
+        if any(STREAMED in figures["protocol"]["latency_ms_by_method"] for _, figures in per_run):
+            charts["first_event"] = first_event_chart(per_run)  # a blocking reply's first event is the reply
         charts["volume"] = volume_chart(per_run)
-        charts["retries"] = retries_chart(per_run)
+        if any(any(_retries(figures["protocol"])) for _, figures in per_run):
+            charts["retries"] = retries_chart(per_run)
     return charts
+
+
+def _retries(protocol: dict[str, Any]) -> list[int]:
+    """Retried requests, failed requests and simulations with retries."""
+    return [protocol["retried_requests"], sum(s["failed_requests"] for s in protocol["per_simulation"]),
+            protocol["simulations_with_retries"]]
+
+
+def _wrapped(label: str, width: int = 34) -> str:
+    """A legend or axis label on lines of at most `width` characters, so none is cut off."""
+    return "\n".join(textwrap.wrap(label, width)) or label
 
 
 def _figure(width: float = 5.2, height: float = 3.0) -> Any:
@@ -185,26 +215,74 @@ def _style(axes: Any, title: str) -> None:
 
 
 def pass_k_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
-    """pass^k for k = 1..trials, both conventions, with 95% intervals, one colour per run."""
-    figure = _figure(height=3.0 + 0.2 * len(per_run))
+    """pass^k for k = 1..trials, both conventions, with 95% intervals: colour names the run, line style the
+    convention."""
+    from matplotlib.lines import Line2D
+
+    figure = _figure(height=3.0 + 0.25 * len(per_run))
     axes = figure.add_subplot()
+    styles = ((stats.COMBINATORIAL, "-", -0.06, "tau2's estimator"), (stats.FIRST_K, "--", 0.06, "first k trials"))
     for index, (label, figures) in enumerate(per_run):
         colour = PALETTE[index % len(PALETTE)]
-        for convention, style, offset in ((stats.COMBINATORIAL, "-", -0.06), (stats.FIRST_K, "--", 0.06)):
+        for convention, style, offset, _ in styles:
             by_k = figures["pass_hat_k"][convention]
             ks = [int(k) + offset + index * 0.02 for k in by_k]
             values = [e["value"] for e in by_k.values()]
             errors = [[e["value"] - e["ci"][0] for e in by_k.values()], [e["ci"][1] - e["value"] for e in by_k.values()]]
-            name = "tau2 estimator" if convention == stats.COMBINATORIAL else "first k trials"
             axes.errorbar(ks, values, yerr=errors, fmt="o" + style, color=colour, capsize=3, markersize=4,
-                          linewidth=1.2, label=f"{label} · {name}")
+                          linewidth=1.2)
     axes.set_xlabel("k")
     axes.set_ylabel("pass^k")
     axes.set_ylim(-0.02, 1.02)
     max_k = max((figures["max_k"] for _, figures in per_run), default=1)
     axes.set_xticks(range(1, max_k + 1))
     _style(axes, "pass^k with 95% intervals")
-    figure.legend(loc="outside lower center", ncols=2, fontsize=7, frameon=False)
+    handles = [Line2D([], [], color=PALETTE[i % len(PALETTE)], marker="o", linewidth=1.2, label=_wrapped(label))
+               for i, (label, _) in enumerate(per_run)]
+    handles += [Line2D([], [], color="#555555", linestyle=style, linewidth=1.2, label=name)
+                for _, style, _, name in styles]
+    figure.legend(handles=handles, loc="outside lower center", ncols=1 if len(per_run) == 1 else 2, fontsize=7,
+                  frameon=False)
+    return _svg(figure)
+
+
+def pass_one_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
+    """pass^1 of each run with its 95% interval (one trial per task: there is no curve over k to draw)."""
+    figure = _figure(height=max(1.6, 0.45 * len(per_run) + 1.1))
+    axes = figure.add_subplot()
+    for index, (label, figures) in enumerate(per_run):
+        estimate = figures["pass_hat_k"][stats.COMBINATORIAL]["1"]
+        axes.errorbar([estimate["value"]], [index], xerr=[[estimate["value"] - estimate["ci"][0]],
+                                                        [estimate["ci"][1] - estimate["value"]]],
+                      fmt="o", color=PALETTE[index % len(PALETTE)], capsize=3, markersize=5)
+    axes.set_yticks(range(len(per_run)), [_wrapped(label, 28) for label, _ in per_run])
+    axes.set_ylim(len(per_run) - 0.5, -0.5)  # the first run on top, as in the tables
+    axes.set_xlim(-0.02, 1.02)
+    axes.set_xlabel("pass^1 (one trial per task)")
+    _style(axes, "pass^1 with 95% intervals")
+    axes.grid(axis="x", color="#dddddd", linewidth=0.6)
+    return _svg(figure)
+
+
+def frontier_chart(frontier: dict[str, Any], labels: list[str]) -> str:
+    """Average reward against the agent's cost per conversation, the frontier joined by a line."""
+    figure = _figure(height=3.2)
+    axes = figure.add_subplot()
+    for point in frontier["points"]:
+        index = labels.index(point["label"])
+        axes.scatter([point["agent_cost"]], [point["avg_reward"]], color=PALETTE[index % len(PALETTE)], s=36,
+                     zorder=3, edgecolors="black" if point["on_frontier"] else "none", linewidths=0.8)
+        axes.annotate(_wrapped(point["label"], 24), (point["agent_cost"], point["avg_reward"]), fontsize=7,
+                      xytext=(5, 4), textcoords="offset points")
+    best = sorted((p for p in frontier["points"] if p["on_frontier"]), key=lambda p: p["agent_cost"])
+    if len(best) > 1:
+        axes.plot([p["agent_cost"] for p in best], [p["avg_reward"] for p in best], color="#555555",
+                  linewidth=1.0, linestyle=":", zorder=2)
+    axes.set_xlabel("agent cost per conversation (USD)")
+    axes.set_ylabel("average reward")
+    axes.set_ylim(-0.02, 1.05)
+    axes.set_xlim(left=0)
+    _style(axes, "Reward against cost")
     return _svg(figure)
 
 
@@ -214,7 +292,7 @@ def _boxes(axes: Any, groups: list[tuple[str, list[float], str]]) -> None:
         axes.text(0.5, 0.5, "no data", ha="center", va="center", transform=axes.transAxes)
         return
     parts = axes.boxplot([g[1] for g in groups], orientation="horizontal", patch_artist=True, widths=0.6,
-                         tick_labels=[g[0] for g in groups],
+                         tick_labels=[_wrapped(g[0], 40) for g in groups],
                          flierprops={"markersize": 3, "markeredgecolor": "#888888"},
                          medianprops={"color": "black"})
     for patch, (_, _, colour) in zip(parts["boxes"], groups):
@@ -274,19 +352,19 @@ def volume_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
 
 
 def retries_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
-    """Retried requests, failed requests and simulations with retries, per run."""
+    """Retried requests, failed requests and simulations with retries, per run (drawn only when there are some)."""
     figure = _figure(height=2.4)
     axes = figure.add_subplot()
     names = ["retried requests", "failed requests", "simulations with retries"]
     width = 0.8 / max(len(per_run), 1)
     for index, (label, figures) in enumerate(per_run):
-        protocol = figures["protocol"]
-        values = [protocol["retried_requests"], sum(s["failed_requests"] for s in protocol["per_simulation"]),
-                  protocol["simulations_with_retries"]]
+        values = _retries(figures["protocol"])
         positions = [i + (index - (len(per_run) - 1) / 2) * width for i in range(len(names))]
-        bars = axes.bar(positions, values, width=width * 0.9, color=PALETTE[index % len(PALETTE)], label=label)
+        bars = axes.bar(positions, values, width=width * 0.9, color=PALETTE[index % len(PALETTE)],
+                        label=_wrapped(label))
         axes.bar_label(bars, fontsize=8)
     axes.set_xticks(range(len(names)), names)
+    axes.set_ylim(bottom=0)
     axes.yaxis.get_major_locator().set_params(integer=True)
     _style(axes, "Retries and failed requests")
     if len(per_run) > 1:

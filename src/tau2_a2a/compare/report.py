@@ -1,8 +1,11 @@
-"""The figures of `tau2-a2a report`: scores with intervals, failures, protocol, provenance, comparisons.
+"""The figures of `tau2-a2a report`: scores with intervals, failures, cost, protocol, provenance, comparisons.
 
 A report holds one or more runs (see `runs`). With two or more runs, every run
 must cover the same domains and, in each domain, the same tasks; each run is
-compared with the first.
+compared with the first: the paired difference, the verdicts that flipped and
+McNemar's test on them, and, across all runs, reward against cost (the
+cost-accuracy frontier). With `gate`, the second run is judged against the
+first: worse beyond noise, or not (see `stats.gate`).
 """
 
 from __future__ import annotations
@@ -14,13 +17,17 @@ from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tau2_a2a.runner.protocol_metrics import METRICS_SUFFIX
+from tau2_a2a.runner.outcome import usd
+from tau2_a2a.runner.protocol_metrics import known_total
 from tau2_a2a.compare import stats
 from tau2_a2a.compare.runs import (
+    COST_PARTIES,
     SCHEMA_ID,
     DomainRun,
     Run,
     a2a_records,
+    conversation_cost,
+    conversation_times,
     failed_components,
     failure_kind,
     reward_of,
@@ -29,6 +36,7 @@ from tau2_a2a.compare.runs import (
     task_trials,
 )
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
+from tau2_a2a.tau2bench.layout import metrics_path
 from tau2_a2a.tau2bench.resume import CARD_KEY
 
 SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
@@ -50,6 +58,7 @@ def domain_figures(run: DomainRun, seed: int, resamples: int) -> dict[str, Any]:
     curve = stats.pass_curve(tasks, seed, resamples)
     grid, failures, protocol = simulation_figures(run, trials)
     warnings = small_sample_warnings(reward, curve)
+    floor = stats.noise_floor(tasks)
     return {
         "domain": run.domain,
         "file": str(run.path),
@@ -61,6 +70,8 @@ def domain_figures(run: DomainRun, seed: int, resamples: int) -> dict[str, Any]:
         "pass_hat_k": {convention: {str(k): estimate_dict(e) for k, e in by_k.items()}
                        for convention, by_k in curve.items()},
         "warnings": warnings,
+        "noise_floor": floor.as_dict() if floor else None,
+        "cost": cost_figures(run),
         "failures": failures,
         "grid": grid,
         "protocol": protocol,
@@ -123,6 +134,34 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
         "simulations_with_retries": sum(1 for p in per_simulation if p["retries"]),
     }
     return grid, failures, protocol
+
+
+def cost_figures(run: DomainRun) -> dict[str, Any]:
+    """What the run's conversations cost (USD; None where any simulation's was not reported): per conversation
+    and in total, by participant; per task (averaged over its trials); and where the time went, by phase."""
+    simulations = run.results["simulations"]
+    costs = [conversation_cost(s) for s in simulations]
+    totals = {who: known_total([c[who] for c in costs]) for who in COST_PARTIES}
+    by_task: dict[str, list[dict[str, float | None]]] = {}
+    for simulation, cost in zip(simulations, costs):
+        by_task.setdefault(str(simulation["task_id"]), []).append(cost)
+    per_task = []
+    for task, rows in sorted(by_task.items(), key=lambda item: task_order(item[0])):
+        sums = {who: known_total([row[who] for row in rows]) for who in COST_PARTIES}
+        per_task.append({"task_id": task, "trials": len(rows),
+                         **{who: None if total is None else total / len(rows) for who, total in sums.items()}})
+    times = [t for t in (conversation_times(s) for s in simulations) if t]
+    phases = ("agent", "user", "tools", "judge")
+    return {
+        "simulations": len(simulations),
+        "per_conversation": {who: None if total is None else total / len(simulations)
+                             for who, total in totals.items()},
+        "total": totals,
+        "reported_by": {who: sum(1 for c in costs if c[who] is not None) for who in COST_PARTIES},
+        "per_task": per_task,
+        "time_s_by_phase": {phase: round(sum(float(t.get(phase) or 0.0) for t in times), 3) for phase in phases}
+        if times else None,
+    }
 
 
 def simulation_protocol(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -207,7 +246,7 @@ def provenance(run: DomainRun, trials: dict[str, Any]) -> dict[str, Any]:
         },
         "user": {"implementation": user.get("implementation"), "llm": user.get("llm"),
                  "settings": public_args(user.get("llm_args"))},
-        "metrics_file": str(run.path.parent / f"{run.path.stem}{METRICS_SUFFIX}") if run.metrics else None,
+        "metrics_file": str(metrics_path(run.path)) if run.metrics else None,
     }
 
 
@@ -237,6 +276,8 @@ def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) ->
         pass_k[str(k)] = stats.paired_difference(a_values, b_values, trials, seed, resamples).as_dict()
     per_task = [{"task_id": t, "a": float(a), "b": float(b), "difference": float(b - a)}
                 for t, a, b in zip(order, a_means, b_means)]
+    flipped, pairs = stats.flips(a_tasks, b_tasks)
+    test = stats.mcnemar(sum(f.lost for f in flipped), sum(not f.lost for f in flipped), pairs)
     return {
         "domain": domain, "a": base.label, "b": other.label, "tasks": len(order), "trials": trials,
         "test": "paired sign-flip permutation test on per-task mean reward; 95% CI by paired bootstrap over tasks",
@@ -245,7 +286,42 @@ def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) ->
         "sentence": difference_sentence(base.label, other.label, reward, len(order), trials),
         "per_task": per_task,
         "tasks_differing": sum(1 for row in per_task if row["difference"] != 0),
+        "mcnemar": test.as_dict(),
+        "flips": flip_table(flipped, a_tasks, b_tasks),
     }
+
+
+def flip_table(flipped: list[stats.Flip], a_tasks: list[stats.TaskTrials],
+               b_tasks: list[stats.TaskTrials]) -> list[dict[str, Any]]:
+    """Each task with a verdict that flipped: its passes in each run, and the trials it lost or gained."""
+    rows = []
+    for a, b in zip(a_tasks, b_tasks):
+        mine = [f for f in flipped if f.task_id == a.task_id]
+        if mine:
+            rows.append({"task_id": a.task_id, "a_passed": sum(a.successes), "b_passed": sum(b.successes),
+                         "trials": min(len(a.rewards), len(b.rewards)),
+                         "lost": [f.trial for f in mine if f.lost], "gained": [f.trial for f in mine if not f.lost]})
+    return rows
+
+
+def frontier(runs: list[Run], domain: str, figures: list[dict[str, Any]]) -> dict[str, Any]:
+    """Average reward against the agent's cost per conversation, run by run (HAL's cost-accuracy frontier): a run
+    is on the frontier when no other is at least as good for at most its cost; runs whose agent did not report its
+    cost are listed apart."""
+    points = []
+    for run, figure in zip(runs, figures):
+        cost = figure["cost"]["per_conversation"]
+        points.append({"label": run.label, "avg_reward": figure["avg_reward"]["value"], "agent_cost": cost["agent"],
+                       "total_cost": cost["total"]})
+    known = [p for p in points if p["agent_cost"] is not None]
+    for point in known:
+        point["on_frontier"] = not any(
+            other is not point and other["agent_cost"] <= point["agent_cost"]
+            and other["avg_reward"] >= point["avg_reward"]
+            and (other["agent_cost"] < point["agent_cost"] or other["avg_reward"] > point["avg_reward"])
+            for other in known)
+    return {"domain": domain, "cost": "the agent's cost per conversation (USD)",
+            "points": known, "cost_not_reported": [p["label"] for p in points if p["agent_cost"] is None]}
 
 
 def difference_sentence(a: str, b: str, d: stats.PairedDifference, tasks: int, trials: int) -> str:
@@ -267,10 +343,13 @@ def difference_sentence(a: str, b: str, d: stats.PairedDifference, tasks: int, t
 # -- the whole report ----------------------------------------------------------------
 
 
-def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMPLES) -> dict[str, Any]:
-    """The report's figures (the JSON file's content; see report_schema.json)."""
+def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMPLES,
+          gate: tuple[float, float] | None = None) -> dict[str, Any]:
+    """The report's figures (the JSON file's content; see report_schema.json); with `gate` (alpha, min effect),
+    the verdict on the second run against the first."""
     domains = sorted(runs[0].domains)
-    return {
+    figures = [[domain_figures(run.domains[d], seed, resamples) for d in domains] for run in runs]
+    report = {
         "$schema": SCHEMA_ID,
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "software": {"tau2_a2a": package_version("tau2-a2a"), "tau2_distribution": DISTRIBUTION,
@@ -279,11 +358,28 @@ def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMP
                      "interval": "percentile bootstrap over tasks", "warn_width": stats.WARN_WIDTH,
                      "success": "reward within 1e-6 of 1 (tau2's rule)"},
         "domains": domains,
-        "runs": [{"label": run.label,
-                  "domains": [domain_figures(run.domains[d], seed, resamples) for d in domains]}
-                 for run in runs],
+        "runs": [{"label": run.label, "domains": by_domain} for run, by_domain in zip(runs, figures)],
         "comparisons": [comparison(runs[0], other, d, seed, resamples) for other in runs[1:] for d in domains],
+        "frontiers": [frontier(runs, d, [by_domain[i] for by_domain in figures]) for i, d in enumerate(domains)],
+        "gate": gate_verdict(runs, domains, *gate, seed, resamples) if gate else None,
     }
+    return report
+
+
+def gate_verdict(runs: list[Run], domains: list[str], alpha: float, min_effect: float, seed: int,
+                 resamples: int) -> dict[str, Any]:
+    """The second run against the first, domain by domain: a regression in any domain fails the gate."""
+    base, new = runs[0], runs[1]
+    verdicts = []
+    for domain in domains:
+        a, b = task_trials(base.domains[domain]), task_trials(new.domains[domain])
+        verdicts.append(stats.gate(domain, [a[t] for t in a], [b[t] for t in a], alpha, min_effect, seed, resamples))
+    failed = [v for v in verdicts if v.regression]
+    head = (f"gate: FAIL: {new.label} is worse than {base.label}" if failed
+            else f"gate: pass: {new.label} is not worse than {base.label} beyond noise")
+    return {"base": base.label, "new": new.label, "alpha": alpha, "min_effect": min_effect,
+            "regression": bool(failed), "domains": [v.as_dict() for v in verdicts],
+            "line": f"{head} ({'; '.join(v.reason for v in (failed or verdicts))})"}
 
 
 def schema() -> dict[str, Any]:
@@ -309,6 +405,19 @@ def terminal_summary(report: dict[str, Any]) -> str:
             if figures["warnings"]:
                 lines.append(f"  small sample: {len(figures['warnings'])} of the figures have 95% intervals wider "
                              f"than {stats.WARN_WIDTH * 100:.0f} points")
+            cost = figures["cost"]["per_conversation"]
+            lines.append("  cost per conversation: " + "   ".join(f"{who} {usd(cost[who])}" for who in COST_PARTIES))
+            floor = figures["noise_floor"]
+            if floor:
+                lines.append(f"  noise floor: two runs of this agent with {floor['trials']} trials differ by up to "
+                             f"{floor['at_trials'] * 100:.1f} points (95%), single trials by "
+                             f"{floor['single_trial'] * 100:.1f}; two trials of a task disagree "
+                             f"{floor['flip_rate'] * 100:.0f}% of the time")
     for item in report["comparisons"]:
         lines.append(f"{item['domain']}: {item['sentence']}")
+        test = item["mcnemar"]
+        lines.append(f"  flips: {test['lost']} task x trial verdicts lost, {test['gained']} gained of "
+                     f"{test['pairs']} (McNemar p = {test['p_value']:.3g}, {test['method']})")
+    if report.get("gate"):
+        lines.append(report["gate"]["line"])
     return "\n".join(lines)

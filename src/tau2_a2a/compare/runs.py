@@ -1,6 +1,7 @@
 """The runs a report reads: tau2 results files (one per domain) and the A2A metrics beside them.
 
-A run is one results file (one domain) or a folder of results files (one per
+A run is one results file (one domain), a run's directory holding one
+(upstream's layout, `NAME/results.json`), or a folder of either (one per
 domain), labelled `LABEL=PATH` or by its name. Also the facts each figure and
 the page read off one simulation: its reward, failure kind, failed components
 and A2A records.
@@ -9,6 +10,7 @@ and A2A records.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,11 +19,13 @@ import orjson
 
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.runner.outcome import left_out_of_metrics
-from tau2_a2a.runner.protocol_metrics import METRICS_SUFFIX
+from tau2_a2a.runner.protocol_metrics import conversation
 from tau2_a2a.compare import stats
+from tau2_a2a.tau2bench import layout
+from tau2_a2a.tau2bench.resume import CARD_KEY
 
-SCHEMA_ID = "https://tau2-a2a.dev/schemas/report-1.json"
-SIDE_FILES = (METRICS_SUFFIX, "_results.json", "_termination_summary.json")
+SCHEMA_ID = "https://tau2-a2a.dev/schemas/report-2.json"
+SCHEMA_PREFIX = "https://tau2-a2a.dev/schemas/report-"  # every version's: a folder's older reports are skipped too
 
 
 class ReportError(Exception):
@@ -43,10 +47,11 @@ class DomainRun:
 
 @dataclass
 class Run:
-    """What one label stands for: one results file per domain."""
+    """What one label stands for: one results file per domain. `when` tells runs of the same name apart."""
 
     label: str
     domains: dict[str, DomainRun] = field(default_factory=dict)
+    when: str | None = None
 
 
 # -- reading -------------------------------------------------------------------------
@@ -95,7 +100,7 @@ def check_results(path: Path, data: Any) -> dict[str, Any]:
 
 def load_domain_run(path: Path) -> DomainRun:
     results = check_results(path, load_json(path))
-    side = path.parent / f"{path.stem}{METRICS_SUFFIX}"
+    side = layout.metrics_path(path)
     metrics = None
     if side.exists():
         try:
@@ -106,23 +111,25 @@ def load_domain_run(path: Path) -> DomainRun:
 
 
 def results_files(folder: Path) -> list[Path]:
-    """The tau2 results files in a folder (not the files tau2 and tau2-a2a write beside them, nor reports)."""
-    return sorted(p for p in folder.glob("*.json")
-                  if not p.name.endswith(SIDE_FILES) and not is_report(p))
+    """The tau2 results files in a folder, of either layout (not the files tau2 and tau2-a2a write beside
+    them, nor reports)."""
+    return [path for path in layout.results_files(folder) if not is_report(path)]
 
 
 def is_report(path: Path) -> bool:
-    """Whether `path` is a report this command wrote (its JSON names our schema first)."""
+    """Whether `path` is a report this command wrote (its JSON names our schema, any version, first)."""
     with path.open("rb") as file:
-        return SCHEMA_ID.encode() in file.read(200)
+        return SCHEMA_PREFIX.encode() in file.read(200)
 
 
 def parse_run(argument: str) -> Run:
-    """`LABEL=PATH` or `PATH`: a results file, or a folder of them (one per domain)."""
+    """`LABEL=PATH` or `PATH`: a results file, a run's directory holding one, or a folder of either (one per
+    domain); labelled, without LABEL, by the run's name or the folder's."""
     label, sep, rest = argument.partition("=")
     path = Path(rest if sep and label and not Path(argument).exists() else argument)
-    if not sep or Path(argument).exists():
-        label = path.stem if path.is_file() or path.suffix == ".json" else path.name
+    named = bool(sep) and not Path(argument).exists()
+    if not named:
+        label = layout.run_name(path) if path.is_file() or path.suffix == ".json" else path.name
     run = Run(label)
     paths = results_files(path) if path.is_dir() else [path]
     if not paths:
@@ -131,15 +138,38 @@ def parse_run(argument: str) -> Run:
         domain_run = load_domain_run(file)
         if domain_run.domain in run.domains:
             raise ReportError(f"{path}: two results files of domain {domain_run.domain} "
-                              f"({run.domains[domain_run.domain].path.name}, {file.name}); "
+                              f"({layout.shown(run.domains[domain_run.domain].path)}, {layout.shown(file)}); "
                               "pass them as separate runs (LABEL=FILE)")
         run.domains[domain_run.domain] = domain_run
+    if not named and not path.is_dir():
+        run.label, run.when = short_label(layout.run_name(path), next(iter(run.domains.values())).results)
     return run
+
+
+# tau2's own run names: "<YYYYMMDD>_<HHMMSS>_<domain>_<agent>_<agent llm>_<user>_<user llm>"
+TAU2_RUN_NAME = re.compile(r"^(\d{4})(\d{2})(\d{2})_(\d{2})(\d{2})(\d{2})_")
+
+
+def short_label(stem: str, results: dict[str, Any]) -> tuple[str, str | None]:
+    """A run's name for the page: a name tau2 made up (a date and every setting) becomes the agent's name (its
+    card's, or its LLM's), with the date kept to tell runs of one agent apart; a name someone chose stays."""
+    made = TAU2_RUN_NAME.match(stem)
+    if made is None:
+        return stem, None
+    agent = (results.get("info") or {}).get("agent_info") or {}
+    card = (agent.get("llm_args") or {}).get(CARD_KEY) or {}
+    name = str(card.get("name") or agent.get("llm") or agent.get("implementation") or stem)
+    year, month, day, hour, minute, second = made.groups()
+    return name, f"{year}-{month}-{day} {hour}:{minute}:{second}"
 
 
 def parse_runs(arguments: list[str]) -> list[Run]:
     """The runs named on the command line; refuses runs that cannot stand side by side."""
     runs = [parse_run(argument) for argument in arguments]
+    names = [run.label for run in runs]
+    for run in runs:
+        if run.when and names.count(run.label) > 1:
+            run.label = f"{run.label} · {run.when}"
     seen: dict[str, int] = {}
     for run in runs:
         seen[run.label] = seen.get(run.label, 0) + 1
@@ -243,3 +273,30 @@ def failure_kind(simulation: dict[str, Any]) -> tuple[str, str]:
     if reason == "user_stop":
         return "user-stop", "user-stop"
     return reason.replace("_", "-"), reason.replace("_", "-")
+
+
+COST_PARTIES = ("agent", "user", "judge", "total")
+
+
+def conversation_cost(simulation: dict[str, Any]) -> dict[str, float | None]:
+    """What one conversation cost, by participant (USD; None: not reported): as tau2-a2a kept it for the A2A
+    agent, else tau2's own agent_cost and user_cost (a native agent's: its judge's cost is recorded nowhere)."""
+    kept = conversation(simulation)
+    if kept is not None:
+        return {who: kept.get("cost_usd", {}).get(who) for who in COST_PARTIES}
+    costs = {"agent": _finite(simulation.get("agent_cost")), "user": _finite(simulation.get("user_cost")),
+             "judge": None}
+    return {**costs, "total": None}
+
+
+def conversation_times(simulation: dict[str, Any]) -> dict[str, float] | None:
+    """Seconds of one conversation by phase (agent, user, tools, judge), when tau2-a2a kept them."""
+    kept = conversation(simulation)
+    return kept.get("time_s") if kept else None
+
+
+def _finite(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return None if number != number else number

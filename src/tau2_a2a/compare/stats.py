@@ -1,4 +1,10 @@
-"""The report's statistics: point estimates, bootstrap intervals over tasks, paired comparisons.
+"""The report's statistics: point estimates, bootstrap intervals over tasks, paired comparisons, the gate.
+
+The one module of tau2-a2a's estimators (the service's summary uses it too):
+pass^k under both conventions, the average reward, their intervals, the
+paired test over tasks, McNemar's test on task x trial pass/fail pairs, the
+verdicts that flipped between two runs, the noise floor measured from a
+run's repeated trials, and the regression gate built on them.
 
 Point estimates are exact rationals (`fractions.Fraction`) rounded once to a
 float, so they equal tau2's own `compute_metrics` up to its float summation
@@ -184,17 +190,21 @@ class PairedDifference:
                 "within_noise": self.within_noise}
 
 
-def sign_flip_p_value(differences: np.ndarray, seed: int = SEED, resamples: int = RESAMPLES) -> float:
-    """Two-sided p-value of a paired permutation test: under no difference, each task's sign is a coin flip.
+def sign_flip_p_value(differences: np.ndarray, seed: int = SEED, resamples: int = RESAMPLES,
+                      alternative: str = "two-sided") -> float:
+    """p-value of a paired permutation test: under no difference, each task's sign is a coin flip.
 
-    SciPy enumerates all 2^n sign patterns when that is fewer than `resamples` (exact), else samples them.
+    Two-sided by default; `alternative="less"` asks whether the differences are below 0 (the second run worse).
+    A task with no difference flips to itself and shifts every pattern's mean alike, so it is left out; SciPy
+    enumerates all 2^n sign patterns of the others when that is fewer than `resamples` (exact), else samples them.
     """
-    if len(differences) == 0 or np.all(differences == 0):
+    differences = differences[differences != 0]
+    if len(differences) == 0:
         return 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = stats.permutation_test((differences,), _mean, permutation_type="samples", vectorized=True,
-                                        n_resamples=resamples, alternative="two-sided",
+                                        n_resamples=resamples, alternative=alternative,
                                         rng=np.random.default_rng(seed))
     return float(min(result.pvalue, 1.0))
 
@@ -231,3 +241,143 @@ def paired_difference(a: Sequence[float | Fraction], b: Sequence[float | Fractio
 def task_mean_rewards(tasks: Sequence[TaskTrials]) -> list[Fraction]:
     """Each task's mean reward over its trials, exactly."""
     return [mean([Fraction(r) for r in t.rewards]) for t in tasks]
+
+
+# -- flips, McNemar, the noise floor, the gate ------------------------------------------------
+
+EXACT_BELOW = 25  # discordant pairs below which McNemar's test is the exact binomial one
+
+
+@dataclass(frozen=True)
+class Flip:
+    """One (task, trial) verdict that differs between two runs."""
+
+    task_id: str
+    trial: int
+    lost: bool  # passed in the first run, failed in the second (else the other way round)
+
+
+def flips(a: Sequence[TaskTrials], b: Sequence[TaskTrials]) -> tuple[list[Flip], int]:
+    """The (task, trial) pass/fail verdicts that differ between runs `a` and `b` (same tasks, same order), trial
+    i of one paired with trial i of the other (tau2 gives trial i the same seed in every run); and how many pairs
+    there are."""
+    found, pairs = [], 0
+    for x, y in zip(a, b):
+        for trial, (passed, passes) in enumerate(zip(x.successes, y.successes)):
+            pairs += 1
+            if passed != passes:
+                found.append(Flip(x.task_id, trial, passed))
+    return found, pairs
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """McNemar's test on paired pass/fail verdicts: only the discordant pairs count."""
+
+    lost: int  # passed in the first run, failed in the second
+    gained: int  # failed in the first, passed in the second
+    pairs: int
+    p_value: float  # two-sided
+    p_worse: float  # one-sided: the second run fails more often
+    method: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"lost": self.lost, "gained": self.gained, "pairs": self.pairs, "p_value": self.p_value,
+                "p_worse": self.p_worse, "method": self.method}
+
+
+def mcnemar(lost: int, gained: int, pairs: int) -> McNemar:
+    """Exact binomial McNemar (under no difference a discordant pair goes either way with probability 1/2) below
+    EXACT_BELOW discordant pairs; the continuity-corrected normal approximation from there."""
+    n = lost + gained
+    if n == 0:
+        return McNemar(lost, gained, pairs, 1.0, 1.0, "no discordant pairs")
+    if n < EXACT_BELOW:
+        two_sided = stats.binomtest(lost, n, 0.5, alternative="two-sided").pvalue
+        worse = stats.binomtest(lost, n, 0.5, alternative="greater").pvalue
+        return McNemar(lost, gained, pairs, float(min(two_sided, 1.0)), float(worse), "exact binomial")
+    corrected = max(abs(lost - gained) - 1, 0) / math.sqrt(n)
+    two_sided = 2 * float(stats.norm.sf(corrected))
+    worse = float(stats.norm.sf((lost - gained - 1) / math.sqrt(n)))
+    return McNemar(lost, gained, pairs, float(min(two_sided, 1.0)), float(worse),
+                   "normal approximation, continuity-corrected")
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """How far two runs of this very agent on these tasks differ by chance, from the run's repeated trials."""
+
+    tasks: int
+    trials: int
+    flip_rate: float  # the chance that two trials of a task disagree, averaged over tasks
+    single_trial: float  # 95% of two single-trial runs' average rewards lie within this of each other
+    at_trials: float  # the same for two runs of `trials` trials each
+
+    def as_dict(self) -> dict[str, object]:
+        return {"tasks": self.tasks, "trials": self.trials, "flip_rate": self.flip_rate,
+                "single_trial": self.single_trial, "at_trials": self.at_trials}
+
+
+def noise_floor(tasks: Sequence[TaskTrials]) -> NoiseFloor | None:
+    """The noise floor of pass/fail outcomes; None without two trials of every task to measure it from.
+
+    Per task, c(n-c)/(n(n-1)) estimates p(1-p) without bias (p: the task's pass rate): two trials disagree with
+    probability 2p(1-p), and the difference of two single-trial runs' means has variance sum 2p(1-p) / T^2.
+    """
+    trials = max_k(tasks)
+    if trials < 2:
+        return None
+    spread = [sum(t.successes) * (len(t.rewards) - sum(t.successes)) / (len(t.rewards) * (len(t.rewards) - 1))
+              for t in tasks]
+    z = float(stats.norm.ppf(1 - ALPHA / 2))
+    single = z * math.sqrt(2 * sum(spread)) / len(tasks)
+    return NoiseFloor(len(tasks), trials, 2 * sum(spread) / len(tasks), single, single / math.sqrt(trials))
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """Whether the second run is worse than the first beyond noise, and why, on one domain."""
+
+    domain: str
+    regression: bool
+    difference: PairedDifference
+    p_worse: float  # one-sided paired permutation test over tasks
+    mcnemar: McNemar
+    alpha: float
+    min_effect: float
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"domain": self.domain, "regression": self.regression, "difference": self.difference.value,
+                "p_worse": self.p_worse, "mcnemar": self.mcnemar.as_dict(), "alpha": self.alpha,
+                "min_effect": self.min_effect, "reason": self.reason}
+
+
+def gate(domain: str, a: Sequence[TaskTrials], b: Sequence[TaskTrials], alpha: float = ALPHA,
+         min_effect: float = 0.0, seed: int = SEED, resamples: int = RESAMPLES) -> GateVerdict:
+    """Is run `b` worse than run `a` on these tasks beyond noise?
+
+    A regression when the average reward drops by at least `min_effect` and one of two one-sided tests rejects
+    "no difference" at alpha/2 each (Bonferroni: identical agents fail the gate at most alpha of the time): the
+    paired permutation test on per-task mean rewards, and McNemar's test on the task x trial pass/fail pairs.
+    """
+    a_means, b_means = task_mean_rewards(a), task_mean_rewards(b)
+    difference = paired_difference(a_means, b_means, min(max_k(a), max_k(b)), seed, resamples)
+    differences = np.array([float(y - x) for x, y in zip(a_means, b_means)], dtype=float)
+    p_worse = sign_flip_p_value(differences, seed, resamples, alternative="less")
+    flipped, pairs = flips(a, b)
+    test = mcnemar(sum(f.lost for f in flipped), sum(not f.lost for f in flipped), pairs)
+    drop = -difference.value
+    significant = min(p_worse, test.p_worse) < alpha / 2
+    regression = drop > 0 and drop >= min_effect - 1e-12 and significant
+    evidence = (f"paired permutation over {len(a)} tasks p = {p_worse:.3g}, McNemar {test.lost} lost vs "
+                f"{test.gained} gained of {pairs} task x trial pairs p = {test.p_worse:.3g} (one-sided, "
+                f"{test.method}); alpha {alpha:g} (each test at {alpha / 2:g}), min effect {min_effect * 100:g} points")
+    change = f"average reward {difference.value * 100:+.1f} points"
+    if regression:
+        reason = f"{domain}: worse beyond noise: {change}; {evidence}"
+    elif drop > 0 and significant:
+        reason = f"{domain}: worse, but by less than the min effect: {change}; {evidence}"
+    else:
+        reason = f"{domain}: no regression beyond noise: {change}; {evidence}"
+    return GateVerdict(domain, regression, difference, p_worse, test, alpha, min_effect, reason)

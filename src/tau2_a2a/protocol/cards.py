@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")  # A2A >= 0.3, and the older path
@@ -41,14 +41,16 @@ def agent_card(
     version: str = "0.1.0",
     grpc_url: str | None = None,
     http_bindings: tuple[str, ...] = HTTP_BINDINGS,
+    extensions: list[AgentExtension] | None = None,
 ) -> AgentCard:
-    """A card declaring JSON-RPC and HTTP+JSON at `url` (and gRPC at `grpc_url`), for A2A 1.0 and 0.3."""
+    """A card declaring JSON-RPC and HTTP+JSON at `url` (and gRPC at `grpc_url`), for A2A 1.0 and 0.3, and the
+    A2A extensions the agent supports."""
     return AgentCard(
         name=name,
         description=description,
         version=version,
         supported_interfaces=interfaces(url, grpc_url, http_bindings),
-        capabilities=AgentCapabilities(streaming=streaming),
+        capabilities=AgentCapabilities(streaming=streaming, extensions=extensions or []),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
         skills=skills or [],

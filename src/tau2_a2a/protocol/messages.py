@@ -219,11 +219,13 @@ def _restore_history(history: list[Any], tools: list[dict[str, Any]]) -> list[An
     return restored
 
 
-def tool_calls_reply(calls: list[ToolCallRequest]) -> list[Part]:
-    """Parts of an agent's reply asking for tool calls (the canonical form)."""
+def tool_calls_reply(calls: list[ToolCallRequest], arguments_as_text: bool = False) -> list[Part]:
+    """Parts of an agent's reply asking for tool calls (the canonical form). With `arguments_as_text` each
+    call's arguments go as their JSON text, so every number keeps the form it has (2 or 2.0): a data part's
+    object carries only doubles, whose types tau2 restores from the tool's schema."""
     payload = [
-        {"id": c.id, "name": c.name, "arguments": c.arguments} if c.id
-        else {"name": c.name, "arguments": c.arguments}
+        {**({"id": c.id} if c.id else {}), "name": c.name,
+         "arguments": json.dumps(c.arguments) if arguments_as_text else c.arguments}
         for c in calls
     ]
     return [mark(TOOL_CALLS, new_data_part({"tool_calls": payload}))]

@@ -54,6 +54,9 @@ class ToolCallRequest:
     arguments: dict[str, Any]
     id: str | None = None
     form: CallForm = "tau2"
+    # The arguments came as JSON text (a call in a text part, or an "arguments" string): every number is as the
+    # agent wrote it, 2 or 2.0, where a data part's object holds only doubles (see `call_arguments`).
+    exact_numbers: bool = field(default=False, compare=False)
 
 
 @dataclass
@@ -144,7 +147,10 @@ def _calls_from_text(text: str) -> list[ToolCallRequest] | None:
             found = [bare]
     if not found:
         return None
-    return [call for value in found for call in _calls_from_json(value)]
+    calls = [call for value in found for call in _calls_from_json(value)]
+    for call in calls:
+        call.exact_numbers = True
+    return calls
 
 
 def _json_value(text: str) -> Any:
@@ -183,9 +189,9 @@ def _call(raw: Any) -> ToolCallRequest:
             'expected a tool call with a "name" (or "tool_name") string, got '
             f"{_snippet(raw)}"
         )
-    return ToolCallRequest(
-        name=name, arguments=_arguments(name, raw.get("arguments", {})), id=_call_id(raw.get("id")), form="tau2"
-    )
+    arguments = raw.get("arguments", {})
+    return ToolCallRequest(name=name, arguments=_arguments(name, arguments), id=_call_id(raw.get("id")),
+                           form="tau2", exact_numbers=isinstance(arguments, str))
 
 
 def _openai_call(raw: dict[str, Any]) -> ToolCallRequest:
@@ -195,11 +201,9 @@ def _openai_call(raw: dict[str, Any]) -> ToolCallRequest:
             'expected an OpenAI tool call {"type": "function", "function": {"name": ..., "arguments": ...}}, '
             f"got {_snippet(raw)}"
         )
-    name = function["name"]
-    return ToolCallRequest(
-        name=name, arguments=_arguments(name, function.get("arguments", {})), id=_call_id(raw.get("id")),
-        form="openai",
-    )
+    name, arguments = function["name"], function.get("arguments", {})
+    return ToolCallRequest(name=name, arguments=_arguments(name, arguments), id=_call_id(raw.get("id")),
+                           form="openai", exact_numbers=isinstance(arguments, str))
 
 
 def _legacy_openai_call(raw: Any) -> ToolCallRequest:
@@ -207,8 +211,9 @@ def _legacy_openai_call(raw: Any) -> ToolCallRequest:
         raise MalformedReply(
             f'expected "function_call" to be {{"name": ..., "arguments": ...}}, got {_described(raw)}'
         )
-    name = raw["name"]
-    return ToolCallRequest(name=name, arguments=_arguments(name, raw.get("arguments", {})), form="openai_legacy")
+    name, arguments = raw["name"], raw.get("arguments", {})
+    return ToolCallRequest(name=name, arguments=_arguments(name, arguments), form="openai_legacy",
+                           exact_numbers=isinstance(arguments, str))
 
 
 def _adk_call(data: Any) -> ToolCallRequest:
@@ -361,3 +366,10 @@ def _kinds(schema: Any, defs: Any, seen: frozenset[str] = frozenset()) -> set[st
 def restore_arguments(arguments: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:
     """`restore_types` for one tool's arguments against its parameters schema."""
     return restore_types(arguments, parameters, parameters.get("$defs", {}))
+
+
+def call_arguments(call: ToolCallRequest, parameters: dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments with the number types the agent meant: exactly as written when they came as JSON text
+    (tau2's own agents parse the model's JSON text the same way, so 2.0 for an integer stays 2.0 and 2 for a
+    number stays 2, and tau2 scores them as it scores its own agents'), else restored from the tool's schema."""
+    return call.arguments if call.exact_numbers else restore_arguments(call.arguments, parameters)

@@ -70,6 +70,10 @@ them. If you have a tool send_message_to_user, talk to the customer only through
 answer is your message to the customer, in plain text.
 """
 MCP_HEADERS_KEY = "tau2_mcp_headers"  # in the ADK session's state: the headers that open its tools
+# How long McpToolset waits for an MCP session to open. ADK's default, 5 s, is too short for a process that has
+# just started: its first model call imports LiteLLM on the event loop for several seconds, the sessions that
+# conversations open meanwhile time out, and ADK then runs the agent without its tools (logging an error).
+MCP_CONNECT_TIMEOUT_SECONDS = 60.0
 _DATA_START, _DATA_END = b"<a2a_datapart_json>", b"</a2a_datapart_json>"
 
 
@@ -99,7 +103,8 @@ def build_adk_mcp_agent(model: str, mcp_url: str, api_base: str | None = None,
     """An LlmAgent whose tools are ADK's McpToolset on the run's MCP server at `mcp_url`. `fixed`: the server
     serves one conversation at a time at that URL, with no token (unmodified ADK); otherwise each conversation
     sends the token its first message names."""
-    toolset = McpToolset(connection_params=StreamableHTTPConnectionParams(url=mcp_url),
+    connection = StreamableHTTPConnectionParams(url=mcp_url, timeout=MCP_CONNECT_TIMEOUT_SECONDS)
+    toolset = McpToolset(connection_params=connection,
                          header_provider=None if fixed else mcp_headers)
     return LlmAgent(
         name="tau2_adk_mcp_agent",

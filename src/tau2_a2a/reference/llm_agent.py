@@ -5,7 +5,13 @@ Copy this file to make your own agent tau2-ready. The tau2 client sends
 - first message of a context: tau2's system prompt (instructions and policy),
   the tool schemas, the conversation so far (tau2's greeting), the user's words;
 - later messages: the user's words, or the results of the tools it called.
-It answers with a data part {"tool_calls": [...]}, text for the user, or both.
+It answers with a data part {"tool_calls": [...]}, text for the user, or both,
+and reports what the turn cost (its LLM calls' tokens, USD cost and model) with
+the usage extension (`tau2_a2a.protocol.usage`, docs/protocol.md), which its
+card declares.
+Each call's arguments go as the JSON text the model wrote them in: a data
+part's object carries every number as a double, and tau2 hashes the database
+with the type a tool stored, so 2 and 2.0 must reach it as the model wrote them.
 
 In the MCP tools modes the first message names an MCP server instead of the
 tools (`protocol.mcp_tools`): the agent lists the tools there and calls them
@@ -42,7 +48,8 @@ from tau2_a2a.protocol.mcp_tools import (
     declare_mcp_tools,
     read_mcp_invitation,
 )
-from tau2_a2a.protocol.messages import USAGE_METADATA_KEY, IncomingTurn, read_turn, tool_calls_reply
+from tau2_a2a.protocol.messages import IncomingTurn, read_turn, tool_calls_reply
+from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI, ReportedUsage, usage_extension
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.protocol.hosting import agent_card
 from tau2_a2a.reference.mcp_client import call, mcp_session, openai_schemas
@@ -57,18 +64,30 @@ DEFAULT_NUM_RETRIES = 3  # tau2's default --max-retries
 
 @dataclass
 class Usage:
-    """LLM calls, tokens and cost (USD; 0.0 when LiteLLM has no price for the model)."""
+    """LLM calls, tokens and cost (USD; None, unknown, when LiteLLM has no price for a call's model)."""
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost: float = 0.0
+    cached_prompt_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float | None = 0.0
+    model: str | None = None
 
     def add(self, other: "Usage") -> None:
         self.calls += other.calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
-        self.cost += other.cost
+        self.cached_prompt_tokens += other.cached_prompt_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+        self.cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+        self.model = other.model or self.model
+
+    def reported(self) -> ReportedUsage:
+        """This turn's usage as the usage extension carries it."""
+        return ReportedUsage(input_tokens=self.prompt_tokens, output_tokens=self.completion_tokens,
+                             cached_input_tokens=self.cached_prompt_tokens, reasoning_tokens=self.reasoning_tokens,
+                             cost_usd=self.cost, model=self.model, llm_calls=self.calls)
 
 
 @dataclass
@@ -128,13 +147,9 @@ class LLMExecutor(AgentExecutor):
         self.usage.add(usage)
         parts: list[Part] = [new_text_part(content)] if content else []
         if calls:
-            parts += tool_calls_reply(calls)
+            parts += tool_calls_reply(calls, arguments_as_text=True)  # 2 and 2.0 reach tau2 as the model wrote them
         reply = new_message(parts, context_id=context.context_id)
-        reply.metadata.update({USAGE_METADATA_KEY: {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "cost": usage.cost,
-        }})
+        reply.metadata.update({USAGE_EXTENSION_URI: usage.reported().as_extension()})
         await event_queue.enqueue_event(reply)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -232,10 +247,14 @@ class LLMExecutor(AgentExecutor):
 
 
 def _usage(response: Any) -> Usage:
-    usage = Usage(calls=1, cost=_cost(response))
-    if response.get("usage") is not None:
-        usage.prompt_tokens = response.usage.prompt_tokens or 0
-        usage.completion_tokens = response.usage.completion_tokens or 0
+    usage = Usage(calls=1, cost=_cost(response), model=getattr(response, "model", None) or None)
+    reported = response.get("usage")
+    if reported is not None:
+        usage.prompt_tokens = reported.prompt_tokens or 0
+        usage.completion_tokens = reported.completion_tokens or 0
+        usage.cached_prompt_tokens = getattr(getattr(reported, "prompt_tokens_details", None), "cached_tokens", 0) or 0
+        usage.reasoning_tokens = (getattr(getattr(reported, "completion_tokens_details", None), "reasoning_tokens", 0)
+                                  or 0)
     return usage
 
 
@@ -271,12 +290,16 @@ def _history_message(entry: dict[str, Any]) -> dict[str, Any]:
     return {"role": "user", "content": content}
 
 
-def _cost(response: Any) -> float:
-    """LiteLLM's price for the call; 0.0 for models it has no price for (as tau2 does)."""
+def _cost(response: Any) -> float | None:
+    """LiteLLM's price for the call; None (unknown, not free) for a model its cost map does not price."""
+    from tau2_a2a.client.pricing import known_model
+
+    if not known_model(getattr(response, "model", None)):
+        return None
     try:
-        return float(litellm.completion_cost(completion_response=response) or 0.0)
+        return float(litellm.completion_cost(completion_response=response))
     except Exception:
-        return 0.0
+        return None
 
 
 def _redact(text: str, llm_args: dict[str, Any]) -> str:
@@ -285,13 +308,15 @@ def _redact(text: str, llm_args: dict[str, Any]) -> str:
 
 
 def llm_agent_card(url: str, model: str, grpc_url: str | None = None, mcp_tools: bool = False) -> AgentCard:
-    """JSON-RPC and HTTP+JSON at `url`, gRPC at `grpc_url` (host:port) when served; with `mcp_tools` the card
-    declares that the agent takes its tools over MCP."""
+    """JSON-RPC and HTTP+JSON at `url`, gRPC at `grpc_url` (host:port) when served; blocking or streaming; the
+    usage extension declared, and with `mcp_tools` that the agent takes its tools over MCP."""
     card = agent_card(
         name=f"tau2 baseline LLM agent ({model})",
         description=f"tau2's llm_agent over A2A, backed by the LiteLLM model {model}.",
         url=url,
         grpc_url=grpc_url,
+        streaming=True,
+        extensions=[usage_extension()],
         skills=[
             AgentSkill(
                 id="tau2-llm-agent",

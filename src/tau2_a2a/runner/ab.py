@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tau2_a2a.client.config import A2AConfig
+from tau2_a2a.client.pricing import known_model
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.llm_agent import LLMExecutor, Usage, llm_agent_card
@@ -27,6 +28,7 @@ from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
 from tau2_a2a.tau2bench.distribution import AssistantMessage, Results, compute_metrics, is_successful
 from tau2_a2a.tau2bench.fidelity import trajectory_signature
+from tau2_a2a.tau2bench.layout import results_root
 
 NATIVE_AGENT = "llm_agent"
 ARM_TITLES = {"native": "native llm_agent", "a2a": "baseline agent over A2A"}
@@ -62,7 +64,7 @@ def run_ab(settings: RunSettings) -> ABOutcome:
     a2a = _run_a2a(settings.with_changes(save_to=f"{base}_a2a"))
     comparison = compare(native, a2a, settings)
     table = format_table(comparison)
-    directory = native.results_path.parent
+    directory = results_root(settings.results_dir)  # beside the two runs, whatever tau2's layout
     table_path, json_path = directory / f"{base}_ab.txt", directory / f"{base}_ab.json"
     table_path.write_text(table + "\n")
     json_path.write_text(json.dumps(comparison, indent=2))
@@ -89,7 +91,7 @@ def _run_native(settings: RunSettings) -> Arm:
     started = time.perf_counter()
     outcome = evaluate(settings)
     wall = time.perf_counter() - started
-    return Arm(outcome.results, outcome.results_path, wall, _trajectory_usage(outcome.results))
+    return Arm(outcome.results, outcome.results_path, wall, _trajectory_usage(outcome.results, settings.agent_llm))
 
 
 def _run_a2a(settings: RunSettings) -> Arm:
@@ -102,21 +104,27 @@ def _run_a2a(settings: RunSettings) -> Arm:
         outcome = evaluate(settings.with_changes(agent=A2A_AGENT, a2a=A2AConfig(endpoint=url)))
         wall = time.perf_counter() - started
     report = outcome.report["run"] if outcome.report else None
-    return Arm(outcome.results, outcome.results_path, wall, _trajectory_usage(outcome.results), report)
+    return Arm(outcome.results, outcome.results_path, wall, _trajectory_usage(outcome.results, model), report)
 
 
-def _trajectory_usage(results: Results) -> Usage:
+def _trajectory_usage(results: Results, model: str | None) -> Usage:
     """Each reply's LLM usage and cost, as kept in the trajectory: by tau2's llm_agent
-    natively, and by the A2A client from the usage the baseline agent reports."""
-    usage = Usage()
+    natively, and by the A2A client from the usage the baseline agent reports. The cost is
+    unknown (None) when a reply's is, or when LiteLLM has no price for the model (tau2's
+    llm_agent then records 0.0)."""
+    usage = Usage(cost=0.0 if known_model(model) else None)
     for simulation in results.simulations:
         for message in simulation.messages:
             if isinstance(message, AssistantMessage) and message.usage is not None:
-                usage.calls += 1
-                usage.prompt_tokens += int(message.usage.get("prompt_tokens") or 0)
-                usage.completion_tokens += int(message.usage.get("completion_tokens") or 0)
-                usage.cost += _number(message.cost)
+                usage.add(Usage(calls=1, prompt_tokens=int(message.usage.get("prompt_tokens") or 0),
+                                completion_tokens=int(message.usage.get("completion_tokens") or 0),
+                                cost=_cost(message.cost)))
     return usage
+
+
+def _cost(value: Any) -> float | None:
+    """A reply's cost: unknown (None, or NaN) stays unknown."""
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
 def _number(value: Any) -> float:
@@ -161,7 +169,7 @@ def _arm_summary(arm: Arm) -> dict[str, Any]:
         "agent_llm_calls": arm.usage.calls,
         "agent_prompt_tokens": arm.usage.prompt_tokens,
         "agent_completion_tokens": arm.usage.completion_tokens,
-        "agent_cost_usd": round(arm.usage.cost, 6),
+        "agent_cost_usd": None if arm.usage.cost is None else round(arm.usage.cost, 6),
         "agent_turn_latency_ms_p50": _percentile(latencies, 50),
         "agent_turn_latency_ms_p95": _percentile(latencies, 95),
         "mean_simulation_s": round(statistics.fmean(float(s.duration) for s in simulations), 3)
@@ -234,7 +242,7 @@ def format_table(comparison: dict[str, Any]) -> str:
     def cell(summary: dict[str, Any], key: str, fmt: str) -> str:
         value = summary.get(key)
         if value is None:
-            return "-"
+            return "not reported" if key == "agent_cost_usd" else "-"
         if key == "a2a_requests":
             return f"{value} ({summary['a2a_failed_requests']})"
         if key == "a2a_bytes_sent":

@@ -13,8 +13,9 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from tau2_a2a.runner.interrupt import EXIT_INTERRUPTED, RunInterrupted, exit_now
+from tau2_a2a.runner.interrupt import EXIT_INTERRUPTED, RunInterrupted, exit_now, stopped_by
 from tau2_a2a.runner.outcome import exit_code_for
+from tau2_a2a.terminal import PlainFormatter, plain
 
 
 def run_command(command: Callable[[], int], debug: bool = False,
@@ -26,14 +27,15 @@ def run_command(command: Callable[[], int], debug: bool = False,
         except RunInterrupted as interrupted:
             # Simulations abandoned in their threads would hold up a normal exit until they end.
             hint = f"; to resume, run: {resume_hint(interrupted)}" if resume_hint else ""
-            exit_now(EXIT_INTERRUPTED, f"{interrupted}{hint}")
+            exit_now(interrupted.exit_code, f"{interrupted}{hint}")
         except KeyboardInterrupt:
-            exit_now(EXIT_INTERRUPTED, "Stopped by Ctrl-C.")
+            by, code = stopped_by()
+            exit_now(code, f"Stopped by {by}.")
         except Exception as error:
             code = exit_code_for(error)
             if code is None:
                 raise
-            print(f"error: {error}", file=sys.stderr)
+            print(f"error: {plain(str(error))}", file=sys.stderr)  # one line, whatever the agent put in it
             return code
     return EXIT_INTERRUPTED  # not reached: exit_now ends the process
 
@@ -41,17 +43,40 @@ def run_command(command: Callable[[], int], debug: bool = False,
 @contextmanager
 def command_logging(debug: bool) -> Iterator[None]:
     """Our stdlib logging to stderr for one command (tau2 resets loguru's sinks, not
-    these); put back as it was afterwards, for callers of main() in a process."""
+    these); put back as it was afterwards, for callers of main() in a process.
+
+    Every log line reaches the terminal as text (terminal.py): ours, what other
+    libraries log through Python's last-resort handler, and tau2's (loguru), whose
+    messages may quote the agent under test."""
+    from loguru import logger as loguru_logger
+
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(PlainFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     package = logging.getLogger("tau2_a2a")
     handlers, level, propagate = package.handlers[:], package.level, package.propagate
     package.handlers[:] = [handler]
     package.setLevel(logging.INFO if debug else logging.WARNING)
     package.propagate = False
+    last_resort = logging.lastResort
+    last_resort_formatter = last_resort.formatter if last_resort is not None else None
+    if last_resort is not None:
+        last_resort.setFormatter(PlainFormatter("%(message)s"))
+    loguru_logger.configure(patcher=_plain_loguru_message)  # loguru cannot take a patcher back: it checks _plain
+    _plain.append(True)
     try:
         yield
     finally:
+        _plain.pop()
         package.handlers[:] = handlers
         package.setLevel(level)
         package.propagate = propagate
+        if last_resort is not None:
+            last_resort.setFormatter(last_resort_formatter)
+
+
+_plain: list[bool] = []  # one entry per command whose logging is in place
+
+
+def _plain_loguru_message(record: dict) -> None:
+    if _plain:
+        record["message"] = plain(record["message"], keep_lines=True)

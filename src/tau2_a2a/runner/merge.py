@@ -21,7 +21,8 @@ from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.outcome import format_summary
 from tau2_a2a.runner.protocol_metrics import write_report
 from tau2_a2a.tau2bench import provenance
-from tau2_a2a.tau2bench.distribution import DATA_DIR, Results
+from tau2_a2a.tau2bench.distribution import Results
+from tau2_a2a.tau2bench.layout import results_in, results_path, shown
 from tau2_a2a.tau2bench.results_file import read_results
 from tau2_a2a.tau2bench.runs import save_results
 
@@ -45,8 +46,8 @@ def differences(parts: list[tuple[Path, Results]]) -> list[str]:
     for name, read in SETTINGS.items():
         values = [read(results.info) for _, results in parts]
         if any(value != values[0] for value in values[1:]):
-            shown = "; ".join(f"{path.name}: {value!r}" for (path, _), value in zip(parts, values))
-            found.append(f"{name} differs ({shown})")
+            listed = "; ".join(f"{shown(path)}: {value!r}" for (path, _), value in zip(parts, values))
+            found.append(f"{name} differs ({listed})")
     return found
 
 
@@ -58,8 +59,8 @@ def task_set_differences(parts: list[tuple[Path, Results]]) -> list[str]:
     for path, record in known[1:]:
         first_path, first = known[0]
         if record.get("task_set_sha256") != first.get("task_set_sha256"):
-            found.append(f"task sets differ ({first_path.name}: {provenance.describe(first)}; "
-                         f"{path.name}: {provenance.describe(record)})")
+            found.append(f"task sets differ ({shown(first_path)}: {provenance.describe(first)}; "
+                         f"{shown(path)}: {provenance.describe(record)})")
     if found:
         return found
     seen: dict[str, tuple[Path, Any]] = {}
@@ -68,7 +69,7 @@ def task_set_differences(parts: list[tuple[Path, Results]]) -> list[str]:
             dumped = task.model_dump(mode="json")
             first_path, first = seen.setdefault(str(task.id), (path, dumped))
             if first != dumped:
-                return [f"task {task.id} differs between {first_path.name} and {path.name}, so their task sets "
+                return [f"task {task.id} differs between {shown(first_path)} and {shown(path)}, so their task sets "
                         "differ"]
     return found
 
@@ -88,7 +89,7 @@ def merge_results(parts: list[tuple[Path, Results]]) -> Results:
             tasks.setdefault(task.id, task)
         for simulation in sorted(results.simulations, key=lambda s: (str(s.task_id), s.trial or 0)):
             if simulation.id in seen:
-                raise ConfigError(f"Simulation {simulation.id} appears twice ({path.name} repeats another "
+                raise ConfigError(f"Simulation {simulation.id} appears twice ({shown(path)} repeats another "
                                   "file's simulations): give each results file once.")
             seen.add(simulation.id)
             trial = trials.get(simulation.task_id, 0)
@@ -102,13 +103,16 @@ def merge_results(parts: list[tuple[Path, Results]]) -> Results:
 
 
 def merge_files(paths: list[Path], save_to: str, results_dir: Path | None = None) -> Path:
-    """Merge `paths` into `<results_dir>/<save_to>.json` with its summary and metrics files; its path."""
+    """Merge `paths` (results files, or runs' directories holding one) into the run `save_to` in `results_dir`
+    (tau2's data/simulations by default), where `tau2 run --save-to` would write it (see `layout`), with its
+    summary and metrics files; its path."""
     if len(paths) < 2:
         raise ConfigError("Give two or more results files to merge.")
+    paths = [results_in(path) for path in paths]
     for path in paths:
         if not path.is_file():
             raise ConfigError(f"No results file at {path}.")
-    target = (results_dir or DATA_DIR / "simulations") / f"{save_to}.json"
+    target = results_path(save_to, results_dir)
     if target.resolve() in {path.resolve() for path in paths}:  # before `exists`: an input always exists
         raise ConfigError(f"--save-to would overwrite the input {target}.")
     if target.exists():

@@ -5,8 +5,8 @@ Exit codes of a run (`tau2-a2a run`, and the service's evaluation processes):
 errors (they score 0; the last line says how many and why); 2 the run could
 not start or was stopped (bad setting, agent unreachable, card invalid, token
 refused, before or during the run; finished simulations are kept); 1 a
-simulation's Ray worker died three times; 130 stopped by Ctrl-C (finished
-simulations are kept).
+simulation's Ray worker died three times; 130 stopped by Ctrl-C, 143 by SIGTERM
+(finished simulations are kept).
 
 A simulation tau2 itself could not finish or score (upstream's infrastructure
 error: e.g. its LLM judge of natural-language assertions unreachable, after
@@ -51,6 +51,10 @@ class SimulationLost(RuntimeError):
     """A simulation's Ray worker died more than its retries allow; the finished simulations are kept."""
 
 
+# What a run's messages say to do next: words the outcome file marks, so another edge can say it its own way.
+RESUME = "re-run the same command to resume"  # a run stopped early: its finished simulations are kept
+RETRY = "running the same command again retries them"  # simulations tau2 could not score
+
 INFRASTRUCTURE_ERROR = "infrastructure_error"  # upstream's TerminationReason for a simulation it gave up on
 JUDGE_MODULE = "evaluator_nl_assertions"  # where upstream's judge of natural-language assertions raises
 
@@ -93,8 +97,7 @@ def infrastructure_error_line(results: Any) -> str | None:
         error = (f"tau2's LLM judge of natural-language assertions failed with {error}; point LiteLLM at the judge "
                  "with OPENAI_API_KEY, and OPENAI_API_BASE for another endpoint (see docs/judge.md)")
     return (f"{len(failed)} of {len(simulations)} simulations were not scored (tau2 ended them as infrastructure "
-            f"errors and leaves them out of its metrics: {which}): {error}; running the same command again retries "
-            "them.")
+            f"errors and leaves them out of its metrics: {which}): {error}; {RETRY}.")
 
 
 def exit_code_for(error: BaseException) -> int | None:
@@ -135,5 +138,27 @@ def format_summary(report: dict[str, Any]) -> str:
             f"   bytes: sent {run['bytes']['request']}   received {run['bytes']['response']}",
             f"  time in A2A calls: {run['a2a_time_s']} s   local simulation time: {run['local_time_s']} s",
             f"  unknown tool calls: {run['unknown_tool_calls']}",
+            *cost_lines(run),
         ]
     )
+
+
+def usd(value: float | None) -> str:
+    """A cost as the summaries show it: dollars, or "not reported" (never $0 for an unknown)."""
+    return "not reported" if value is None else f"${value:.4f}"
+
+
+def cost_lines(run: dict[str, Any]) -> list[str]:
+    """What a conversation cost on average, by whom, and where the run's time went."""
+    per = run.get("cost_usd_per_simulation")
+    if not per:
+        return []
+    lines = ["  cost per conversation: " + "   ".join(f"{who} {usd(per.get(who))}"
+                                                  for who in ("agent", "user", "judge", "total"))]
+    reported = run.get("cost_reported_by") or {}
+    if per.get("agent") is None and reported.get("agent"):
+        lines.append(f"    the agent reported its cost in {reported['agent']} of {run['simulations']} simulations")
+    phases = run.get("time_s_by_phase")
+    if phases:
+        lines.append("  time by phase: " + "   ".join(f"{phase} {seconds} s" for phase, seconds in phases.items()))
+    return lines

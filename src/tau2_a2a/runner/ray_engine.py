@@ -51,12 +51,12 @@ from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.records import current_node, set_node
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.runner.outcome import SimulationLost
+from tau2_a2a.runner.outcome import RESUME, SimulationLost
 from tau2_a2a.tau2bench.distribution import SimulationRun
 from tau2_a2a.tau2bench.environments import install as install_environments
 from tau2_a2a.tau2bench.orchestration import on_session, run_task, simulations_by
 
-log = logging.getLogger("tau2_a2a.runner")
+log = logging.getLogger(__name__)
 
 RETRIES = 2  # runs of a simulation again after the actor running it died
 # Each actor reserves half a CPU: when a node leaves, its actors restart on the nodes left (while half the
@@ -66,13 +66,17 @@ ACTOR_CPUS = 0.5
 # against a 0.5 s agent (bench/scale_slow_agent.py), and each actor more costs seconds of CPU to start.
 SIMULATIONS_PER_ACTOR = 32
 CONNECT_SECONDS = 5.0
-# Ray Client's head starts a server process per driver, and that start can fail on a busy head (a gRPC
-# fork race in Ray's proxier, "Starting Ray client server failed"); a new connection gets a new server.
-CLIENT_SERVER_ATTEMPTS = 3
+# Ray Client's head starts a server process per driver, and that start fails now and then, more often on a busy
+# head: the process dies as Ray's proxier forks it (ray-project/ray#63202, open in Ray 2.60). The driver hears
+# "Initialization failure from server", with the proxier's traceback: "Starting Ray client server failed", or
+# psutil.ZombieProcess when the process died while the proxier looked at it. A new connection gets a new server,
+# so the driver tries again, 1, 2, 4 and 8 s apart.
+CLIENT_SERVER_ATTEMPTS = 5
+CLIENT_SERVER_BACKOFF_SECONDS = 1.0
+INITIALIZATION_FAILED = "Initialization failure from server"
 # How long `--ray local` waits for its head's GCS to start (Ray's own default, 30 s, is short on a busy machine).
 GCS_WAIT_ENV = "RAY_gcs_server_port_wait_time_s"
 GCS_WAIT_SECONDS = "120"
-CLIENT_SERVER_FAILED = "Starting Ray client server failed"
 LOCAL_OBJECT_STORE_BYTES = 256 * 2**20  # simulations are small: a few hundred kB each
 # `--ray local` starts no idle worker per CPU for its driver (Ray's default): the run's actors, often fewer than
 # the CPUs, start their own, and each idle one costs half a second of CPU and ~100 MB for nothing.
@@ -132,9 +136,15 @@ def connected(address: str) -> Iterator[None]:
         else:
             _init_retrying_client_server(ray, address)
     except ConnectionError as error:
-        hint = ("this machine has joined no cluster: start one with `ray start --head`, or pass --ray local"
-                if address == "auto" else "check that the cluster is up and runs Ray 2.60")
-        raise ConfigError(f"Cannot connect to the Ray cluster at {address} ({error}); {hint}.") from None
+        if address == "auto":
+            hint = "this machine has joined no cluster: start one with `ray start --head`, or pass --ray local"
+        elif _server_start_failed(error):
+            hint = (f"its head node failed to start this driver's Ray Client server {CLIENT_SERVER_ATTEMPTS} times "
+                    "(its ray_client_server_*.err logs say why); try again, or run the command on a node of the "
+                    "cluster with --ray auto")
+        else:
+            hint = "check that the cluster is up and runs Ray 2.60"
+        raise ConfigError(f"Cannot connect to the Ray cluster at {address} ({_reason(error)}); {hint}.") from None
     try:
         yield
     finally:
@@ -142,16 +152,34 @@ def connected(address: str) -> Iterator[None]:
 
 
 def _init_retrying_client_server(ray: Any, address: str) -> None:
-    """ray.init at `address`, again when Ray Client's head failed to start this driver's server."""
+    """ray.init at `address`; again, with backoff, while Ray Client's head fails to start this driver's server
+    (said once in the log)."""
     for attempt in range(1, CLIENT_SERVER_ATTEMPTS + 1):
         try:
             ray.init(address=address, logging_level=logging.WARNING)
             return
         except ConnectionError as error:
-            if CLIENT_SERVER_FAILED not in str(error) or attempt == CLIENT_SERVER_ATTEMPTS:
+            if not _server_start_failed(error) or attempt == CLIENT_SERVER_ATTEMPTS:
                 raise
+            if attempt == 1:
+                log.warning("The Ray cluster at %s failed to start this driver's Ray Client server (%s); trying "
+                            "again, up to %d more times.", address, _reason(error), CLIENT_SERVER_ATTEMPTS - 1)
             ray.shutdown()
-            time.sleep(attempt)
+            time.sleep(CLIENT_SERVER_BACKOFF_SECONDS * 2 ** (attempt - 1))
+
+
+def _server_start_failed(error: BaseException) -> bool:
+    """Whether Ray Client's head refused this driver at its start (a new connection may well succeed)."""
+    return INITIALIZATION_FAILED in str(error)
+
+
+def _reason(error: BaseException) -> str:
+    """One line for a ConnectionError of ray.init: the last line of the traceback an initialization failure
+    carries (its cause), else the first line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    return (lines[-1] if _server_start_failed(error) else lines[0])[:300]
 
 
 @contextmanager
@@ -273,7 +301,7 @@ class ActorPool:
             raise SimulationLost(
                 f"the simulation of task {arguments['task'].id} (seed {arguments.get('seed')}) was lost: its Ray "
                 f"worker died {RETRIES + 1} times ({_first_line(error)}). The finished simulations are kept in "
-                f"{self.results_path}; re-run the same command to resume."
+                f"{self.results_path}; {RESUME}."
             ) from None
         finally:
             self._free.put(actor)

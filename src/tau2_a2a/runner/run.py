@@ -14,6 +14,7 @@ to the metrics file.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from contextlib import ExitStack
@@ -26,13 +27,15 @@ from tau2_a2a.client.bindings import READABLE
 from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.session import DRIVEN, MCP, A2ASession
 from tau2_a2a.runner.interrupt import RunInterrupted, freeze_writes
-from tau2_a2a.runner.outcome import RunOutcome, RunStopped
-from tau2_a2a.runner.protocol_metrics import metrics_path, write_report
+from tau2_a2a.runner.outcome import RESUME, RunOutcome, RunStopped
+from tau2_a2a.runner.protocol_metrics import write_report
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
 from tau2_a2a.tau2bench.environments import install as install_environments
+from tau2_a2a.tau2bench.layout import metrics_path
 from tau2_a2a.tau2bench.orchestration import on_session
 from tau2_a2a.tau2bench.resume import CARD_KEY, TOOLS_KEY
 from tau2_a2a.tau2bench.runs import plan_run, simulations_saved
+from tau2_a2a.terminal import plain
 
 log = logging.getLogger("tau2_a2a.runner")
 
@@ -56,7 +59,8 @@ def evaluate(settings: RunSettings) -> RunOutcome:
             card = session.card
             if span is not None:
                 span.set_attributes({"gen_ai.agent.name": card.name, "a2a.binding": session.binding})
-            print(f"A2A agent: {card.name} at {session.config.endpoint} ({describe_binding(session)})", flush=True)
+            print(f"A2A agent: {plain(card.name)} at {session.config.endpoint} ({describe_binding(session)})",
+                  flush=True)
             plan.point_at(A2A_AGENT, {**session.config.as_record(), CARD_KEY: card_identity(card),
                                       TOOLS_KEY: session.tools_mode},
                           agent_model_name(card.name) if settings.agent_llm is None else None)
@@ -100,14 +104,21 @@ def ending(error: BaseException, path: Path, report: dict[str, Any] | None,
         f"The agent at {session.config.endpoint} refused our credentials mid-run "
         f"({f'HTTP {error.status}' if error.status else 'gRPC UNAUTHENTICATED'}), so the run stopped; its "
         f"{finished} finished simulations are kept in {path}. Pass a valid bearer token with "
-        "--a2a-auth-token or TAU2_A2A_AUTH_TOKEN and re-run the same command to resume.",
+        f"--a2a-auth-token or TAU2_A2A_AUTH_TOKEN and {RESUME}.",
         status=error.status,
     )
 
 
+MAX_SLUG = 48  # characters of a card's name in a results file's name
+
+
 def agent_model_name(card_name: str) -> str:
-    """A run-name-safe label for the agent under test (tau2 names runs after the agent's LLM)."""
+    """A run-name-safe label for the agent under test (tau2 names runs, and their results files, after the agent's
+    LLM): the card's name in letters, digits, '.', '_' and '-', at most MAX_SLUG of them; a longer name is cut
+    and ends with 8 hex digits of its hash, so that two long names stay apart."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", card_name).strip("-") or "agent"
+    if len(slug) > MAX_SLUG:
+        slug = f"{slug[:MAX_SLUG - 9].rstrip('-.')}-{hashlib.sha256(card_name.encode()).hexdigest()[:8]}"
     return f"a2a-{slug}"
 
 

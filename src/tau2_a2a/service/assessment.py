@@ -26,6 +26,8 @@ from tau2_a2a.tau2bench.distribution import (
     DEFAULT_USER_IMPLEMENTATION,
 )
 
+from tau2_a2a.service.wire import JsonObject
+
 PARTICIPANTS = "participants"
 CONFIG = "config"
 IGNORED_KEYS = ("num_instances",)
@@ -75,7 +77,7 @@ class Assessment:
 
     role: str
     endpoint: str
-    arguments: dict[str, Any]  # run_tau2_evaluation arguments, tau2's defaults filled in
+    arguments: JsonObject  # run_tau2_evaluation arguments, tau2's defaults filled in
     shard: Shard = field(default_factory=Shard)
     ignored: tuple[str, ...] = ()
 
@@ -85,7 +87,7 @@ def is_assessment(value: Any) -> bool:
     return isinstance(value, dict) and PARTICIPANTS in value and "tool" not in value
 
 
-def from_text(text: str) -> dict[str, Any] | None:
+def from_text(text: str) -> JsonObject | None:
     """The assessment request a text part holds as JSON, or None if the text is not one."""
     stripped = text.strip()
     if not stripped.startswith("{"):

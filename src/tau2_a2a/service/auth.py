@@ -11,6 +11,7 @@ from typing import Any
 
 import grpc
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tau2_a2a.protocol.cards import CARD_PATHS
 
@@ -27,11 +28,11 @@ def bearer_matches(value: bytes | None, token: bytes) -> bool:
 class BearerAuth:
     """ASGI middleware: every request but the card needs `Authorization: Bearer <token>`."""
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self._token = token.encode()
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in CARD_PATHS or self._authorized(scope):
             await self.app(scope, receive, send)
             return
@@ -39,7 +40,7 @@ class BearerAuth:
                                 headers={"WWW-Authenticate": 'Bearer realm="tau2-eval"'})
         await response(scope, receive, send)
 
-    def _authorized(self, scope: dict[str, Any]) -> bool:
+    def _authorized(self, scope: Scope) -> bool:
         value = next((v for name, v in scope.get("headers", []) if name == b"authorization"), None)
         return bearer_matches(value, self._token)
 

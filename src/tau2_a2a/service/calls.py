@@ -16,9 +16,10 @@ import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import AgentCard, Message, Part, Role, Task
+from tau2_a2a.service.wire import JsonObject
 
 
-def request_message(tool: str | None = None, arguments: dict[str, Any] | None = None, *,
+def request_message(tool: str | None = None, arguments: JsonObject | None = None, *,
                     text: str | None = None, context_id: str | None = None) -> Message:
     """A structured request (`tool` and `arguments` in a data part), or a text request."""
     parts: list[Part] = []

@@ -11,9 +11,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from tau2_a2a.tau2bench.distribution import domain_tool_names, load_task_splits, load_tasks, registry
+from tau2_a2a.service.wire import JsonObject
 
 import tau2_a2a.tau2bench  # noqa: F401  (registers tau2-a2a's agents and user with tau2)
 
@@ -31,7 +31,7 @@ class DomainInfo:
     tools: list[str]
     user_tools: list[str]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "domain": self.name,
             "task_count": self.task_count,

@@ -15,8 +15,9 @@ Everything else in `user_llm_args` is refused by name, never echoing its value.
 Before any store sees a structured request (the A2A task store, ADK's session),
 `scrub_tool_call` and `scrub_assessment` replace what the service would refuse
 and must not keep: the value of every secret-looking or unknown argument, of
-every unknown `user_llm_args` key, and the user name and password of an
-endpoint URL. The refusal then still names the argument; the value is gone.
+every unknown `user_llm_args` key, the user name and password of an
+endpoint URL, and all but the scheme, host and port of one with a query string
+or fragment. The refusal then still names the argument; the value is gone.
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+from tau2_a2a.client.config import has_query_or_fragment, origin, without_userinfo
 from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_USER
+from tau2_a2a.service.wire import JsonObject
 
 REMOVED = "<removed>"  # what a scrubbed value becomes in every stored copy of the request
 NO_LLM_USERS = frozenset({"scripted_user"})  # users that call no LLM: user_llm is not used
 DEFAULT_ALLOWED_USER_LLMS: tuple[str, ...] = (DEFAULT_LLM_USER,)  # tau2's default user LLM only
 _SECRET_KEY = re.compile(r"(^|_)(api_?key|key|secret|password|authorization|credentials?|token)$", re.IGNORECASE)
-# The authority of a URL up to its last "@" (lenient, as a client's URL parser may be): userinfo present.
-_USERINFO = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):/*[^/?#]*@")
 _REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 _MAX_TOKENS = 1_000_000
 
@@ -82,7 +83,7 @@ def secret_looking(name: Any) -> bool:
     return isinstance(name, str) and bool(_SECRET_KEY.search(name))
 
 
-def check_sampling_args(args: Any) -> dict[str, Any]:
+def check_sampling_args(args: Any) -> JsonObject:
     """`user_llm_args` as the evaluation uses it, or ArgumentRefused naming the first bad key."""
     if not isinstance(args, dict):
         raise ArgumentRefused("user_llm_args must be a JSON object of sampling parameters "
@@ -101,15 +102,12 @@ def check_sampling_args(args: Any) -> dict[str, Any]:
     return checked
 
 
-def has_userinfo(url: Any) -> bool:
-    """Whether a URL carries a user name or password (`http://user:pw@host`)."""
-    return isinstance(url, str) and _USERINFO.match(url) is not None
-
-
-def without_userinfo(url: str) -> str:
-    """The URL with its user name and password replaced by *** (still refused, no longer secret)."""
-    found = _USERINFO.match(url)
-    return url if found is None else f"{found.group(1)}://***@{url[found.end():]}"
+def stored_endpoint(url: str) -> str:
+    """What may be kept of an endpoint URL: without its user name and password, and of one with a query string
+    or fragment (a token may sit there) its scheme, host and port only, then `/?<removed>`: still refused."""
+    if has_query_or_fragment(url):
+        return f"{origin(url)}/?{REMOVED}"
+    return without_userinfo(url)
 
 
 @dataclass(frozen=True)
@@ -138,7 +136,7 @@ class UserLLMPolicy:
             f"(or user scripted_user, which needs no LLM).")
 
 
-def scrub_arguments(arguments: dict[str, Any], accepted: Collection[str]) -> bool:
+def scrub_arguments(arguments: JsonObject, accepted: Collection[str]) -> bool:
     """In place: the values the service would refuse and must not store are replaced. Whether any was."""
     changed = False
     for key, value in list(arguments.items()):
@@ -146,15 +144,15 @@ def scrub_arguments(arguments: dict[str, Any], accepted: Collection[str]) -> boo
             if value != REMOVED:
                 arguments[key] = REMOVED
                 changed = True
-        elif key == "agent_endpoint" and has_userinfo(value) and without_userinfo(value) != value:
-            arguments[key] = without_userinfo(value)
+        elif key == "agent_endpoint" and isinstance(value, str) and stored_endpoint(value) != value:
+            arguments[key] = stored_endpoint(value)
             changed = True
         elif key == "user_llm_args" and isinstance(value, dict):
             changed = _scrub_llm_args(value) or changed
     return changed
 
 
-def _scrub_llm_args(args: dict[str, Any]) -> bool:
+def _scrub_llm_args(args: JsonObject) -> bool:
     changed = False
     for key in list(args):
         if key not in SAMPLING_ARGS and args[key] != REMOVED:
@@ -163,14 +161,14 @@ def _scrub_llm_args(args: dict[str, Any]) -> bool:
     return changed
 
 
-def scrub_assessment(request: dict[str, Any], config_keys: Collection[str]) -> bool:
+def scrub_assessment(request: JsonObject, config_keys: Collection[str]) -> bool:
     """In place, for an AgentBeats assessment request: participants' URLs and the config."""
     changed = False
     participants = request.get("participants")
     if isinstance(participants, dict):
         for role, url in participants.items():
-            if has_userinfo(url) and without_userinfo(url) != url:
-                participants[role] = without_userinfo(url)
+            if isinstance(url, str) and stored_endpoint(url) != url:
+                participants[role] = stored_endpoint(url)
                 changed = True
     config = request.get("config")
     if isinstance(config, dict):

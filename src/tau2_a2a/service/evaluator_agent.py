@@ -28,26 +28,29 @@ import asyncio
 import json
 import re
 import warnings
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from google.adk.agents import BaseAgent
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event, EventActions
-from google.adk.tools import ToolContext
+from google.adk.tools import BaseTool, ToolContext
 from google.genai import types
 from pydantic import Field
 
 from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import Assessment, AssessmentRejected, from_text, is_assessment, parse
-from tau2_a2a.service.evaluations import EvaluationError
 from tau2_a2a.service.executor import ARTIFACT_KEY, REJECTED, TASK_KEY
-from tau2_a2a.service.records import TERMINAL
+from tau2_a2a.service.jobs.errors import EvaluationError
+from tau2_a2a.service.jobs.evaluation import TERMINAL, EvaluationView, Status
+from tau2_a2a.service.request import TOKEN_ARGUMENT
+from tau2_a2a.service.request_limit import cut_message_refusal
 from tau2_a2a.service.result import ARTIFACT_NAME, build_result, result_notes
 from tau2_a2a.service.settings import ServiceSettings
-from tau2_a2a.service.tool_specs import ALIASES, CANCEL, GET, RUN
+from tau2_a2a.service.tool_specs import ALIASES, CANCEL, GET, REFERENCE_ARGUMENT, RUN, ToolSpec
 from tau2_a2a.service.tools import EvaluationTools, ToolError, describe
 from tau2_a2a.service.vault import DATA_PART_END, DATA_PART_START
+from tau2_a2a.service.wire import JsonObject
 
 warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]", category=UserWarning)
 
@@ -68,7 +71,7 @@ def data_part(data: Any) -> types.Part:
     return types.Part(inline_data=types.Blob(mime_type="text/plain", data=DATA_PART_START + payload + DATA_PART_END))
 
 
-def read_request(content: types.Content | None) -> tuple[dict[str, Any] | None, str]:
+def read_request(content: types.Content | None) -> tuple[JsonObject | None, str]:
     """The structured request (a tool call or an assessment, from a data part or JSON text) and the text."""
     request = None
     texts: list[str] = []
@@ -95,7 +98,7 @@ def read_request(content: types.Content | None) -> tuple[dict[str, Any] | None, 
     return request, text
 
 
-def help_reply(tools: EvaluationTools) -> tuple[str, dict[str, Any]]:
+def help_reply(tools: EvaluationTools) -> tuple[str, JsonObject]:
     """What to send when no model is configured: the structured form, with examples."""
     example = tools.specs[RUN].example_request()
     text = (
@@ -128,6 +131,10 @@ class EvaluationServiceAgent(BaseAgent):
         return self.sub_agents[0] if self.sub_agents else None
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        cut = served_task(ctx).get("cut")
+        if cut:  # over --max-message-bytes: only a prefix of its text is left (request_limit.py)
+            yield self._error(ctx, cut_message_refusal(cut), code=REJECTED)
+            return
         try:
             request, text = read_request(ctx.user_content)
         except BadRequest as error:
@@ -164,21 +171,21 @@ class EvaluationServiceAgent(BaseAgent):
             return
         yield self._error(ctx, *help_reply(self.tools), code=REJECTED)
 
-    async def _assess(self, ctx: InvocationContext, request: dict[str, Any]) -> AsyncGenerator[Event, None]:
+    async def _assess(self, ctx: InvocationContext, request: JsonObject) -> AsyncGenerator[Event, None]:
         """An AgentBeats assessment: refused (`rejected`) unless it can run; else followed to its Result."""
         try:
             assessment = parse(request)
-            record = await asyncio.to_thread(self.tools.run_assessment, assessment)
+            view = await asyncio.to_thread(self.tools.run_assessment, assessment)
         except (AssessmentRejected, ToolError) as error:
             yield self._error(ctx, str(error), code=REJECTED)
             return
         except EvaluationError as error:
             yield self._error(ctx, str(error))
             return
-        async for event in self._follow(ctx, record["evaluation_id"], assessment):
+        async for event in self._follow(ctx, view.evaluation_id, assessment):
             yield event
 
-    async def _structured(self, ctx: InvocationContext, request: dict[str, Any]) -> AsyncGenerator[Event, None]:
+    async def _structured(self, ctx: InvocationContext, request: JsonObject) -> AsyncGenerator[Event, None]:
         name = request.get("tool")
         try:
             result = await asyncio.to_thread(self.tools.call, name, request.get("arguments"))
@@ -203,16 +210,17 @@ class EvaluationServiceAgent(BaseAgent):
         seen = None
         try:
             while True:
-                record = await asyncio.to_thread(manager.get, evaluation_id)
-                if record["status"] in TERMINAL:
+                view = await asyncio.to_thread(manager.get, evaluation_id)
+                if view.status in TERMINAL:
                     break
-                now = (record["status"], record.get("queue_position"), json.dumps(record.get("progress")))
+                now = (view.status, view.queue_position, view.progress)
                 if now != seen:
                     seen = now
-                    update = (progress_data(record) if assessment else
-                              {k: record.get(k) for k in
+                    data = view.to_json()
+                    update = (progress_data(view) if assessment else
+                              {k: data.get(k) for k in
                                ("evaluation_id", "status", "domain", "queue_position", "progress")})
-                    yield self._reply(ctx, summary.progress_text(record), update, partial=True)
+                    yield self._reply(ctx, summary.progress_text(data), update, partial=True)
                 await asyncio.sleep(self.poll_seconds)
         except (asyncio.CancelledError, GeneratorExit):
             # The A2A task was canceled (or its run ended early): nobody follows this evaluation.
@@ -222,30 +230,32 @@ class EvaluationServiceAgent(BaseAgent):
                 manager.task_followed(evaluation_id)
             raise
         state = {LAST_EVALUATION: evaluation_id}
+        record = self.tools.answer(view)
         if assessment is not None:
             final = await self._result(ctx, record, assessment, state)
         else:
-            final = self._reply(ctx, summary.text(record), self.tools.with_report_url(record), state=state)
-            if record["status"] == "failed":  # the A2A task fails too, with the reason as its message
+            final = self._reply(ctx, summary.text(record), record, state=state)
+            if view.status == Status.FAILED:  # the A2A task fails too, with the reason as its message
                 final.error_code, final.error_message = "EVALUATION_FAILED", summary.text(record)
         yield final
         await asyncio.to_thread(manager.task_followed, evaluation_id)
 
-    async def _result(self, ctx: InvocationContext, record: dict[str, Any], assessment: Assessment,
-                      state: dict[str, Any]) -> Event:
-        """The `Result` artifact of a completed assessment; any other ending fails the task with why."""
+    async def _result(self, ctx: InvocationContext, record: JsonObject, assessment: Assessment,
+                      state: JsonObject) -> Event:
+        """The `Result` artifact of a completed assessment (`record`: its evaluation, as the tools answer it);
+        any other ending fails the task with why."""
         text = "\n".join([summary.text(record), *result_notes(assessment)])
-        if record["status"] != "completed":
+        if record["status"] != Status.COMPLETED.value:
             return self._error(ctx, text, code="EVALUATION_" + record["status"].upper())
         path = self.tools.manager.results_path(record["evaluation_id"])
         results = await asyncio.to_thread(summary.read_results, path)
-        report = self.tools.with_report_url(record).get("report_url")
-        final = self._reply(ctx, text, build_result(record, results, assessment, report), state=state)
+        final = self._reply(ctx, text, build_result(record, results, assessment, record.get("report_url")),
+                            state=state)
         final.custom_metadata = {ARTIFACT_KEY: ARTIFACT_NAME}
         return final
 
     def _reply(self, ctx: InvocationContext, text: str, data: Any = None, *, partial: bool = False,
-               state: dict[str, Any] | None = None) -> Event:
+               state: JsonObject | None = None) -> Event:
         parts = [types.Part(text=text)] + ([data_part(data)] if data is not None else [])
         return Event(
             author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
@@ -262,13 +272,13 @@ class EvaluationServiceAgent(BaseAgent):
                      error_code=code, error_message=message, content=content)
 
 
-def served_task(ctx: InvocationContext) -> dict[str, Any]:
+def served_task(ctx: InvocationContext) -> JsonObject:
     """The A2A task this invocation serves, as `tau2-a2a serve`'s executor tells it (empty elsewhere)."""
     custom = (ctx.run_config.custom_metadata if ctx.run_config is not None else None) or {}
     return custom.get(TASK_KEY) or {}
 
 
-def _assessment_of(request: dict[str, Any] | None) -> Assessment | None:
+def _assessment_of(request: JsonObject | None) -> Assessment | None:
     """The assessment a continued task's first message asked for (it was accepted then, so it parses)."""
     if request is None or not is_assessment(request):
         return None
@@ -278,12 +288,12 @@ def _assessment_of(request: dict[str, Any] | None) -> Assessment | None:
         return None
 
 
-def progress_data(record: dict[str, Any]) -> dict[str, Any]:
+def progress_data(view: EvaluationView) -> JsonObject:
     """An assessment's progress update: simulations done, total, average reward so far."""
-    progress = record.get("progress") or summary.progress(None, record["total_simulations"])
-    return {"evaluation_id": record["evaluation_id"], "status": record["status"],
-            "queue_position": record.get("queue_position"), "done": progress["simulations_done"],
-            "total": progress["simulations_total"], "avg_reward_so_far": progress["avg_reward_so_far"]}
+    progress = view.progress
+    return {"evaluation_id": view.evaluation_id, "status": view.status.value, "queue_position": view.queue_position,
+            "done": progress.simulations_done if progress else 0, "total": view.record.total_simulations,
+            "avg_reward_so_far": progress.avg_reward_so_far if progress else None}
 
 
 # -- the LLM path ------------------------------------------------------------------------
@@ -301,69 +311,42 @@ def _instruction(context: Any) -> str:
     )
 
 
-def llm_functions(tools: EvaluationTools, started: dict[str, list[str]]) -> list[Callable[..., Any]]:
-    """The tools as the model sees them: typed functions returning dicts, errors as {"error": ...}.
+class ModelTool(BaseTool):
+    """One of the service's tools as its model sees it: the tool's own description and parameters (all
+    but the target's token: a token typed into a chat would be stored with the conversation; use a
+    structured request), run through EvaluationTools.call, a refusal answered as {"error": ...}.
 
-    The target's bearer token is not among the model's arguments: a token typed
-    into a chat would be stored with the conversation. Use a structured request.
-    Each runs in a worker thread: ADK calls a plain function on the event loop,
-    where a blocking database write would wait on the A2A task store's
-    transaction on that same loop until the database's busy timeout.
+    The call runs in a worker thread: on the event loop, a blocking database write would wait on the A2A
+    task store's transaction on that same loop until the database's busy timeout.
     """
 
-    async def guarded(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    def __init__(self, spec: ToolSpec, tools: EvaluationTools, started: dict[str, list[str]]) -> None:
+        super().__init__(name=spec.name, description=spec.description)
+        self.spec = spec
+        self.tools = tools
+        self.started = started  # evaluations the model started, by invocation: followed after its turn
+
+    def _get_declaration(self) -> types.FunctionDeclaration:
+        return types.FunctionDeclaration(name=self.name, description=self.description,
+                                         parameters_json_schema=self.spec.model_parameters())
+
+    async def run_async(self, *, args: JsonObject, tool_context: ToolContext | None) -> JsonObject:
+        if TOKEN_ARGUMENT in args or REFERENCE_ARGUMENT in args:
+            return {"error": f"{TOKEN_ARGUMENT} is not taken from a conversation (it would be stored with it): "
+                             "send a structured request with it instead."}
         try:
-            return await asyncio.to_thread(call)
+            result = await asyncio.to_thread(self.tools.call, self.name, args)
         except (ToolError, EvaluationError) as error:
             return {"error": str(error)}
-
-    async def list_domains() -> dict:
-        """The tau2 domains, each with its task count, task splits and tool names."""
-        return await guarded(tools.list_domains)
-
-    async def run_tau2_evaluation(domain: str, agent_endpoint: str, user: str = "user_simulator",
-                            user_llm: str | None = None, num_trials: int = 1, num_tasks: int | None = None,
-                            task_ids: list[str] | None = None, task_split: str | None = None,
-                            max_steps: int = 200, max_concurrency: int | None = None,
-                            retrieval_config: str | None = None, tool_context: ToolContext = None) -> dict:
-        """Start evaluating the A2A agent at agent_endpoint on a tau2 domain; returns the evaluation id.
-
-        Args:
-          domain: the tau2 domain, e.g. airline or retail.
-          agent_endpoint: the agent's base URL.
-          user: user_simulator, or scripted_user for the offline self-test.
-          user_llm: the user simulator's model, one the service allows (default: the service's).
-          num_trials: trials per task.
-          num_tasks: only the first N tasks.
-          task_ids: only these tasks.
-          task_split: a task split of the domain.
-          max_steps: steps per simulation.
-          max_concurrency: simulations at once.
-          retrieval_config: banking_knowledge only: its retrieval config by name, e.g. bm25_grep (default:
-            tau2's, alltools).
-        """
-        result = await guarded(lambda: tools.run_tau2_evaluation(
-            domain=domain, agent_endpoint=agent_endpoint, user=user, user_llm=user_llm, num_trials=num_trials,
-            num_tasks=num_tasks, task_ids=task_ids, task_split=task_split, max_steps=max_steps,
-            max_concurrency=max_concurrency, retrieval_config=retrieval_config))
-        if "evaluation_id" in result and tool_context is not None:
+        if self.name == RUN and tool_context is not None:
             tool_context.state[LAST_EVALUATION] = result["evaluation_id"]
-            started.setdefault(tool_context.invocation_id, []).append(result["evaluation_id"])
+            self.started.setdefault(tool_context.invocation_id, []).append(result["evaluation_id"])
         return result
 
-    async def get_evaluation(evaluation_id: str) -> dict:
-        """Status, progress and results of the evaluation with this id (ev-...)."""
-        return await guarded(lambda: tools.get_evaluation(evaluation_id))
 
-    async def list_evaluations() -> dict:
-        """Every evaluation this service knows, with status and average reward."""
-        return await guarded(tools.list_evaluations)
-
-    async def cancel_evaluation(evaluation_id: str) -> dict:
-        """Stop the evaluation with this id; finished simulations are kept."""
-        return await guarded(lambda: tools.cancel_evaluation(evaluation_id))
-
-    return [list_domains, run_tau2_evaluation, get_evaluation, list_evaluations, cancel_evaluation]
+def model_tools(tools: EvaluationTools, started: dict[str, list[str]]) -> list[BaseTool]:
+    """The five tools as the service's model is offered them (see ModelTool)."""
+    return [ModelTool(spec, tools, started) for spec in tools.specs.values()]
 
 
 def build_agent(settings: ServiceSettings, tools: EvaluationTools | None = None,
@@ -381,7 +364,7 @@ def build_agent(settings: ServiceSettings, tools: EvaluationTools | None = None,
             name="tau2_eval_assistant",
             model=LiteLlm(model=settings.model, **model_args),
             instruction=_instruction,
-            tools=llm_functions(tools, started),
+            tools=model_tools(tools, started),
         ))
     return EvaluationServiceAgent(
         name=AGENT_NAME,

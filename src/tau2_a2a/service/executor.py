@@ -30,8 +30,10 @@ from google.adk.a2a.converters.utils import ADK_METADATA_KEY_PREFIX
 from google.adk.a2a.converters.request_converter import convert_a2a_request_to_agent_run_request
 from google.adk.a2a.executor.config import A2aAgentExecutorConfig, ExecuteInterceptor
 
+from tau2_a2a.service.request_limit import CUT_KEY
+
 ARTIFACT_KEY = "tau2_a2a_artifact"
-TASK_KEY = "tau2_eval_task"  # run config custom metadata: {"task_id", "context_id", "resume"}
+TASK_KEY = "tau2_eval_task"  # run config custom metadata: {"task_id", "context_id", "resume", "cut"}
 RESUME_STATE = "tau2_eval_resume"  # call context state: the evaluation a continued task follows
 REJECTED = "REJECTED"
 _ERROR_CODE_KEY = f"{ADK_METADATA_KEY_PREFIX}error_code"
@@ -68,8 +70,10 @@ def _request_with_task(request: Any, part_converter: Any) -> Any:
     run_request = convert_a2a_request_to_agent_run_request(request, part_converter)
     state = request.call_context.state if request.call_context is not None else {}
     custom = dict(run_request.run_config.custom_metadata or {})
+    message = request.message
+    cut = message.metadata[CUT_KEY] if message is not None and CUT_KEY in message.metadata else None
     custom[TASK_KEY] = {"task_id": request.task_id, "context_id": request.context_id,
-                        "resume": state.get(RESUME_STATE)}
+                        "resume": state.get(RESUME_STATE), "cut": dict(cut) if cut is not None else None}
     run_request.run_config.custom_metadata = custom
     return run_request
 

@@ -1,17 +1,23 @@
 """The service's A2A request handler: a2a-sdk's, with what the service adds in front of its task store.
 
-- A target's token leaves the message before the task store keeps it (vault.py).
+- A target's token leaves the message before the task store keeps it (vault.py),
+  and a message over --max-message-bytes is cut (request_limit.py).
 - A read-only tool call is answered at once with a Message (reads.py).
 - GetTask reads through connections of its own when given a reader.
 - A task whose execution stopped with its service is continued by another
   replica: the agent runs again on the task's first message, following the
   evaluation it started (executor.py's RESUME_STATE).
+- CancelTask of a task another replica runs stops the evaluation it follows at
+  once. a2a-sdk records CANCELED in the shared task store and leaves the
+  replica running the task to notice at its next write, a progress update,
+  which a slow agent may not bring for minutes.
 
 Only the serving path imports this module (a2a-sdk's server is heavy).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,11 +31,15 @@ from a2a.utils.task import apply_history_length, validate_history_length
 
 from tau2_a2a.service.executor import RESUME_STATE
 from tau2_a2a.service.reads import read_only_reply
+from tau2_a2a.service.request_limit import DEFAULT_MAX_MESSAGE_BYTES, cut_message
 from tau2_a2a.service.vault import scrub_a2a_message
 
 
-def _scrubbed(message: Any) -> None:
-    """The message's secrets moved out before anything stores it; one it cannot read is the caller's error."""
+def _scrubbed(message: Any, max_bytes: int) -> None:
+    """The message's secrets moved out before anything stores it, and a message over `max_bytes` cut (it is then
+    rejected: request_limit.py); one it cannot read is the caller's error."""
+    if cut_message(message, max_bytes) is not None:
+        return
     try:
         scrub_a2a_message(message)
     except ValueError as error:  # a data part holding Infinity or NaN has no JSON form
@@ -42,10 +52,12 @@ class ServiceRequestHandler(DefaultRequestHandler):
     a read-only tool call is answered with a Message (reads.py), and a task whose execution stopped
     with its service can be continued by another."""
 
-    def __init__(self, *args: Any, tools: Any, task_reader: Any = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, tools: Any, task_reader: Any = None,
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.tools = tools
         self.task_reader = task_reader  # GetTask reads through it when given
+        self.max_message_bytes = max_message_bytes
 
     @validate_request_params
     async def on_get_task(self, params: Any, context: Any) -> Any:
@@ -59,7 +71,7 @@ class ServiceRequestHandler(DefaultRequestHandler):
 
     @validate_request_params
     async def on_message_send(self, params: Any, context: Any) -> Any:
-        _scrubbed(params.message)
+        _scrubbed(params.message, self.max_message_bytes)
         reply = await read_only_reply(self.tools, params.message)
         if reply is not None:
             return reply
@@ -67,13 +79,28 @@ class ServiceRequestHandler(DefaultRequestHandler):
 
     @validate_request_params
     async def on_message_send_stream(self, params: Any, context: Any) -> AsyncIterator[Any]:
-        _scrubbed(params.message)
+        _scrubbed(params.message, self.max_message_bytes)
         reply = await read_only_reply(self.tools, params.message)
         if reply is not None:
             yield reply
             return
         async for event in super().on_message_send_stream(params, context):
             yield event
+
+    @validate_request_params
+    async def on_cancel_task(self, params: Any, context: Any) -> Any:
+        elsewhere = await self._active_task_registry.get(params.id) is None
+        task = await super().on_cancel_task(params, context)
+        if elsewhere:  # here, canceling the agent's coroutine cancels the evaluation (evaluator_agent.py)
+            await asyncio.to_thread(self._cancel_followed_evaluation, params.id)
+        return task
+
+    def _cancel_followed_evaluation(self, task_id: str) -> None:
+        """Ask the evaluation that the A2A task `task_id` follows to stop, wherever it runs (the database)."""
+        manager = self.tools.manager
+        for row in manager.store.all():
+            if row.task_id == task_id:
+                manager.cancel(row.evaluation_id, wait=False)
 
     async def continue_task(self, task_id: str, evaluation_id: str) -> bool:
         """Run the agent again on the task's first message, following `evaluation_id`, the way a

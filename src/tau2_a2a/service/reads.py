@@ -26,15 +26,16 @@ from typing import Any
 from a2a.utils.errors import InternalError
 from google.protobuf.json_format import MessageToDict
 
-from tau2_a2a.service.evaluations import EvaluationError
+from tau2_a2a.service.jobs.errors import EvaluationError
 from tau2_a2a.service.tool_specs import ALIASES, GET, LIST, LIST_DOMAINS
 from tau2_a2a.service.tools import EvaluationTools, ToolError, describe
+from tau2_a2a.service.wire import JsonObject
 
 READ_ONLY = frozenset({LIST_DOMAINS, GET, LIST})
 log = logging.getLogger("tau2_a2a.service")
 
 
-def read_only_call(message: Any) -> tuple[str, dict[str, Any]] | None:
+def read_only_call(message: Any) -> tuple[str, JsonObject] | None:
     """The read-only tool and arguments `message` asks for, when it is one such call outside a conversation."""
     if message.task_id or message.context_id or len(message.parts) != 1:
         return None

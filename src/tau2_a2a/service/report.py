@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from tau2_a2a.service import summary
-from tau2_a2a.service.evaluations import EvaluationError, EvaluationManager, EvaluationNotFound
-from tau2_a2a.service.records import ID_PATTERN, PRIVATE_FILE, TERMINAL
+from tau2_a2a.service.jobs.directory import PRIVATE_FILE
+from tau2_a2a.service.jobs.errors import EvaluationError, EvaluationNotFound
+from tau2_a2a.service.jobs.manager import EvaluationManager
+from tau2_a2a.service.jobs.evaluation import ID_PATTERN, TERMINAL
 
 REPORT_PATH = "/evaluations/{evaluation_id}/report"
 REPORT_NAME = "report.html"
@@ -47,18 +49,18 @@ def report_page(manager: EvaluationManager, evaluation_id: str) -> str:
         raise ReportUnavailable(f"No evaluation {evaluation_id!r} in this service: ids look like ev-0123456789ab. "
                                 "Use list_evaluations to see the known ones.", 404)
     try:
-        record = manager.get(evaluation_id)
+        view = manager.get(evaluation_id)
         path = manager.results_path(evaluation_id)
     except EvaluationNotFound as error:
         raise ReportUnavailable(str(error), 404) from None
     except EvaluationError as error:  # the database did not answer
         raise ReportUnavailable(str(error), 503) from None
-    finished = record["status"] in TERMINAL
+    finished = view.status in TERMINAL
     cached = path.with_name(REPORT_NAME)
     if finished and cached.exists():
         return cached.read_text(encoding="utf-8")
     if not ((summary.read_results(path) or {}).get("simulations")):
-        raise ReportUnavailable(f"Evaluation {evaluation_id} has no finished simulation yet ({record['status']}); "
+        raise ReportUnavailable(f"Evaluation {evaluation_id} has no finished simulation yet ({view.status.value}); "
                                 "its report exists once one has finished.", 404)
     with _building:
         page = build_page(path, evaluation_id)

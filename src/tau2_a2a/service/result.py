@@ -38,9 +38,22 @@ def _total(values: list[Any]) -> float | None:
     return round(sum(known), 6) if known else None
 
 
-def _average(values: list[Any]) -> float | None:
-    known = [float(v) for v in values if v is not None and not math.isnan(float(v))]
-    return round(sum(known) / len(known), 6) if known else None
+def cost_fields(protocol: dict[str, Any]) -> dict[str, float | None]:
+    """USD per conversation and in total, for the agent, the user simulator, the judge and all three, as the
+    metrics file has them: null (not reported) unless every simulation's is known, never 0 for unknown."""
+    per = protocol.get("cost_usd_per_simulation") or {}
+    total = protocol.get("cost_usd") or {}
+    fields: dict[str, float | None] = {}
+    for who in ("agent", "user", "judge"):
+        fields[f"avg_{who}_cost"] = _rounded(per.get(who))
+        fields[f"total_{who}_cost"] = _rounded(total.get(who))
+    fields["avg_total_cost"] = _rounded(per.get("total"))
+    fields["total_cost"] = _rounded(total.get("total"))
+    return fields
+
+
+def _rounded(value: Any) -> float | None:
+    return None if value is None else round(float(value), 6)
 
 
 def _seconds_between(start: str | None, end: str | None) -> float | None:
@@ -101,10 +114,7 @@ def build_result(record: dict[str, Any], results: dict[str, Any] | None, assessm
         **{f"pass_hat_{k}": value for k, value in metrics["pass_hat_k"].items()},
         **interval_fields(outcome.get("ci95")),
         "report_url": report_url,
-        "avg_agent_cost": _average([s.get("agent_cost") for s in simulations]),
-        "avg_user_cost": _average([s.get("user_cost") for s in simulations]),
-        "total_agent_cost": _total([s.get("agent_cost") for s in simulations]),
-        "total_user_cost": _total([s.get("user_cost") for s in simulations]),
+        **cost_fields(protocol),
         "simulation_time_s": _total([s.get("duration") for s in simulations]),
         "wall_time_s": _seconds_between(record.get("started_at"), record.get("finished_at")),
         "termination_reasons": outcome["termination_reasons"],

@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tau2_a2a.client.config import ConfigError
-from tau2_a2a.service.credentials import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy, has_userinfo
-from tau2_a2a.service.child import DEFAULT_NICE
-from tau2_a2a.service.evaluations import DEFAULT_LIMITS, EvaluationError, EvaluationManager, Limits
-from tau2_a2a.service.request_limit import DEFAULT_MAX_REQUEST_BYTES
+from tau2_a2a.client.config import AgentLimits, ConfigError, check_limit, check_timeout, has_userinfo
+from tau2_a2a.service.credentials import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy
+from tau2_a2a.service.jobs.child import DEFAULT_NICE, ChildOptions
+from tau2_a2a.service.jobs.database import Database, StoreError
+from tau2_a2a.service.jobs.errors import EvaluationError
+from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
+from tau2_a2a.service.jobs.manager import EvaluationManager
+from tau2_a2a.service.request_limit import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_REQUEST_BYTES
 
 if TYPE_CHECKING:
     from tau2_a2a.service.tools import EvaluationTools
@@ -26,6 +29,16 @@ SERVICE_TOKEN_ENV = "TAU2_EVAL_AUTH_TOKEN"  # the bearer token callers must send
 DEFAULT_RESULTS_DIR = "tau2_eval_results"
 # Globally routable addresses only: callers must not reach, or map by its answers, the operator's own network.
 DEFAULT_ALLOWED_TARGETS = ("public",)
+# Each limit an evaluated agent meets (AgentLimits' fields), by the name of its variable after TAU2_EVAL_; its flag
+# is that name in lower case with dashes (AGENT_TIMEOUT: --agent-timeout).
+AGENT_LIMITS = {"timeout": "AGENT_TIMEOUT", "max_reply_bytes": "AGENT_MAX_REPLY_BYTES",
+                "max_tool_calls_per_reply": "AGENT_MAX_TOOL_CALLS_PER_REPLY",
+                "max_tool_calls": "AGENT_MAX_TOOL_CALLS", "max_request_bytes": "AGENT_MAX_REQUEST_BYTES"}
+
+
+def setting_name(variable: str) -> str:
+    """How a setting is named in a message: its flag and its environment variable."""
+    return f"--{variable.lower().replace('_', '-')} ({ENV_PREFIX}{variable})"
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,17 @@ class ServiceSettings:
     # The user LLMs callers may choose, and the endpoint the evaluations reach them at (None: the provider's).
     allowed_user_llms: tuple[str, ...] = DEFAULT_ALLOWED_USER_LLMS
     user_llm_api_base: str | None = None
+    agent_limits: AgentLimits = AgentLimits()  # what each evaluated agent may take of its run
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # a larger message is refused, and kept only in part
+
+    def __post_init__(self) -> None:
+        for field_name, variable in AGENT_LIMITS.items():
+            value = getattr(self.agent_limits, field_name)
+            if field_name == "timeout":
+                check_timeout(value, setting_name(variable))
+            else:
+                check_limit(value, setting_name(variable))
+        check_limit(self.max_message_bytes, setting_name("MAX_MESSAGE_BYTES"))
 
     def user_llm_policy(self) -> UserLLMPolicy:
         """The user LLM policy, or ConfigError naming the setting that is wrong."""
@@ -83,6 +107,18 @@ class ServiceSettings:
                 raise ConfigError(f"{ENV_PREFIX}{name} must be a positive number, got {raw!r}.")
             return value
 
+        def seconds(name: str, default: float) -> float:
+            raw = get(name)
+            try:
+                return default if raw is None else float(raw)
+            except ValueError:
+                raise ConfigError(f"{ENV_PREFIX}{name} must be a number of seconds, got {raw!r}.") from None
+
+        agent_defaults = AgentLimits()
+        agent_limits = AgentLimits(**{
+            field_name: seconds(variable, agent_defaults.timeout) if field_name == "timeout"
+            else number(variable, getattr(agent_defaults, field_name))
+            for field_name, variable in AGENT_LIMITS.items()})
         defaults = Limits()
         try:
             limits = Limits(
@@ -108,21 +144,26 @@ class ServiceSettings:
             evaluation_nice=number("EVALUATION_NICE", cls.evaluation_nice),
             allowed_user_llms=names(get("ALLOWED_USER_LLMS")) or DEFAULT_ALLOWED_USER_LLMS,
             user_llm_api_base=get("USER_LLM_API_BASE"),
+            agent_limits=agent_limits,
+            max_message_bytes=number("MAX_MESSAGE_BYTES", cls.max_message_bytes),
         )
 
     def tools(self, replica: str | None = None) -> EvaluationTools:
-        """The tools over a fresh evaluation manager for these settings."""
-        from tau2_a2a.service.store import StoreError
+        """The tools over an evaluation manager for these settings, started (its database open, its
+        scheduler running); ConfigError naming the setting that is wrong."""
         from tau2_a2a.client.targets import SERVICE_FLAG, TargetPolicy
         from tau2_a2a.service.tools import EvaluationTools
 
         user_llms = self.user_llm_policy()
         targets = TargetPolicy.from_entries(self.allowed_targets, flag=SERVICE_FLAG)
         try:
-            manager = EvaluationManager(self.results_dir, self.limits, ray_address=self.ray_address,
-                                        database=self.database, replica=replica or self.replica,
-                                        lease_seconds=self.lease_seconds, nice=self.evaluation_nice,
-                                        user_llm_api_base=user_llms.api_base, allowed_targets=targets.entries)
+            children = ChildOptions(nice=self.evaluation_nice, ray_address=self.ray_address,
+                                    user_llm_api_base=user_llms.api_base, allowed_targets=targets.entries,
+                                    agent_limits=self.agent_limits)
+            database = Database(self.database) if self.database else None  # None: SQLite in results_dir
+            manager = EvaluationManager(self.results_dir, self.limits, database=database, children=children,
+                                        replica=replica or self.replica, lease_seconds=self.lease_seconds)
+            manager.start()
         except (StoreError, EvaluationError) as error:
             raise ConfigError(str(error)) from None
         return EvaluationTools(manager, targets, user_llms=user_llms)

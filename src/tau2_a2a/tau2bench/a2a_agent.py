@@ -31,20 +31,21 @@ from tau2_a2a.tau2bench.distribution import (
 from a2a.types import Message as A2AMessage
 from google.protobuf.json_format import MessageToDict
 
-from tau2_a2a.client.errors import AgentMalformedReply
+from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit
+from tau2_a2a.client.limits import check_tool_calls
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.client.config import redact
 from tau2_a2a.client.session import MESSAGE, A2ASession
 from tau2_a2a.protocol.mcp_tools import McpServer, mcp_conversation_start
+from tau2_a2a.client.turn_usage import tau2_usage_and_cost
 from tau2_a2a.protocol.messages import (
-    USAGE_METADATA_KEY,
     ToolResult,
     conversation_start,
     reply_parts,
     tool_results_turn,
     user_turn,
 )
-from tau2_a2a.protocol.toolcalls import CallForm, MalformedReply, parse_reply, restore_arguments
+from tau2_a2a.protocol.toolcalls import CallForm, MalformedReply, call_arguments, parse_reply
 from tau2_a2a.tau2bench.mcp_conversation import ENDED_KEY, McpConversation
 from tau2_a2a.tau2bench.orchestration import AGENT_NAME, current_session
 
@@ -63,6 +64,7 @@ class A2AAgentState:
     turn: int = 0
     # call id -> tool name and the form the call came in, which its result goes back in
     pending_calls: dict[str, tuple[str, CallForm]] = field(default_factory=dict)
+    tool_calls: int = 0  # asked for so far (see client.limits)
     mcp: McpConversation | None = None  # in an MCP tools mode: the simulation's tools and open request
 
 
@@ -117,7 +119,7 @@ class A2AAgent(LLMAgent):
         """The agent's next action in an MCP tools mode (see `mcp_conversation`)."""
         if state.mcp is None:
             state.mcp = McpConversation.open(self.session, self.tool_schemas)
-            state.mcp.usage_of = _usage_and_cost
+            state.mcp.usage_of = lambda exchange: _usage_and_cost(exchange, self.config.price_model)
         incoming = message.tool_messages if isinstance(message, MultiToolMessage) else [message]
         state.messages.extend(incoming)
 
@@ -174,6 +176,13 @@ class A2AAgent(LLMAgent):
             record.error_message = str(failure)
             failure.records = exchange.records
             raise failure from None
+        try:
+            check_tool_calls(self.config, len(parsed.tool_calls), state.tool_calls)
+        except AgentOverLimit as failure:
+            record.error, record.error_message = failure.category.value, str(failure)
+            failure.records = exchange.records
+            raise
+        state.tool_calls += len(parsed.tool_calls)
         tool_calls = []
         for index, call in enumerate(parsed.tool_calls):
             call_id = call.id or f"call_{state.turn}_{index}"
@@ -182,10 +191,10 @@ class A2AAgent(LLMAgent):
                 record.unknown_tool_calls += 1
                 arguments = call.arguments
             else:
-                arguments = restore_arguments(call.arguments, parameters)
+                arguments = call_arguments(call, parameters)
             state.pending_calls[call_id] = (call.name, call.form)
             tool_calls.append(ToolCall(id=call_id, name=call.name, arguments=arguments, requestor="assistant"))
-        usage, cost = _usage_and_cost(exchange)
+        usage, cost = _usage_and_cost(exchange, self.config.price_model)
         return AssistantMessage(
             role="assistant",
             content=parsed.text,
@@ -219,19 +228,10 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
     return schema
 
 
-def _usage_and_cost(exchange: Any) -> tuple[dict[str, int], float]:
-    """The agent's own LLM usage and cost when its reply reports them (metadata
-    ``llm_usage``, as the baseline agent does); else the A2A message tokens, cost 0.0."""
-    reply = exchange.reply
-    reported = MessageToDict(reply.metadata).get(USAGE_METADATA_KEY) if isinstance(reply, A2AMessage) else None
-    if isinstance(reported, dict):
-        usage = {key: int(reported.get(key) or 0) for key in ("prompt_tokens", "completion_tokens")}
-        return usage, float(reported.get("cost") or 0.0)
-    usage = {
-        "prompt_tokens": sum(r.input_tokens for r in exchange.records),
-        "completion_tokens": sum(r.output_tokens for r in exchange.records),
-    }
-    return usage, 0.0
+def _usage_and_cost(exchange: Any, price_model: str | None = None) -> tuple[dict[str, Any] | None, float | None]:
+    """The LLM usage and cost the agent reported with its reply, in any shape it sends them (see
+    `protocol.usage`), priced when it gave tokens only; (None, None), unknown, when it reported none."""
+    return tau2_usage_and_cost(exchange.reply, price_model)
 
 
 def _history_entry(message: Message) -> dict[str, Any]:

@@ -1,7 +1,10 @@
-"""Compare two runs of the same tasks: do their trajectories say and do the same?
+"""Compare two runs of the same tasks: do their trajectories say and do the same, and does tau2 end and score
+them the same?
 
 Call ids, timestamps and protocol metadata differ between a native run and an
-A2A run by design; tool calls, arguments, tool results and texts must not.
+A2A run by design; tool calls, arguments, tool results and texts must not, nor
+the termination reason and the whole `reward_info` (reward, breakdown, and
+every DB, environment assertion, action, communicate and NL assertion check).
 """
 
 from __future__ import annotations
@@ -38,11 +41,45 @@ def by_task_and_trial(results: Any) -> dict[tuple[str, int | None], Any]:
     return {(s.task_id, s.trial): s for s in results.simulations}
 
 
+def score_signature(simulation: Any) -> dict[str, Any]:
+    """How tau2 ended and scored a simulation: its termination reason and every field of its reward_info, as
+    JSON (None where tau2 scored nothing)."""
+    info = simulation.reward_info
+    return {"termination_reason": simulation.termination_reason.value,
+            "reward_info": info.model_dump(mode="json") if info is not None else None}
+
+
 def trajectory_differences(left: Any, right: Any) -> list[str]:
     """Task/trial keys whose trajectories differ, or that only one run has."""
+    return _differences(left, right, scores=False)
+
+
+def differences(left: Any, right: Any) -> list[str]:
+    """Task/trial keys whose trajectories, termination reasons or reward_info differ (naming what differs), or
+    that only one run has."""
+    return _differences(left, right, scores=True)
+
+
+def _differences(left: Any, right: Any, scores: bool) -> list[str]:
     a, b = by_task_and_trial(left), by_task_and_trial(right)
     problems = [f"{key}: only in one run" for key in sorted(set(a) ^ set(b), key=str)]
     for key in sorted(set(a) & set(b), key=str):
         if trajectory_signature(a[key]) != trajectory_signature(b[key]):
             problems.append(f"{key}: trajectories differ")
+        if scores:
+            problems += [f"{key}: {what} differ" for what in _score_fields_differing(a[key], b[key])]
     return problems
+
+
+def _score_fields_differing(a: Any, b: Any) -> list[str]:
+    """`termination reasons`, `reward_info` (one side unscored) or `reward_info.FIELD`s where two simulations
+    differ."""
+    left, right = score_signature(a), score_signature(b)
+    found = ["termination reasons"] if left["termination_reason"] != right["termination_reason"] else []
+    info_a, info_b = left["reward_info"], right["reward_info"]
+    if (info_a is None) != (info_b is None):
+        return [*found, "reward_info (scored in one run only)"]
+    if info_a is not None:
+        found += [f"reward_info.{name}" for name in sorted(set(info_a) | set(info_b))
+                  if info_a.get(name) != info_b.get(name)]
+    return found

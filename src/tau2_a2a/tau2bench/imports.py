@@ -60,6 +60,7 @@ _sink = _quiet_sink()
 
 from tau2.agent.llm_agent import LLMAgent  # noqa: E402
 from tau2.config import (  # noqa: E402
+    DEFAULT_AGENT_IMPLEMENTATION,
     DEFAULT_LLM_AGENT,
     DEFAULT_LLM_TEMPERATURE_USER,
     DEFAULT_LLM_USER,
@@ -94,6 +95,7 @@ from tau2.domains.telecom.utils import TELECOM_DB_PATH, TELECOM_USER_DB_PATH  # 
 from tau2.environment.environment import Environment  # noqa: E402
 from tau2.environment.tool import Tool, as_tool  # noqa: E402
 from tau2.environment.toolkit import ToolKitBase  # noqa: E402
+from tau2.evaluator import evaluator_nl_assertions as nl_assertions_module  # noqa: E402
 from tau2.evaluator.evaluator import evaluate_simulation  # noqa: E402
 from tau2.metrics.agent_metrics import compute_metrics, is_successful, pass_hat_k  # noqa: E402
 from tau2.orchestrator.orchestrator import Orchestrator  # noqa: E402
@@ -121,6 +123,7 @@ else:
     import tau2.runner.batch as tau2_batch  # noqa: E402,F401
     import tau2.runner.build as tau2_build  # noqa: E402,F401
     import tau2.runner.simulation as tau2_simulation  # noqa: E402,F401
+    import tau2.runner.helpers as tau2_helpers  # noqa: E402,F401
     from tau2.agent.base_agent import ValidAgentInputMessage, is_valid_agent_history_message  # noqa: E402,F401
     from tau2.cli import add_run_args as tau2_add_run_args  # noqa: E402,F401
     from tau2.data_model.simulation import TextRunConfig as Tau2RunConfig  # noqa: E402,F401
@@ -142,7 +145,7 @@ else:
 _loud_again(_sink)
 
 __all__ = [
-    "AIRLINE_DB_PATH", "Action", "AssistantMessage", "ConsoleDisplay", "DATA_DIR",
+    "AIRLINE_DB_PATH", "Action", "AssistantMessage", "ConsoleDisplay", "DATA_DIR", "DEFAULT_AGENT_IMPLEMENTATION",
     "DEFAULT_LLM_AGENT", "DEFAULT_LLM_TEMPERATURE_USER", "DEFAULT_LLM_USER", "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MAX_STEPS", "DEFAULT_NUM_TRIALS", "DEFAULT_USER_IMPLEMENTATION", "DISTRIBUTION", "Environment",
     "FlightDB", "Info", "LLMAgent", "MOCK_DB_PATH", "Message", "MockDB", "MultiToolMessage", "NVIDIA",
@@ -150,6 +153,7 @@ __all__ = [
     "TELECOM_USER_DB_PATH", "Task", "TelecomDB", "TelecomUserDB", "TerminationReason", "Tool", "ToolCall",
     "ToolKitBase", "ToolMessage", "UPSTREAM", "UserMessage", "VERSION", "airline_environment",
     "as_tool", "compute_metrics", "evaluate_simulation", "get_dict_hash", "get_options", "get_tasks",
-    "is_successful", "load_task_splits", "load_tasks", "make_run_name", "mock_environment", "pass_hat_k",
+    "is_successful", "load_task_splits", "load_tasks", "make_run_name", "mock_environment",
+    "nl_assertions_module", "pass_hat_k",
     "registry", "retail_environment", "run_domain", "telecom_environment",
 ]

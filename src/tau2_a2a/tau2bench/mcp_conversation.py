@@ -30,7 +30,8 @@ from tau2_a2a.client.agent_actions import (
 )
 from tau2_a2a.client import tracing
 from tau2_a2a.client.config import redact
-from tau2_a2a.client.errors import AgentMalformedReply, AgentTimeout
+from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit, AgentTimeout
+from tau2_a2a.client.limits import check_tool_calls
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
 from tau2_a2a.client.session import DRIVEN, A2ASession, InFlight
 from tau2_a2a.client.tool_server import SimulationTools
@@ -61,7 +62,8 @@ class McpConversation:
     calls: dict[str, ToolCallAction] = field(default_factory=dict)  # by the id tau2's message gives each
     waiting_user: UserMessageAction | None = None
     messages: list[Any] = field(default_factory=list)  # the assistant messages made, for late records
-    call_count: int = 0
+    call_count: int = 0  # tool calls asked for in the simulation
+    turn_calls: int = 0  # of which since the message in flight was sent (its "reply", for the limits)
     usage_of: Any = None  # (exchange) -> (usage, cost) of a reply, as the message mode reads it
 
     @classmethod
@@ -96,6 +98,7 @@ class McpConversation:
         if self.turn == 0:
             parts = opening(self.server, self.driven, parts)
         self.acted = False
+        self.turn_calls = 0
         self.tools.waiting = True
         self.tools.trace_context = tracing.current_context()
         self.in_flight = self.session.send_in_background(parts, self.context_id, self.task_id, self.turn,
@@ -137,8 +140,13 @@ class McpConversation:
     def _message(self, action: Action) -> AssistantMessage:
         if isinstance(action, ToolCallAction):
             self.acted = True
+            try:
+                check_tool_calls(self.session.config, self.turn_calls + 1, self.call_count - self.turn_calls)
+            except AgentOverLimit as over:
+                raise self._failure(over) from None
             call_id = f"mcp_{self.turn}_{self.call_count}"
             self.call_count += 1
+            self.turn_calls += 1
             self.calls[call_id] = action
             call = ToolCall(id=call_id, name=action.name, arguments=action.arguments, requestor="assistant")
             return self._assistant(None, [call])

