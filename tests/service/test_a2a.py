@@ -20,7 +20,7 @@ from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.calls import connect, request_message
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
-from tau2_a2a.service.records import results_file
+from tau2_a2a.service.jobs.directory import results_file
 from tests.support.distributions import DOMAIN_LIST, DOMAINS
 from tests.support.service import ask, call_tool, result_data, result_text, start_service, stream, until, wait_for_task
 

@@ -25,7 +25,7 @@ from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
 from tau2_a2a.tau2bench.provenance import task_set_sha256
 from tau2_a2a.service.result import ARTIFACT_NAME, schema
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tau2_a2a.service.records import results_file
+from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.tau2bench.layout import metrics_path, results_path, shown
 from tests.support.assessments import assess, request, result_of
 from tests.support.distributions import DEFAULT_USER_LLM, DOMAIN_LIST

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tau2_a2a.service.records import results_file
+from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.tau2bench.distribution import DATA_DIR, DISTRIBUTION, NVIDIA
 from tau2_a2a.tau2bench.layout import (
     metrics_path,
