@@ -209,6 +209,7 @@ def ended_with(outcome: RunOutcome, exit_code: int) -> RunEnd:
 
 def write_outcome(path: Path, end: RunEnd) -> None:
     """Write the outcome file whole (a reader sees it complete or not at all), readable by this user only."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # a run that failed early made no directory
     partial = path.with_name(f".{path.name}.{os.getpid()}")
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as file:

@@ -98,9 +98,9 @@ class ServiceRequestHandler(DefaultRequestHandler):
     def _cancel_followed_evaluation(self, task_id: str) -> None:
         """Ask the evaluation that the A2A task `task_id` follows to stop, wherever it runs (the database)."""
         manager = self.tools.manager
-        for row in manager.store.all():
-            if row.task_id == task_id:
-                manager.cancel(row.evaluation_id, wait=False)
+        evaluation_id = manager.evaluation_of_task(task_id)
+        if evaluation_id is not None:
+            manager.cancel(evaluation_id, wait=False)
 
     async def continue_task(self, task_id: str, evaluation_id: str) -> bool:
         """Run the agent again on the task's first message, following `evaluation_id`, the way a

@@ -12,7 +12,7 @@ import json
 import logging
 from pathlib import Path
 
-from tau2_a2a.runner.outcome_file import outcome_path
+from tau2_a2a.runner.outcome_file import OUTCOME_SUFFIX
 from tau2_a2a.service.jobs.evaluation import ID_PATTERN, TERMINAL, EvaluationRecord
 from tau2_a2a.service.jobs.store import EvaluationStore
 from tau2_a2a.tau2bench.layout import results_path
@@ -32,8 +32,9 @@ def results_file(directory: Path) -> Path:
 
 
 def outcome_file(directory: Path) -> Path:
-    """The outcome the evaluation's run wrote when it ended (it may not exist)."""
-    return outcome_path(results_file(directory))
+    """The outcome the evaluation's run wrote when it ended (it may not exist): in the evaluation's directory,
+    which exists before the run starts, wherever the installed tau2 puts the results."""
+    return directory / f"{RESULTS_NAME}{OUTCOME_SUFFIX}"
 
 
 def make_private(root: Path) -> None:

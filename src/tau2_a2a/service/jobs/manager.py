@@ -122,6 +122,10 @@ class EvaluationManager:
     def link_task(self, evaluation_id: str, task_id: str, context_id: str) -> None:
         self.scheduler.link_task(evaluation_id, task_id, context_id)
 
+    def evaluation_of_task(self, task_id: str) -> str | None:
+        """The evaluation the A2A task `task_id` reports, if any (whichever replica follows it)."""
+        return self.queue.evaluation_of_task(task_id)
+
     def task_followed(self, evaluation_id: str) -> None:
         self.scheduler.task_followed(evaluation_id)
 

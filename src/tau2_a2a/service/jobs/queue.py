@@ -144,6 +144,12 @@ class EvaluationQueue:
                                .values(task_id=task_id, context_id=context_id, follower=follower,
                                        follower_until=follower_until))
 
+    def evaluation_of_task(self, task_id: str) -> str | None:
+        """The evaluation the A2A task `task_id` reports, if any."""
+        with self.database.transaction() as connection:
+            return connection.execute(select(evaluations.c.evaluation_id)
+                                      .where(evaluations.c.task_id == task_id)).scalar()
+
     def unlink_task(self, evaluation_id: str) -> None:
         with self.database.transaction() as connection:
             connection.execute(update(evaluations).where(evaluations.c.evaluation_id == evaluation_id)
