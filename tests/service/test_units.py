@@ -122,7 +122,7 @@ GOOD = {"domain": "airline", "agent_endpoint": "http://127.0.0.1:9100", "user": 
      "Unknown user 'dummy_user'. Accepted users: user_simulator, scripted_user."),
     ("run_tau2_evaluation", {**GOOD, "tasks": 3}, ("Unknown argument(s) for run_tau2_evaluation: tasks. Accepted "
      "arguments: domain, agent_endpoint, user_llm, user_llm_args, user, num_trials, num_tasks, task_ids, "
-     "task_split, max_steps, max_concurrency, retrieval_config, agent_auth_token.")),
+     "task_split, max_steps, max_concurrency, retrieval_config, agent_tools, agent_driven, agent_auth_token.")),
     ("RunTau2Evaluation", {"domain": "airline"}, ('run_tau2_evaluation needs argument(s) agent_endpoint. Example: '
      '{"tool": "run_tau2_evaluation", "arguments": {"domain": "airline", "agent_endpoint": '
      '"http://127.0.0.1:9100", "user": "scripted_user", "num_tasks": 5}}')),

@@ -105,6 +105,14 @@ def add_serve_command(commands: Any) -> None:
                        help="Run each evaluation's process this many nice steps (0-19) below the service, so "
                             "the service answers promptly while evaluations run (TAU2_EVAL_EVALUATION_NICE; "
                             "default 10; 0 keeps the service's priority)")
+    serve.add_argument("--mcp-host", default=None, metavar="HOST",
+                       help="Where an evaluation with agent_tools mcp or agent_driven serves the domain's tools "
+                            "over MCP, on a free port (TAU2_EVAL_MCP_HOST; default 127.0.0.1: agents on this "
+                            "machine; 0.0.0.0 for agents elsewhere)")
+    serve.add_argument("--mcp-public-host", default=None, metavar="HOST",
+                       help="The host name the evaluated agents reach those MCP servers by, e.g. this service's "
+                            "name on a Docker network (TAU2_EVAL_MCP_PUBLIC_HOST; default: --mcp-host, or its "
+                            "address)")
     serve.add_argument("--write-card", metavar="PATH", default=None,
                        help="Write the card of the ADK app (JSON-RPC only) to PATH, for "
                             "adk_agents/<app>/agent.json with --public-url, and exit")
@@ -141,6 +149,8 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         agent_limits=AgentLimits(**{name: getattr(base.agent_limits, name) if getattr(args, f"agent_{name}") is None
                                     else getattr(args, f"agent_{name}") for name in AGENT_LIMITS}),
         max_message_bytes=base.max_message_bytes if args.max_message_bytes is None else args.max_message_bytes,
+        mcp_host=args.mcp_host or base.mcp_host,
+        mcp_public_host=args.mcp_public_host or base.mcp_public_host,
     )
 
 
@@ -192,7 +202,8 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"  user LLMs: {', '.join(user_llms.allowed)} (or scripted_user), at "
           f"{user_llms.api_base or 'the provider endpoint'}")
     where = f"on the Ray cluster at {settings.ray_address}" if settings.ray_address else "in each evaluation's process"
-    print(f"  simulations: {where}, {settings.evaluation_nice} nice steps below the service")
+    print(f"  simulations: {where}, {settings.evaluation_nice} nice steps below the service; MCP tools at "
+          f"{settings.mcp_host}" + (f", reached as {settings.mcp_public_host}" if settings.mcp_public_host else ""))
     manager = app.state.tools.manager
     print(f"  database: {redact_url(manager.database.location)}   replica: {manager.replica}"
           f"   lease: {settings.lease_seconds:g} s")

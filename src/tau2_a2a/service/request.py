@@ -22,7 +22,16 @@ from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.client.config import A2AConfig, AgentLimits, ConfigError, has_query_or_fragment, has_userinfo, origin
+from tau2_a2a.client.config import (
+    TOOLS_MODES,
+    A2AConfig,
+    AgentLimits,
+    ConfigError,
+    McpServing,
+    has_query_or_fragment,
+    has_userinfo,
+    origin,
+)
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.service import catalog
@@ -134,6 +143,16 @@ class EvaluationRequest:
         "default": min(DEFAULT_MAX_CONCURRENCY, policy.limits.max_concurrency),
         "description": "Simulations at once."}, DEFAULT_MAX_CONCURRENCY)
     retrieval_config: str | None = argument(_retrieval_config_schema, None)
+    agent_tools: str = argument({
+        "type": "string", "enum": list(TOOLS_MODES), "default": "message",
+        "description": "How the agent gets the domain's tools: in the messages (message), over MCP from this "
+                       "service's tools server, named in each conversation's first message (mcp), or as the "
+                       "agent's card asks (auto: mcp when it declares the MCP tools extension). See "
+                       "docs/mcp-tools.md."}, "message", setting=None)
+    agent_driven: bool = argument({
+        "type": "boolean", "default": False,
+        "description": "The agent drives: one A2A task per simulation, the tools and the user (the "
+                       "send_message_to_user tool) over MCP."}, False, setting=None)
     total_simulations: int = derived()  # tasks x trials
     shard_index: int | None = derived(None)  # an AgentBeats shard: task_ids then hold its part of the selection
     num_shards: int | None = derived(None)
@@ -148,18 +167,21 @@ class EvaluationRequest:
 
     def run_settings(self, results_dir: Path, save_to: str, *, ray: str | None = None,
                      user_llm_api_base: str | None = None, allowed_targets: tuple[str, ...] = (),
-                     agent_limits: AgentLimits = AgentLimits()) -> RunSettings:
+                     agent_limits: AgentLimits = AgentLimits(), mcp: McpServing = McpServing()) -> RunSettings:
         """The run this request asks for: each argument to the RunSettings field it sets (an argument left
         out leaves tau2's default), plus where it runs. `user_llm_api_base` is the operator's endpoint for the
         user LLM (never the caller's); `allowed_targets`, the service's target policy, goes along so that the
         run checks every connection it makes, to the card's interfaces too; and so do the operator's
-        `agent_limits`, what the evaluated agent may take of the run."""
+        `agent_limits`, what the evaluated agent may take of the run. In the MCP tools modes the run serves
+        the tools where the operator's `mcp` says (a free port), never where a caller says."""
         settings = {_setting(item): getattr(self, item.name) for item in arguments()
                     if _setting(item) and getattr(self, item.name) is not None}
         settings["user_llm_args"] = {**self.user_llm_args,
                                      **({"api_base": user_llm_api_base} if user_llm_api_base else {})}
         targets = TargetPolicy.from_entries(allowed_targets) if allowed_targets else None
-        return RunSettings(**settings, a2a=A2AConfig.limited(self.agent_endpoint, agent_limits, targets=targets), ray=ray,
+        return RunSettings(**settings, a2a=A2AConfig.limited(
+            self.agent_endpoint, agent_limits, targets=targets, driven=self.agent_driven, mcp=mcp,
+            tools="mcp" if self.agent_driven and self.agent_tools == "message" else self.agent_tools), ray=ray,
                            results_dir=str(results_dir), save_to=save_to)
 
 
@@ -249,6 +271,12 @@ def check_request(sent: Mapping[str, Any], policy: RequestPolicy, shard: Shard |
     except ConfigError as error:
         raise ArgumentRefused(str(error)) from None
     retrieval_config = _retrieval_config(domain, sent.get("retrieval_config"))
+    agent_tools = sent.get("agent_tools", "message")
+    if agent_tools not in TOOLS_MODES:
+        raise ArgumentRefused(f"agent_tools must be one of {', '.join(TOOLS_MODES)}, got {agent_tools!r}.")
+    agent_driven = sent.get("agent_driven", False)
+    if not isinstance(agent_driven, bool):
+        raise ArgumentRefused(f"agent_driven must be true or false, got {agent_driven!r}.")
     user = sent.get("user", DEFAULT_USER_IMPLEMENTATION)
     users = catalog.user_names()
     if user not in users:
@@ -305,6 +333,7 @@ def check_request(sent: Mapping[str, Any], policy: RequestPolicy, shard: Shard |
     return EvaluationRequest(
         domain=domain, agent_endpoint=endpoint, user_llm=user_llm, user_llm_args=user_llm_args, user=user,
         num_trials=num_trials, num_tasks=num_tasks, task_ids=task_ids, task_split=task_split, max_steps=max_steps,
-        max_concurrency=max_concurrency, retrieval_config=retrieval_config, total_simulations=total,
+        max_concurrency=max_concurrency, retrieval_config=retrieval_config, agent_tools=agent_tools,
+        agent_driven=agent_driven, total_simulations=total,
         shard_index=shard.index if shard is not None else None, num_shards=shard.count if shard is not None else None,
     )

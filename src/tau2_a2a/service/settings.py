@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tau2_a2a.client.config import AgentLimits, ConfigError, check_limit, check_timeout, has_userinfo
+from tau2_a2a.client.config import AgentLimits, ConfigError, McpServing, check_limit, check_timeout, has_userinfo
 from tau2_a2a.service.credentials import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy
 from tau2_a2a.service.jobs.child import DEFAULT_NICE, ChildOptions
 from tau2_a2a.service.jobs.database import Database, StoreError
@@ -61,6 +61,10 @@ class ServiceSettings:
     user_llm_api_base: str | None = None
     agent_limits: AgentLimits = AgentLimits()  # what each evaluated agent may take of its run
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # a larger message is refused, and kept only in part
+    # Where an evaluation of the MCP tools modes serves the tools (a free port each), and the host name the
+    # evaluated agents reach it by (None: MCP_HOST, or its address). The operator's, never a caller's.
+    mcp_host: str = McpServing.host
+    mcp_public_host: str | None = None
 
     def __post_init__(self) -> None:
         for field_name, variable in AGENT_LIMITS.items():
@@ -146,6 +150,8 @@ class ServiceSettings:
             user_llm_api_base=get("USER_LLM_API_BASE"),
             agent_limits=agent_limits,
             max_message_bytes=number("MAX_MESSAGE_BYTES", cls.max_message_bytes),
+            mcp_host=get("MCP_HOST") or cls.mcp_host,
+            mcp_public_host=get("MCP_PUBLIC_HOST"),
         )
 
     def tools(self, replica: str | None = None) -> EvaluationTools:
@@ -159,7 +165,8 @@ class ServiceSettings:
         try:
             children = ChildOptions(nice=self.evaluation_nice, ray_address=self.ray_address,
                                     user_llm_api_base=user_llms.api_base, allowed_targets=targets.entries,
-                                    agent_limits=self.agent_limits)
+                                    agent_limits=self.agent_limits,
+                                    mcp=McpServing(host=self.mcp_host, public_host=self.mcp_public_host))
             database = Database(self.database) if self.database else None  # None: SQLite in results_dir
             manager = EvaluationManager(self.results_dir, self.limits, database=database, children=children,
                                         replica=replica or self.replica, lease_seconds=self.lease_seconds)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from tau2_a2a.client.config import AUTH_TOKEN_ENV, AgentLimits
+from tau2_a2a.client.config import AUTH_TOKEN_ENV, AgentLimits, McpServing
 from tau2_a2a.client.tracing import TRACEPARENT_ENV, TRACESTATE_ENV
 from tau2_a2a.runner.parent import EXIT_WITH_ENV
 from tau2_a2a.service import summary
@@ -79,6 +79,7 @@ class ChildOptions:
     user_llm_api_base: str | None = None
     allowed_targets: tuple[str, ...] = field(default=())
     agent_limits: AgentLimits = AgentLimits()
+    mcp: McpServing = McpServing()  # where a run of the MCP tools modes serves the tools
 
     def __post_init__(self) -> None:
         if not 0 <= self.nice <= 19:
@@ -90,7 +91,7 @@ class ChildOptions:
         """Start the evaluation's child (see ChildRun)."""
         process = start_child(request, directory, token, python=self.python, ray_address=self.ray_address,
                               user_llm_api_base=self.user_llm_api_base, allowed_targets=self.allowed_targets,
-                              agent_limits=self.agent_limits, trace_parent=trace_parent)
+                              agent_limits=self.agent_limits, mcp=self.mcp, trace_parent=trace_parent)
         run = ChildRun(process, directory)
         run.lower_priority(self.nice)
         return run
@@ -106,7 +107,8 @@ def _private_append(path: Path) -> IO[bytes]:
 def start_child(request: EvaluationRequest, directory: Path, token: str | None, *, python: str = sys.executable,
                 ray_address: str | None = None, user_llm_api_base: str | None = None,
                 allowed_targets: tuple[str, ...] = (), agent_limits: AgentLimits = AgentLimits(),
-                trace_parent: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+                mcp: McpServing = McpServing(), trace_parent: dict[str, str] | None = None
+                ) -> subprocess.Popen[bytes]:
     """Start the evaluation's child in `directory`: the runner's entry point, the run's settings, the
     target's `token` and where to write its outcome as JSON on its stdin, nothing on its command line; with
     `trace_parent`, the trace context its run continues. The only place that knows how a child is started.
@@ -116,7 +118,7 @@ def start_child(request: EvaluationRequest, directory: Path, token: str | None, 
     child is removed first: the file the service reads is this child's or none.
     """
     settings = request.run_settings(directory, RESULTS_NAME, ray=ray_address, user_llm_api_base=user_llm_api_base,
-                                    allowed_targets=allowed_targets, agent_limits=agent_limits)
+                                    allowed_targets=allowed_targets, agent_limits=agent_limits, mcp=mcp)
     outcome = outcome_file(directory)
     stdin = json.dumps({"settings": settings.to_dict(), "auth_token": token, "outcome_file": str(outcome)}).encode()
     env = {k: v for k, v in os.environ.items() if k != AUTH_TOKEN_ENV and not k.startswith(SERVICE_ENV_PREFIX)}
