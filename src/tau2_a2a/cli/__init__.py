@@ -10,6 +10,18 @@ import argparse
 import os
 import sys
 
+DESCRIPTION = ("Evaluate any A2A agent with tau2-bench, scored exactly as tau2 scores its own agents, and offer\n"
+               "tau2's evaluation as an A2A service.")
+EPILOG = """start here:
+  tau2-a2a demo                                              the bundled oracle over A2A, offline
+  tau2-a2a run airline --a2a-endpoint URL                    evaluate your agent (tau2 run's flags)
+  tau2-a2a run airline --a2a-endpoint URL --a2a-tools mcp    ... an agent that takes its tools over MCP
+  tau2-a2a report RESULTS [RESULTS ...]                      how sure each number is; --gate for CI
+  tau2-a2a serve                                             tau2 evaluations as an A2A service
+
+Exit codes: 0 every simulation ran; 3 some ended with A2A errors (they score 0); 1 tau2 left some unscored
+(run) or a regression (report --gate); 2 a setting that cannot work, said in one line; 130 Ctrl-C."""
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tau2_a2a.cli.ab import add_ab_command  # noqa: E402
@@ -37,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="tau2-a2a", description=__doc__)
+    parser = OneLineParser(prog="tau2-a2a", description=DESCRIPTION, epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command")
     for add_command in (add_run_command, add_card_command, add_agent_command, add_demo_command, add_ab_command,
                         add_report_command, add_serve_command, add_merge_command):
