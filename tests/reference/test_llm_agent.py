@@ -19,7 +19,8 @@ from tau2_a2a.client.config import RetryPolicy
 from tau2_a2a.client.pricing import price_tokens
 from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI
 from testbed.standin_llm import MODEL, StandinLLM
-from tests.support.runs import FAST, run_a2a
+from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+from tests.support.runs import FAST, Serve, run_a2a
 from tau2_a2a.client.errors import A2AFailure
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.config import A2AConfig
@@ -259,3 +260,38 @@ def test_the_reported_usage_is_what_the_llm_used_on_every_binding(priced_agent: 
     assert {r["transport"] for r in metrics["requests"]} == {{"jsonrpc": "JSONRPC", "http-json": "HTTP+JSON",
                                                               "grpc": "GRPC"}[transport]}
     assert {r["method"] for r in metrics["requests"]} == {"SendStreamingMessage" if streaming else "SendMessage"}
+
+
+@pytest.mark.parametrize("driven", [False, True], ids=["mcp", "agent-driven"])
+def test_over_mcp_the_agent_costs_what_its_llm_calls_cost(priced_agent: Any, tmp_path: Path, driven: bool) -> None:
+    """Over MCP a turn's LLM calls are reported on its reply, and in the agent-driven mode the last reply comes
+    once the user has ended the conversation: either way the simulation's agent cost is the price of every call
+    the stand-in answered, and its tokens are theirs."""
+    server, standin = priced_agent
+    before = len(standin.usages)
+
+    outcome = run_a2a(server.url, tmp_path, task_ids=["3"],
+                      a2a=A2AConfig(endpoint=server.url, retry=FAST, tools="mcp", driven=driven))
+
+    [simulation] = outcome.results.simulations
+    assert simulation.reward_info.reward == 1.0
+    used = standin.usages[before:]
+    assert len(used) >= 2
+    spent = sum(price_tokens(PRICED_MODEL, u["prompt_tokens"], u["completion_tokens"]) for u in used)
+    assert simulation.agent_cost == pytest.approx(spent, rel=1e-9)
+    reported = [m.usage for m in simulation.messages if m.role == "assistant" and m.usage is not None]
+    assert sum(u["prompt_tokens"] for u in reported) == sum(u["prompt_tokens"] for u in used)
+    [metrics] = outcome.report["simulations"]
+    assert metrics["cost_usd"]["agent"] == pytest.approx(spent, rel=1e-6)
+
+
+def test_over_mcp_an_agent_that_reports_nothing_costs_not_reported(serve: Serve, tmp_path: Path) -> None:
+    """The oracle reports no usage: over MCP and agent-driven its cost is unknown, never the 0 of the messages
+    it made by calling tools."""
+    agent = serve(lambda url: a2a_app(OracleExecutor(), oracle_card(url, mcp_tools=True)))
+    for driven in (False, True):
+        outcome = run_a2a(agent.url, tmp_path / str(driven), task_ids=["3"],
+                          a2a=A2AConfig(endpoint=agent.url, retry=FAST, tools="mcp", driven=driven))
+        [simulation] = outcome.results.simulations
+        assert simulation.reward_info.reward == 1.0 and simulation.agent_cost is None, driven
+        assert outcome.report["simulations"][0]["cost_usd"]["agent"] is None

@@ -58,6 +58,7 @@ class McpConversation:
     context_id: str | None = None
     task_id: str | None = None
     in_flight: InFlight | None = None
+    reply_taken: bool = False  # the reply to the request in flight became a message
     acted: bool = False  # the agent acted (over MCP) since the request in flight was sent: no resend then
     calls: dict[str, ToolCallAction] = field(default_factory=dict)  # by the id tau2's message gives each
     waiting_user: UserMessageAction | None = None
@@ -98,6 +99,7 @@ class McpConversation:
         if self.turn == 0:
             parts = opening(self.server, self.driven, parts)
         self.acted = False
+        self.reply_taken = False
         self.turn_calls = 0
         self.tools.waiting = True
         self.tools.trace_context = tracing.current_context()
@@ -159,6 +161,7 @@ class McpConversation:
         return self._reply(action.exchange)
 
     def _reply(self, exchange: Any) -> AssistantMessage:
+        self.reply_taken = True
         self.context_id = exchange.context_id or self.context_id
         self.task_id = exchange.task_id
         texts, _ = reply_parts(exchange.reply)
@@ -179,15 +182,28 @@ class McpConversation:
     def _assistant(self, content: str | None, tool_calls: list[Any] | None,
                    requests: list[dict[str, Any]] | None = None, ended: bool = False,
                    usage: dict[str, int] | None = None, cost: float | None = 0.0) -> AssistantMessage:
-        """An assistant message; the agent's usage and cost ride on its reply, its other messages cost 0."""
+        """An assistant message. The agent's usage and cost ride on its reply (the turn's LLM calls): its other
+        messages (tool calls, words to the user in the agent-driven mode) add 0 to it and carry no usage."""
         raw: dict[str, Any] = {"context_id": self.context_id, "task_id": self.task_id,
                                "requests": requests or [],
                                "mcp_requests": self._mcp_records()}
         if ended:
             raw[ENDED_KEY] = True
         return AssistantMessage(role="assistant", content=content, tool_calls=tool_calls, cost=cost,
-                                usage=usage or {"prompt_tokens": 0, "completion_tokens": 0},
+                                usage=usage,
                                 raw_data={RAW_DATA_KEY: raw})
+
+    def _charge_last(self, usage: dict[str, int] | None, cost: float | None) -> None:
+        """The turn's usage and cost, from a reply that came once the simulation was over (the agent-driven
+        mode's last reply), on the last message made; a cost no reply gave is unknown, never 0."""
+        if not self.messages:
+            return
+        last = self.messages[-1]
+        last.cost = None if cost is None or last.cost is None else last.cost + cost
+        if usage:  # token counts add up; what names the usage (its model, its shape) is the reply's
+            earlier = last.usage or {}
+            last.usage = {key: earlier.get(key, 0) + value if isinstance(value, int) else value
+                          for key, value in usage.items()}
 
     def _mcp_records(self) -> list[dict[str, Any]]:
         records = self.tools.take_records()
@@ -209,7 +225,7 @@ class McpConversation:
         self.actions.close(SIMULATION_ENDED, CONVERSATION_ENDED)
         late: list[RequestRecord] = []
         in_flight = self.in_flight
-        if in_flight is not None and not in_flight.future.done():
+        if in_flight is not None and not self.reply_taken:  # the simulation ended before the turn's reply
             try:
                 exchange = in_flight.future.result(timeout=min(CLOSING_GRACE_SECONDS, self.session.config.timeout))
             except Exception:  # noqa: BLE001  (timed out, or failed: either way the request is over for us)
@@ -218,6 +234,9 @@ class McpConversation:
             if exchange is not None:
                 late.extend(exchange.records)
                 self.task_id = exchange.task_id
+                self._charge_last(*self.usage_of(exchange))
+            else:
+                self._charge_last(None, None)  # no reply said what the turn's LLM calls cost: unknown
         if self.driven and self.task_id:
             late.extend(self.session.cancel_task(self.task_id, self.turn))
         self.session.tool_server.close_simulation(self.server)
