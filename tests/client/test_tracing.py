@@ -210,3 +210,35 @@ def test_an_exporter_it_cannot_make_stops_the_run_in_one_line(oracle_url: str, t
                                                "makes: use otlp or console (or set up your own TracerProvider "
                                                "before the run).")
     assert "Traceback" not in stderr and not list(tmp_path.glob("*.json"))
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+def test_an_agent_served_over_grpc_continues_the_trace_its_call_carries(traced, tmp_path: Path,
+                                                                         streaming: bool) -> None:
+    """gRPC's side of ContinueTrace (what `tau2-a2a agent` and the service install when tracing is on): the
+    agent's span of each call hangs under the client's A2A request span, in the simulation's trace."""
+    from tau2_a2a.client.tracing import grpc_continue_trace
+
+    port, grpc_port = free_port(), free_port()
+    url = f"http://127.0.0.1:{port}"
+    card = oracle_card(url, grpc_url=f"127.0.0.1:{grpc_port}")
+    card.capabilities.streaming = True
+    app = a2a_app(OracleExecutor(), card)
+    app.state.grpc_interceptors = [grpc_continue_trace()]
+    with BackgroundServer(app, port=port, grpc_port=grpc_port):
+        outcome = run_a2a(url, tmp_path, task_ids=TASKS[:1],
+                          a2a=A2AConfig(endpoint=url, retry=FAST, transport="grpc", streaming=streaming))
+
+    [simulation] = outcome.results.simulations
+    assert simulation.reward_info.reward == 1.0
+    method = "SendStreamingMessage" if streaming else "SendMessage"
+    trace = trace_id_of(simulation.messages)
+    requests = traced.wait_for(lambda _: [s for s in traced.trace(trace) if s.name == f"A2A {method}"])
+    def grpc_spans(_: object) -> list[object] | None:
+        found = [s for s in traced.trace(trace) if s.name.startswith("gRPC ") and s.name.endswith(f"/{method}")]
+        return found if len(found) >= len(requests) else None
+
+    served = traced.wait_for(grpc_spans)
+    by_id = {s.span_id: s for s in requests}
+    assert len(served) == len(requests) and all(by_id[s.parent_id].name == f"A2A {method}" for s in served)
+    assert {s.attributes["rpc.method"] for s in served} == {method}

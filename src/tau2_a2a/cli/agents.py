@@ -84,6 +84,7 @@ def traced(app: Any) -> Any:
 
     if tracing.setup():
         app.add_middleware(tracing.ContinueTrace)
+        app.state.grpc_interceptors = [tracing.grpc_continue_trace(), *getattr(app.state, "grpc_interceptors", [])]
     return app
 
 

@@ -373,3 +373,50 @@ class ContinueTrace:
                 await send(message)
 
             await self.app(scope, receive, send_seen)
+
+
+def grpc_continue_trace() -> Any:
+    """A grpc.aio server interceptor, gRPC's ContinueTrace: a call whose metadata carries W3C trace context is
+    served in a span of that trace. With tracing off it passes every call straight through."""
+    import inspect
+
+    import grpc
+
+    class ContinueGrpcTrace(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+        async def intercept_service(self, continuation: Any, details: Any) -> Any:
+            handler = await continuation(details)
+            if handler is None or _tracer is None or not (handler.unary_unary or handler.unary_stream):
+                return handler
+            headers = {name: value for name, value in details.invocation_metadata or ()
+                       if name in ("traceparent", "tracestate")}
+            method = details.method
+
+            def served() -> Any:
+                return span(f"gRPC {method}", {"rpc.system": "grpc", "rpc.method": method.rsplit("/", 1)[-1]},
+                            kind="server", context=context_from(headers))
+
+            if handler.unary_stream:
+                inner = handler.unary_stream
+
+                async def stream(request: Any, context: Any) -> Any:
+                    with served():
+                        answered = inner(request, context)
+                        if inspect.isasyncgen(answered):
+                            async for item in answered:
+                                yield item
+                        else:
+                            await answered
+
+                return grpc.unary_stream_rpc_method_handler(stream, handler.request_deserializer,
+                                                            handler.response_serializer)
+            inner_unary = handler.unary_unary
+
+            async def unary(request: Any, context: Any) -> Any:
+                with served():
+                    return await inner_unary(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer,
+                                                       handler.response_serializer)
+
+    return ContinueGrpcTrace()
+

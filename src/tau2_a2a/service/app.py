@@ -146,6 +146,8 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
                     lifespan=lifespan)
     app.state.a2a_handler = handler
     app.state.grpc_interceptors = [grpc_bearer_auth(settings.auth_token)] if settings.auth_token else []
+    if tracing.enabled():  # outermost, as over HTTP
+        app.state.grpc_interceptors.insert(0, tracing.grpc_continue_trace())
     app.state.grpc_options = [("grpc.max_receive_message_length", settings.max_request_bytes)]
     app.state.tools = tools
     app.state.card = card
