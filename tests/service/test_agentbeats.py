@@ -108,7 +108,7 @@ def refusal(task: Any) -> str:
     ({"config": {"domain": "airline", "max_step": 30}},
      "Unknown config key 'max_step'. Accepted keys: domain, task_ids, num_tasks, task_split, num_trials, "
      "max_steps, max_concurrency, user_llm, user_llm_args, user, retrieval_config, agent_tools, agent_driven, "
-     "shard_index, num_shards, num_instances."),
+     "agent_price_model, shard_index, num_shards, num_instances."),
     ({"config": {"domain": "airline", "num_trials": "3"}},
      'config.num_trials must be a whole number >= 1 (default 1); got "3".'),
     ({"config": {"domain": "banking"}},

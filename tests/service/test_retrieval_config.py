@@ -102,7 +102,7 @@ def test_run_tau2_evaluation_keeps_the_retrieval_config_in_its_record(service: B
     ({"domain": KNOWLEDGE, "retrieval_config": OFFLINE, "retrieval_config_kwargs": {"top_k": 3}},
      "Unknown argument(s) for run_tau2_evaluation: retrieval_config_kwargs. Accepted arguments: domain, "
      "agent_endpoint, user_llm, user_llm_args, user, num_trials, num_tasks, task_ids, task_split, max_steps, "
-     "max_concurrency, retrieval_config, agent_tools, agent_driven, agent_auth_token."),
+     "max_concurrency, retrieval_config, agent_tools, agent_driven, agent_price_model, agent_auth_token."),
 ])
 def test_a_retrieval_config_it_cannot_use_is_refused_in_one_line(service: BackgroundServer, oracle_url: str,
                                                                  arguments: dict[str, Any], line: str) -> None:

@@ -122,7 +122,8 @@ GOOD = {"domain": "airline", "agent_endpoint": "http://127.0.0.1:9100", "user": 
      "Unknown user 'dummy_user'. Accepted users: user_simulator, scripted_user."),
     ("run_tau2_evaluation", {**GOOD, "tasks": 3}, ("Unknown argument(s) for run_tau2_evaluation: tasks. Accepted "
      "arguments: domain, agent_endpoint, user_llm, user_llm_args, user, num_trials, num_tasks, task_ids, "
-     "task_split, max_steps, max_concurrency, retrieval_config, agent_tools, agent_driven, agent_auth_token.")),
+     "task_split, max_steps, max_concurrency, retrieval_config, agent_tools, agent_driven, agent_price_model, "
+     "agent_auth_token.")),
     ("RunTau2Evaluation", {"domain": "airline"}, ('run_tau2_evaluation needs argument(s) agent_endpoint. Example: '
      '{"tool": "run_tau2_evaluation", "arguments": {"domain": "airline", "agent_endpoint": '
      '"http://127.0.0.1:9100", "user": "scripted_user", "num_tasks": 5}}')),
@@ -383,3 +384,20 @@ def test_an_evaluations_end_is_read_from_its_runs_outcome_file_and_said_in_the_s
     outcome_file(tmp_path).unlink()  # a child killed before its run could write how it ended
     assert ending(tmp_path, -9, canceled=False, token=None) == Ending(
         Status.FAILED, "the evaluation process was killed by SIGKILL before its run ended.", False)
+
+
+def test_a_caller_names_the_model_that_prices_an_agents_tokens() -> None:
+    """agent_price_model: tokens an agent reports without a cost are priced with it; a model LiteLLM does not
+    price is refused in one line; none, and such turns cost "not reported"."""
+    from tau2_a2a.client.targets import TargetPolicy
+    from tau2_a2a.service.credentials import ArgumentRefused
+    from tau2_a2a.service.request import RequestPolicy, check_request
+
+    policy = RequestPolicy(targets=TargetPolicy.from_entries(("loopback",)))
+    sent = {"domain": "airline", "agent_endpoint": "http://127.0.0.1:9", "task_ids": ["0"]}
+    priced = check_request({**sent, "agent_price_model": "gpt-4.1-2025-04-14"}, policy)
+    assert priced.run_settings(Path("/tmp/unused"), "results").a2a.price_model == "gpt-4.1-2025-04-14"
+    assert check_request(sent, policy).run_settings(Path("/tmp/unused"), "results").a2a.price_model is None
+    with pytest.raises(ArgumentRefused) as refused:
+        check_request({**sent, "agent_price_model": "no-such-model"}, policy)
+    assert str(refused.value).startswith("agent_price_model no-such-model: LiteLLM's local cost map has no price")

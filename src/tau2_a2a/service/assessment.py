@@ -47,6 +47,7 @@ CONFIG_KEYS: dict[str, str] = {  # key -> the values it accepts, as the refusal 
     "retrieval_config": "a retrieval config name of banking_knowledge, e.g. bm25_grep (default: tau2's)",
     "agent_tools": "how the agent gets its tools: message, mcp or auto (default message)",
     "agent_driven": "true or false: the agent drives the conversation over MCP (default false)",
+    "agent_price_model": "a LiteLLM model name that prices tokens the agent reports without a cost",
     "shard_index": f"{_WHOLE} >= 0, below num_shards",
     "num_shards": f"{_WHOLE} >= 1",
     "num_instances": f"{_WHOLE} >= 1 (accepted and ignored)",
@@ -54,7 +55,7 @@ CONFIG_KEYS: dict[str, str] = {  # key -> the values it accepts, as the refusal 
 _WHOLE_KEYS = {"num_tasks": 1, "num_trials": 1, "max_steps": 1, "max_concurrency": 1, "shard_index": 0,
                "num_shards": 1, "num_instances": 1}
 _WHOLE_MAX = 1_000_000  # beyond any sensible request; the tool's checks set the service's own limits
-_TEXT_KEYS = ("domain", "task_split", "user_llm", "user", "retrieval_config", "agent_tools")
+_TEXT_KEYS = ("domain", "task_split", "user_llm", "user", "retrieval_config", "agent_tools", "agent_price_model")
 
 
 class AssessmentRejected(ValueError):
@@ -130,7 +131,8 @@ def parse(request: Any) -> Assessment:
         "num_trials": values.get("num_trials", DEFAULT_NUM_TRIALS),
         "max_steps": values.get("max_steps", DEFAULT_MAX_STEPS),
         **{key: values[key] for key in ("task_ids", "num_tasks", "task_split", "max_concurrency",
-                                              "retrieval_config", "agent_tools", "agent_driven") if key in values},
+                                              "retrieval_config", "agent_tools", "agent_driven", "agent_price_model")
+                                        if key in values},
     }
     return Assessment(role=role, endpoint=endpoint, arguments=arguments, shard=shard,
                       ignored=tuple(key for key in IGNORED_KEYS if key in config))

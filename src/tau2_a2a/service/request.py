@@ -32,6 +32,7 @@ from tau2_a2a.client.config import (
     has_userinfo,
     origin,
 )
+from tau2_a2a.client.pricing import check_price_model
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.service import catalog
@@ -153,6 +154,11 @@ class EvaluationRequest:
         "type": "boolean", "default": False,
         "description": "The agent drives: one A2A task per simulation, the tools and the user (the "
                        "send_message_to_user tool) over MCP."}, False, setting=None)
+    agent_price_model: str | None = argument({
+        "type": "string",
+        "description": "The LiteLLM model whose price applies when the agent reports tokens but no cost and no "
+                       "model LiteLLM prices (e.g. gpt-4.1-2025-04-14); without it such turns cost "
+                       "'not reported'."}, None, setting=None)
     total_simulations: int = derived()  # tasks x trials
     shard_index: int | None = derived(None)  # an AgentBeats shard: task_ids then hold its part of the selection
     num_shards: int | None = derived(None)
@@ -181,7 +187,8 @@ class EvaluationRequest:
         targets = TargetPolicy.from_entries(allowed_targets) if allowed_targets else None
         return RunSettings(**settings, a2a=A2AConfig.limited(
             self.agent_endpoint, agent_limits, targets=targets, driven=self.agent_driven, mcp=mcp,
-            tools="mcp" if self.agent_driven and self.agent_tools == "message" else self.agent_tools), ray=ray,
+            tools="mcp" if self.agent_driven and self.agent_tools == "message" else self.agent_tools,
+            price_model=self.agent_price_model), ray=ray,
                            results_dir=str(results_dir), save_to=save_to)
 
 
@@ -277,6 +284,12 @@ def check_request(sent: Mapping[str, Any], policy: RequestPolicy, shard: Shard |
     agent_driven = sent.get("agent_driven", False)
     if not isinstance(agent_driven, bool):
         raise ArgumentRefused(f"agent_driven must be true or false, got {agent_driven!r}.")
+    agent_price_model = sent.get("agent_price_model")
+    if agent_price_model is not None:
+        try:
+            agent_price_model = check_price_model(_text("agent_price_model", agent_price_model), "agent_price_model")
+        except ConfigError as error:
+            raise ArgumentRefused(str(error)) from None
     user = sent.get("user", DEFAULT_USER_IMPLEMENTATION)
     users = catalog.user_names()
     if user not in users:
@@ -334,6 +347,6 @@ def check_request(sent: Mapping[str, Any], policy: RequestPolicy, shard: Shard |
         domain=domain, agent_endpoint=endpoint, user_llm=user_llm, user_llm_args=user_llm_args, user=user,
         num_trials=num_trials, num_tasks=num_tasks, task_ids=task_ids, task_split=task_split, max_steps=max_steps,
         max_concurrency=max_concurrency, retrieval_config=retrieval_config, agent_tools=agent_tools,
-        agent_driven=agent_driven, total_simulations=total,
+        agent_driven=agent_driven, agent_price_model=agent_price_model, total_simulations=total,
         shard_index=shard.index if shard is not None else None, num_shards=shard.count if shard is not None else None,
     )
