@@ -218,3 +218,17 @@ def test_the_gate_fails_identical_agents_at_most_alpha_of_the_time_and_finds_a_r
     worse = [stats.gate("d", simulated_run(rates, 4, rng), simulated_run(np.clip(rates - 0.25, 0, 1), 4, rng),
                         resamples=1000).regression for _ in range(50)]
     assert sum(worse) / len(worse) >= 0.8
+
+
+def test_a_difference_no_task_count_can_detect_is_said_so() -> None:
+    """With two tasks that disagree the formula asks for more than 100 points: no reward moves that far, so the sentence and
+    the page say that no difference is reliably detected."""
+    from tau2_a2a.compare.html import detectable_points
+    from tau2_a2a.compare.report import difference_sentence
+
+    d = stats.paired_difference([1.0, 0.0], [0.0, 1.0], trials=1)
+    assert d.detectable > 1
+    assert "with 2 tasks x 1 trials, no difference in average reward is reliably detected" in difference_sentence(
+        "a", "b", d, tasks=2, trials=1)
+    assert (detectable_points(d.detectable), detectable_points(0.25), detectable_points(None)) == (
+        "> 100", "25.0", "–")

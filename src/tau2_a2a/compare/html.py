@@ -35,11 +35,19 @@ STREAMED = "SendStreamingMessage"
 PALETTE = ["#3465a4", "#cc6600", "#4e9a06", "#75507b", "#c4a000", "#06989a"]
 
 
+def detectable_points(value: float | None) -> str:
+    """A smallest detectable difference in points; past 100 (too few tasks) none is: no reward moves that far."""
+    if value is None:
+        return "–"
+    return "> 100" if value >= 1 else f"{value * 100:.1f}"
+
+
 def render(report: dict[str, Any], runs: list[Run]) -> str:
     """The whole page."""
     environment = Environment(loader=PackageLoader("tau2_a2a.compare", "."),
                               autoescape=select_autoescape(default=True, default_for_string=True))
     environment.filters["pct"] = lambda v: "–" if v is None else f"{v * 100:.1f}"
+    environment.filters["detectable"] = detectable_points
     environment.filters["signed"] = lambda v: f"{v * 100:+.1f}"
     environment.filters["cell_label"] = cell_label
     environment.filters["usd"] = usd

@@ -329,7 +329,8 @@ def difference_sentence(a: str, b: str, d: stats.PairedDifference, tasks: int, t
     sign = f"{d.value * 100:+.1f} points"
     interval = f"95% CI {d.low * 100:+.1f} to {d.high * 100:+.1f}"
     detect = (f"with {tasks} tasks x {trials} trials, differences below about {d.detectable * 100:.0f} points "
-              "are usually missed")
+              "are usually missed" if d.detectable < 1 else
+              f"with {tasks} tasks x {trials} trials, no difference in average reward is reliably detected")
     few = (f" With fewer than {FEW_TASKS} tasks the bootstrap interval is too narrow: "
            "trust the permutation p-value." if tasks < FEW_TASKS else "")
     if d.within_noise:
