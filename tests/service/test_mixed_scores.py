@@ -84,7 +84,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         assert [t.status.state for t in finals] == [TaskState.TASK_STATE_COMPLETED] * 4
         a0, a1, b_result, c_result = (result_of(t) for t in finals)
         root = service.app.state.tools.manager.root
-        yield {"cli": Results.load(cli_dir / "run.json"), "a": [a0, a1], "b": b_result, "c": c_result,
+        yield {"cli": Results.load(results_path("run", cli_dir)), "a": [a0, a1], "b": b_result, "c": c_result,
                "files": {name: results_file(root / r["evaluation_id"])
                          for name, r in (("a0", a0), ("a1", a1))}, "finals": finals}
     finally:
