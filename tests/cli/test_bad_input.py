@@ -193,7 +193,8 @@ def test_a_400_character_card_name_makes_a_bounded_results_file_name(tmp_path: P
         done = run(["airline", "--a2a-endpoint", agent.url, "--user", "scripted_user", "--task-ids", "0",
                     "--results-dir", str(tmp_path)])  # no --save-to: the file is named after the run
     assert done.returncode == 0, done.stderr[-3000:]
-    [results] = [path for path in tmp_path.iterdir() if not path.name.endswith("_a2a_metrics.json")]
+    [results] = [path for path in tmp_path.iterdir()
+                 if not path.name.endswith(("_a2a_metrics.json", "_results.json", "_termination_summary.json"))]
     slug = re.search(r"_a2a_agent_(a2a-[^_]+)_scripted_user_", results.name)
     assert slug is not None, results.name
     assert re.fullmatch(r"a2a-Agent-x{33}-[0-9a-f]{8}", slug[1]), slug[1]  # 48 characters
