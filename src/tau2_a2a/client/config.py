@@ -314,3 +314,28 @@ def redact(text: str, *secrets: str | None) -> str:
         if secret:
             text = text.replace(secret, "***")
     return text
+
+
+_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+")
+
+
+def redact_bearer(text: str) -> str:
+    """`text` without any bearer token in it (an agent may echo one; the MCP tools modes name each
+    simulation's MCP token in its first message)."""
+    return _BEARER.sub(r"\1***", text)
+
+
+# Tools modes, once the card is read: tools in messages, over MCP, or over MCP with the agent driving.
+MESSAGE, MCP, DRIVEN = "message", "mcp", "driven"
+
+
+def tools_mode_of(config: A2AConfig, card: Any) -> str:
+    """How the agent of `card` gets its tools under `config`: MESSAGE, MCP or DRIVEN (`auto` asks the card)."""
+    from tau2_a2a.protocol.mcp_tools import declares_mcp_tools
+
+    if config.driven:
+        return DRIVEN
+    if config.tools == "mcp" or (config.tools == "auto" and declares_mcp_tools(card)):
+        return MCP
+    return MESSAGE
+

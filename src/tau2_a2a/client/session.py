@@ -9,14 +9,12 @@ what a failure means (`failures`), what discovery checks (`card_check`).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextvars
 import functools
 import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
 
@@ -63,11 +61,11 @@ from tau2_a2a.client.transport import (
     metered,
     open_grpc_channel,
 )
-from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS, A2AConfig
+from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS, MESSAGE, A2AConfig, tools_mode_of
 from tau2_a2a.client import request_spans, tracing
 from tau2_a2a.client.limits import request_over_limit
+from tau2_a2a.client.sending import Exchange, InFlight, SendOptions, open_task_id
 from tau2_a2a.client.tool_server import ToolServer
-from tau2_a2a.protocol.mcp_tools import declares_mcp_tools
 from tau2_a2a.protocol.messages import answer_parts
 from tau2_a2a.protocol.stream import StreamedReply
 from tau2_a2a.protocol.toolcalls import MalformedReply
@@ -83,22 +81,9 @@ _FAILED_STATES = (
     TaskState.TASK_STATE_AUTH_REQUIRED,
 )
 
-
-# Tools modes, once the card is read: tools in messages, over MCP, or over MCP with the agent driving.
-MESSAGE, MCP, DRIVEN = "message", "mcp", "driven"
 # An A2A request in an MCP tools mode stays open while the agent acts: the wait for each of its actions is
 # bounded (--a2a-timeout), the request as a whole only by this, and it is aborted when its simulation ends.
 OPEN_REQUEST_SECONDS = MAX_TIMEOUT_SECONDS
-
-
-@dataclass
-class Exchange:
-    """One send: the agent's final reply and a record per request it took."""
-
-    reply: Message | Task
-    context_id: str | None
-    task_id: str | None
-    records: list[RequestRecord] = field(default_factory=list)
 
 
 class A2ASession:
@@ -157,7 +142,7 @@ class A2ASession:
                 self.binding = interface.protocol_binding
                 self.protocol_version = protocol_version(interface)
                 self.streaming = self._streams(card)
-                self._tools_mode = self._tools_mode_of(card)
+                self._tools_mode = tools_mode_of(self.config, card)
                 self._call_context = self._context()
                 self._client = self._call(self._make_client(card))
                 self._call(self._check_access(interface))
@@ -176,13 +161,6 @@ class A2ASession:
         discovers it first)."""
         _ = self.card
         return self._tools_mode
-
-    def _tools_mode_of(self, card: AgentCard) -> str:
-        if self.config.driven:
-            return DRIVEN
-        if self.config.tools == "mcp" or (self.config.tools == "auto" and declares_mcp_tools(card)):
-            return MCP
-        return MESSAGE
 
     @property
     def tool_server(self) -> ToolServer:
@@ -358,7 +336,7 @@ class A2ASession:
         context_id = reply.context_id or context_id
         for record in records:  # attempts refused before the agent opened the context belong to it too
             record.context_id = record.context_id or context_id
-        return Exchange(reply=reply, context_id=context_id, task_id=_open_task_id(reply), records=records)
+        return Exchange(reply=reply, context_id=context_id, task_id=open_task_id(reply), records=records)
 
     async def _with_retries(self, method: str, turn: int, context_id: str | None, input_tokens: int,
                             make_call: Any, records: list[RequestRecord], options: SendOptions) -> Any:
@@ -514,43 +492,3 @@ class A2ASession:
         self._background.close()
         if self._tool_server is not None:
             self._tool_server.close()
-
-
-@dataclass(frozen=True)
-class SendOptions:
-    """How one send runs: the time each of its requests has, whether a failed attempt may be sent again, and
-    who is told of each request as it starts (so that another thread can end it: `Wire.abort()`)."""
-
-    timeout: float
-    may_retry: Callable[[], bool] = lambda: True
-    on_request: Callable[[Wire], None] | None = None
-
-
-@dataclass
-class InFlight:
-    """A message sent on a thread of its own (`A2ASession.send_in_background`): its reply to come, and a way to
-    end it from another thread once its simulation is over."""
-
-    future: concurrent.futures.Future[Exchange] = field(default_factory=concurrent.futures.Future)
-    wires: list[Wire] = field(default_factory=list)  # one per request it made, in order
-    aborted: bool = False
-
-    def started(self, wire: Wire) -> None:
-        """A request of this send starts: it can be ended (at once, if the send was aborted already)."""
-        self.wires.append(wire)
-        if self.aborted:
-            wire.abort()
-
-    def abort(self) -> None:
-        """End the send now, whatever it waits for: its thread then ends with AgentRequestAborted."""
-        self.aborted = True
-        for wire in list(self.wires):
-            wire.abort()
-
-
-def _open_task_id(reply: Message | Task) -> str | None:
-    """A task the agent left waiting for input is continued; any other is not."""
-    if isinstance(reply, Task) and reply.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-        return reply.id
-    return None
-

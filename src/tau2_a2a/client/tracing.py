@@ -21,13 +21,13 @@ messages, never headers, tokens or A2A message parts.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from tau2_a2a.client.config import redact_bearer
 from tau2_a2a.errors import ConfigError
 
 __all__ = [
@@ -48,7 +48,6 @@ SERVICE_NAME = "tau2-a2a"
 TRACER_NAME = "tau2_a2a"
 MAX_TEXT = 4096  # the longest text an attribute keeps (a message, a tool's arguments or result)
 
-_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+")  # a bearer token an agent echoed into an error
 _tracer: Any = None  # None: tracing is off
 _lock = threading.Lock()
 
@@ -237,7 +236,7 @@ def failed(current: Any, error_type: str, description: str | None = None) -> Non
     from opentelemetry import trace
 
     current.set_attribute("error.type", error_type)
-    current.set_status(trace.StatusCode.ERROR, _BEARER.sub(r"\1***", description or error_type)[:MAX_TEXT])
+    current.set_status(trace.StatusCode.ERROR, redact_bearer(description or error_type)[:MAX_TEXT])
 
 
 def _kind(kind: str) -> Any:
@@ -274,17 +273,8 @@ def context_from(headers: Mapping[str, str] | None) -> Any:
 @contextmanager
 def continued(headers: Mapping[str, str] | None) -> Iterator[None]:
     """Inside, the trace the carrier names is the current one (nothing changes without one)."""
-    context = context_from(headers)
-    if context is None:
+    with within(context_from(headers)):
         yield
-        return
-    from opentelemetry import context as contexts
-
-    token = contexts.attach(context)
-    try:
-        yield
-    finally:
-        contexts.detach(token)
 
 
 def current_context() -> Any:

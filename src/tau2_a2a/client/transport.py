@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import re
 import socket
 import threading
 import time
@@ -37,9 +36,9 @@ from tau2_a2a.client.errors import (
     AgentUnreachable,
 )
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
-from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_REQUEST_BYTES, A2AConfig, redact
+from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_REQUEST_BYTES, A2AConfig, redact, redact_bearer
 from tau2_a2a.client.limits import request_over_limit
-from tau2_a2a.protocol.timestamps import naive_status_times_as_utc
+from tau2_a2a.protocol.timestamps import event_lines_as_utc, naive_status_times_as_utc
 
 wire_log = logging.getLogger("tau2_a2a.wire")
 
@@ -175,7 +174,7 @@ class _CountedStream(httpx.AsyncByteStream):
 
     Its reads keep to the reply's deadline like any other (see `_DeadlineStream`),
     so a stream that falls silent, or trickles on, ends as timed out at the deadline.
-    Events pass on line by line, each line whole (see `_read_event_lines`).
+    Events pass on line by line, each line whole (see `protocol.timestamps.event_lines_as_utc`).
     """
 
     def __init__(self, inner: Any, wire: Wire | None, log_chunk: Any, max_bytes: int,
@@ -201,27 +200,12 @@ class _CountedStream(httpx.AsyncByteStream):
                 partial_line += chunk
                 continue
             lines, partial_line = bytes(partial_line) + chunk[:end], bytearray(chunk[end:])
-            yield _read_event_lines(lines)
+            yield event_lines_as_utc(lines)
         if partial_line:
-            yield _read_event_lines(bytes(partial_line))
+            yield event_lines_as_utc(bytes(partial_line))
 
     async def aclose(self) -> None:
         self._inner.close()
-
-
-def _read_event_lines(lines: bytes) -> bytes:
-    """Event-stream lines with each event's offset-less status timestamp read as UTC (protocol/timestamps.py)."""
-    if b'"timestamp"' not in lines:
-        return lines
-    return b"".join(_read_event_line(line) for line in lines.splitlines(keepends=True))
-
-
-def _read_event_line(line: bytes) -> bytes:
-    if not line.startswith(b"data:"):
-        return line
-    data = line[5:].strip()
-    read = naive_status_times_as_utc(data)
-    return line if read is data else b"data: " + read + line[len(line.rstrip(b"\r\n")):]
 
 
 class _DeadlineStream(httpcore.NetworkStream):
@@ -436,13 +420,9 @@ class _MeteringTransport(httpx.AsyncBaseTransport):
         self._inner.close()
 
 
-_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+")
-
-
 def _shown(body: bytes, token: str | None) -> str:
-    """A body as the debug log shows it: without the agent's token, nor any bearer token it carries (the MCP
-    tools modes name each simulation's MCP token in its first message)."""
-    return _BEARER.sub(r"\1***", redact(body.decode(errors="replace"), token))
+    """A body as the debug log shows it: without the agent's token, nor any bearer token it carries."""
+    return redact_bearer(redact(body.decode(errors="replace"), token))
 
 
 def _cut_timeouts(request: httpx.Request, deadline: float) -> None:

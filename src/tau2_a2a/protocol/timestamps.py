@@ -49,3 +49,18 @@ def _status_holders(reply: Any) -> Iterator[dict[str, Any]]:
     if isinstance(tasks, list):
         candidates.extend(tasks)
     yield from (candidate for candidate in candidates if isinstance(candidate, dict))
+
+
+def event_lines_as_utc(lines: bytes) -> bytes:
+    """Event-stream lines with each event's offset-less status timestamp read as UTC."""
+    if b'"timestamp"' not in lines:
+        return lines
+    return b"".join(_event_line_as_utc(line) for line in lines.splitlines(keepends=True))
+
+
+def _event_line_as_utc(line: bytes) -> bytes:
+    if not line.startswith(b"data:"):
+        return line
+    data = line[5:].strip()
+    read = naive_status_times_as_utc(data)
+    return line if read is data else b"data: " + read + line[len(line.rstrip(b"\r\n")):]

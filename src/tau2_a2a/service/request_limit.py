@@ -19,6 +19,10 @@ import json
 import uuid
 from typing import Any
 
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tau2_a2a.service.wire import JsonObject
+
 DEFAULT_MAX_REQUEST_BYTES = 10 * 2**20
 DEFAULT_MAX_MESSAGE_BYTES = 2**20  # telecom's 2,285 task ids as a task_ids list are 300 KB
 KEPT_TEXT_BYTES = 1024  # what is kept of the text of a message over the limit
@@ -54,7 +58,7 @@ def cut_message(message: Any, max_bytes: int) -> dict[str, int] | None:
     return cut
 
 
-def cut_message_refusal(cut: dict[str, Any]) -> str:
+def cut_message_refusal(cut: JsonObject) -> str:
     """Why a cut message was rejected, for its caller."""
     return (f"The message is {int(cut['bytes'])} bytes, over the {int(cut['limit'])} bytes this service reads; "
             f"nothing of it ran, and only the first {KEPT_TEXT_BYTES} bytes of its text are kept. Send a shorter "
@@ -70,11 +74,11 @@ def too_large_message(max_bytes: int) -> str:
 class RequestSizeLimit:
     """ASGI middleware: 413 for a request body over `max_bytes`."""
 
-    def __init__(self, app: Any, max_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -86,7 +90,7 @@ class RequestSizeLimit:
         too_large = False
         refused = False
 
-        async def counting_receive() -> dict[str, Any]:
+        async def counting_receive() -> Message:
             nonlocal received, too_large
             if too_large:
                 return {"type": "http.disconnect"}
@@ -98,7 +102,7 @@ class RequestSizeLimit:
                     return {"type": "http.request", "body": b"", "more_body": False}
             return message
 
-        async def replacing_send(message: dict[str, Any]) -> None:
+        async def replacing_send(message: Message) -> None:
             nonlocal refused
             if not too_large:
                 await send(message)
@@ -114,7 +118,7 @@ class RequestSizeLimit:
         if too_large and not refused:
             await self._refuse(send)
 
-    async def _refuse(self, send: Any) -> None:
+    async def _refuse(self, send: Send) -> None:
         body = json.dumps({"error": too_large_message(self.max_bytes)}).encode()
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"),

@@ -35,7 +35,8 @@ from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit
 from tau2_a2a.client.limits import check_tool_calls
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.client.config import redact
-from tau2_a2a.client.session import MESSAGE, A2ASession
+from tau2_a2a.client.config import MESSAGE
+from tau2_a2a.client.session import A2ASession
 from tau2_a2a.protocol.mcp_tools import McpServer, mcp_conversation_start
 from tau2_a2a.client.turn_usage import tau2_usage_and_cost
 from tau2_a2a.protocol.messages import (

@@ -33,7 +33,9 @@ from tau2_a2a.client.config import redact
 from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit, AgentTimeout
 from tau2_a2a.client.limits import check_tool_calls
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
-from tau2_a2a.client.session import DRIVEN, A2ASession, InFlight
+from tau2_a2a.client.sending import InFlight
+from tau2_a2a.client.config import DRIVEN
+from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.tool_server import SimulationTools
 from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SIMULATION_ENDED, McpServer, mcp_conversation_start
 from tau2_a2a.protocol.messages import reply_parts, user_turn
