@@ -8,11 +8,6 @@ tau2: whatever ADK did to that text would show in the scores.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
@@ -24,6 +19,7 @@ from tau2_a2a.client.config import RetryPolicy
 from tau2_a2a.client.pricing import price_tokens
 from testbed.standin_llm import MODEL, StandinLLM, content_text
 from tests.support.cli import run_cli
+from tests.support.adk_apps import adk_api_server
 from tests.support.runs import run_a2a
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.reference.adk_agent import INSTRUCTION, adk_app
@@ -32,7 +28,6 @@ from tau2_a2a.protocol.hosting import free_port, wait_for_card
 AIRLINE_TASKS = ["3", "7", "8", "12", "14"]  # reads, cancellations, a booking, baggage, what to tell the user
 RETAIL_TASKS = ["0", "5", "6"]  # exchanges and a return of delivered items
 DATA_START, DATA_END = "<a2a_datapart_json>", "</a2a_datapart_json>"
-EXAMPLE_APP = Path(__file__).parents[2] / "examples" / "adk_tau2_agent"
 
 
 @pytest.fixture
@@ -157,27 +152,8 @@ def test_cli_serves_the_adk_agent_and_reports_llm_failures(serve, tmp_path):
 
 def test_adk_api_server_serves_the_example_app(standin, tmp_path):
     """examples/adk_tau2_agent under google-adk's own `adk api_server --a2a`, on a free port."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/a2a/adk_tau2_agent"
-    app = tmp_path / "agents" / "adk_tau2_agent"
-    shutil.copytree(EXAMPLE_APP, app, ignore=shutil.ignore_patterns("__pycache__"))
-    card = app / "agent.json"
-    card.write_text(card.read_text().replace("http://127.0.0.1:8000", f"http://127.0.0.1:{port}"))
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "TAU2_ADK_MODEL": MODEL, "TAU2_ADK_API_BASE": standin.api_base, "OPENAI_API_KEY": "standin-key"}
-    log = (tmp_path / "adk.log").open("w")
-    server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("adk")), "api_server", "--a2a", "--port", str(port),
-         "--session_service_uri", "memory://", str(app.parent)],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
-    )
-    try:
-        wait_for_card(url, server, timeout=120)
+    with adk_api_server("adk_tau2_agent", standin.api_base, tmp_path) as url:
         outcome = run_a2a(url, tmp_path / "run", task_ids=["8"])
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
     assert [s.reward_info.reward for s in outcome.results.simulations] == [1.0]
     assert trajectory_calls(outcome) == golden_calls("airline", ["8"])
 
