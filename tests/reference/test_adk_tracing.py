@@ -44,11 +44,25 @@ def test_adk_llm_calls_descend_from_the_simulation(traced, serve: Serve, tmp_pat
     assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(TASKS, 1.0)
     method = "A2A SendStreamingMessage" if streaming else "A2A SendMessage"
     for run in outcome.results.simulations:
-        simulation, spans = simulation_trace(traced, trace_id_of(run.messages))
-        llm_calls = [s for s in spans if s.name.startswith("generate_content ")]
+        trace = trace_id_of(run.messages)
+        simulation, _ = simulation_trace(traced, trace)
         # One model call per turn of the agent's (each golden call, then its words), each under an A2A request
-        # of this simulation: tau2's request -> ADK's server span -> its invocation -> its LLM call.
-        assert len(llm_calls) == len(golden_calls("airline", [run.task_id])[run.task_id]) + 1
+        # of this simulation: tau2's request -> ADK's server span -> its invocation -> its LLM call. ADK may end
+        # the span of a turn's last call after its reply went out: wait for every one.
+        expected = len(golden_calls("airline", [run.task_id])[run.task_id]) + 1
+        def chained(_: object) -> list[Span] | None:
+            """The trace's spans once every LLM call and the spans above it are in."""
+            spans = traced.trace(trace)
+            calls = [s for s in spans if s.name.startswith("generate_content ")]
+            return spans if len(calls) >= expected and all(descends_from(c, simulation, spans) for c in calls) \
+                else None
+
+        try:
+            spans = traced.wait_for(chained)
+        except AssertionError:
+            spans = traced.trace(trace)  # the assertions below say what is missing
+        llm_calls = [s for s in spans if s.name.startswith("generate_content ")]
+        assert len(llm_calls) == expected
         requests = [s for s in spans if s.name == method]
         for call in llm_calls:
             assert descends_from(call, simulation, spans)
