@@ -14,7 +14,7 @@ from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import a2a_app
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.fidelity import scored, trajectory_differences
 from tau2_a2a.runner.protocol_metrics import metrics_path
 from tests.support.runs import FAST, Serve, run_a2a, run_native_oracle, telecom_sample
 
@@ -43,8 +43,8 @@ def test_the_oracle_over_mcp_scores_what_native_tau2_scores(domain: str, driven:
     rewards = {s.task_id: s.reward_info.reward for s in outcome.results.simulations}
     assert rewards == {s.task_id: s.reward_info.reward for s in native.simulations}
     assert set(rewards.values()) == {1.0}
-    assert {s.task_id: s.reward_info.model_dump() for s in outcome.results.simulations} == \
-        {s.task_id: s.reward_info.model_dump() for s in native.simulations}
+    assert {s.task_id: scored(s) for s in outcome.results.simulations} == \
+        {s.task_id: scored(s) for s in native.simulations}
     assert {s.termination_reason.value for s in outcome.results.simulations} == {"user_stop"}
     assert trajectory_differences(outcome.results, native) == []
     # Every tool call of the agent came over MCP, metered; none went through the A2A messages.

