@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import urlparse, urlsplit
 
 from tau2_a2a.client.targets import TargetPolicy
@@ -117,7 +117,7 @@ class RetryPolicy:
 _USERINFO = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):/*[^/?#]*@")
 
 
-def has_userinfo(url: Any) -> bool:
+def has_userinfo(url: Any) -> TypeGuard[str]:
     """Whether a URL carries a user name or password (`http://user:pw@host`)."""
     return isinstance(url, str) and _USERINFO.match(url) is not None
 
@@ -128,7 +128,7 @@ def without_userinfo(url: str) -> str:
     return url if found is None else f"{found.group(1)}://***@{url[found.end():]}"
 
 
-def has_query_or_fragment(url: Any) -> bool:
+def has_query_or_fragment(url: Any) -> TypeGuard[str]:
     """Whether a URL carries a query string or a fragment (`?token=...`, `#...`), which a base URL has not."""
     return isinstance(url, str) and ("?" in url or "#" in url)
 

@@ -208,7 +208,7 @@ class A2ASession:
                 card, record = await self._request("GetAgentCard", None, 1, None, 0, resolver.get_agent_card(),
                                                    discovery=True)
             except Failed as failed:
-                failure = card_failure(failed.cause, endpoint, path, self.config.auth_token, self.config.timeout)
+                failure = card_failure(failed.cause or failed.failure, endpoint, path, self.config.auth_token, self.config.timeout)
                 record_failure(failed.record, failure)
                 if isinstance(failure, AgentCardError) and failure.status == 404:
                     continue
@@ -361,7 +361,7 @@ class A2ASession:
                 failure.records = records
                 raise failure from None
 
-    async def _send_once(self, request: SendMessageRequest, context: ClientCallContext) -> Message | Task:
+    async def _send_once(self, request: SendMessageRequest, context: ClientCallContext | None) -> Message | Task:
         """One SendMessage (one event) or SendStreamingMessage (events until the stream ends), as one reply."""
         wire = current_wire.get()
         if self._grpc:

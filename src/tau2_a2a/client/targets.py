@@ -94,7 +94,7 @@ def resolve(host: str) -> list[IPAddress]:
             f"host {host!r} cannot be resolved ({getattr(error, 'strerror', None) or error}). "
             "Check the URL, or use an IP address."
         ) from None
-    return list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))
+    return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos))
 
 
 def embedded_ipv4(address: IPAddress) -> list[tuple[ipaddress.IPv4Address, str]]:

@@ -120,7 +120,7 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
             "group": group, "kind": kind, "components": components,
             "termination": str(simulation.get("termination_reason")),
         })
-    grid = [{"task_id": task, "cells": sorted(row, key=lambda c: (c["trial"] is None, c["trial"] or 0))}
+    grid: list[dict[str, Any]] = [{"task_id": task, "cells": sorted(row, key=lambda c: (c["trial"] is None, c["trial"] or 0))}
             for task, row in sorted(cells.items(), key=lambda item: task_order(item[0]))]
     failed = sum(by_group.values())
     failures = {"simulations": len(run.results["simulations"]), "failed": failed, "by_group": by_group,

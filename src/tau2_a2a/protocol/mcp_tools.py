@@ -115,7 +115,7 @@ def invitation_from_entry(data: dict[str, Any]) -> McpInvitation | None:
     server = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
     if not isinstance(server, dict) or not isinstance(server.get("url"), str):
         return None
-    headers = server.get("headers") if isinstance(server.get("headers"), dict) else {}
+    headers = server["headers"] if isinstance(server.get("headers"), dict) else {}
     bearer = str(headers.get("Authorization", ""))
     token = bearer[len("Bearer "):] if bearer.startswith("Bearer ") else None
     return McpInvitation(McpServer(server["url"], token), data.get(MODE_KEY) == AGENT_DRIVEN)

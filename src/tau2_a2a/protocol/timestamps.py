@@ -33,7 +33,7 @@ def naive_status_times_as_utc(body: bytes) -> bytes:
     for holder in _status_holders(reply):
         status = holder.get("status")
         stamp = status.get("timestamp") if isinstance(status, dict) else None
-        if isinstance(stamp, str) and _NAIVE_VALUE.fullmatch(stamp):
+        if isinstance(status, dict) and isinstance(stamp, str) and _NAIVE_VALUE.fullmatch(stamp):
             status["timestamp"] = stamp + "Z"
             changed = True
     return json.dumps(reply, ensure_ascii=False).encode() if changed else body

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 RESPOND_TOOL = "respond"
 
@@ -87,7 +87,7 @@ def parse_reply(texts: list[str], data_parts: list[DataPart]) -> ParsedReply:
     calls: list[ToolCallRequest] = []
     for part in data_parts:
         calls.extend(_calls_from_data_part(part))
-    plain_texts = []
+    plain_texts: list[str] = []
     for text in texts:
         text_calls = _calls_from_text(text)
         if text_calls is None:
@@ -104,8 +104,8 @@ def parse_reply(texts: list[str], data_parts: list[DataPart]) -> ParsedReply:
                 f"{_snippet(call.arguments)}"
             )
         plain_texts.append(content)
-    text = "\n".join(t for t in plain_texts if t.strip()) or None
-    return ParsedReply(text=text, tool_calls=actions)
+    said_text = "\n".join(t for t in plain_texts if t.strip()) or None
+    return ParsedReply(text=said_text, tool_calls=actions)
 
 
 def _calls_from_data_part(part: DataPart) -> list[ToolCallRequest]:
@@ -229,7 +229,7 @@ def _adk_call(data: Any) -> ToolCallRequest:
     )
 
 
-def _is_name(value: Any) -> bool:
+def _is_name(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and bool(value)
 
 

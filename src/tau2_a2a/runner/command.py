@@ -12,10 +12,14 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from tau2_a2a.runner.interrupt import EXIT_INTERRUPTED, RunInterrupted, exit_now, stopped_by
 from tau2_a2a.runner.outcome import exit_code_for
 from tau2_a2a.terminal import PlainFormatter, plain
+
+if TYPE_CHECKING:
+    from loguru import Record
 
 
 def run_command(command: Callable[[], int], debug: bool = False,
@@ -32,11 +36,11 @@ def run_command(command: Callable[[], int], debug: bool = False,
             by, code = stopped_by()
             exit_now(code, f"Stopped by {by}.")
         except Exception as error:
-            code = exit_code_for(error)
-            if code is None:
+            exit_code = exit_code_for(error)
+            if exit_code is None:
                 raise
             print(f"error: {plain(str(error))}", file=sys.stderr)  # one line, whatever the agent put in it
-            return code
+            return exit_code
     return EXIT_INTERRUPTED  # not reached: exit_now ends the process
 
 
@@ -77,6 +81,6 @@ def command_logging(debug: bool) -> Iterator[None]:
 _plain: list[bool] = []  # one entry per command whose logging is in place
 
 
-def _plain_loguru_message(record: dict) -> None:
+def _plain_loguru_message(record: Record) -> None:
     if _plain:
         record["message"] = plain(record["message"], keep_lines=True)

@@ -33,7 +33,7 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "RunInterrupted", "exit_now", "freeze_writes", "stop_on_sigint",
            "stopped_by"]
 
-_SIGNALS = {signal.SIGINT: ("Ctrl-C", EXIT_INTERRUPTED), signal.SIGTERM: ("SIGTERM", EXIT_TERMINATED)}
+_SIGNALS: dict[int, tuple[str, int]] = {signal.SIGINT: ("Ctrl-C", EXIT_INTERRUPTED), signal.SIGTERM: ("SIGTERM", EXIT_TERMINATED)}
 _stopped_by: list[int] = []  # the signal that stopped this process's run, once one did
 
 

@@ -250,7 +250,7 @@ class ActorPool:
         actors = [actor_class.remote(a2a, tracing.environment() if tracing.enabled() else None)
                   for _ in range(count)]
         try:
-            places = ray.get([actor.where.remote() for actor in actors])
+            places = ray.get([actor.where.remote() for actor in actors])  # type: ignore[attr-defined]
         except ray.exceptions.RayError as error:
             raise ConfigError(
                 f"The simulation actors could not start on the Ray cluster ({_first_line(error)}); every node "

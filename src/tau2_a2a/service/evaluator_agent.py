@@ -33,6 +33,7 @@ from typing import Any
 
 from google.adk.agents import BaseAgent
 from google.adk.agents.invocation_context import InvocationContext
+from google.adk.agents.llm_agent import ToolUnion
 from google.adk.events import Event, EventActions
 from google.adk.tools import BaseTool, ToolContext
 from google.genai import types
@@ -192,7 +193,7 @@ class EvaluationServiceAgent(BaseAgent):
         except (ToolError, EvaluationError) as error:
             yield self._error(ctx, str(error))
             return
-        canonical = ALIASES.get(name, name)
+        canonical = ALIASES.get(str(name), str(name))  # a known tool's name: tools.call refused any other
         if canonical == RUN:
             async for event in self._follow(ctx, result["evaluation_id"]):
                 yield event
@@ -344,7 +345,7 @@ class ModelTool(BaseTool):
         return result
 
 
-def model_tools(tools: EvaluationTools, started: dict[str, list[str]]) -> list[BaseTool]:
+def model_tools(tools: EvaluationTools, started: dict[str, list[str]]) -> list[ToolUnion]:
     """The five tools as the service's model is offered them (see ModelTool)."""
     return [ModelTool(spec, tools, started) for spec in tools.specs.values()]
 
@@ -354,7 +355,7 @@ def build_agent(settings: ServiceSettings, tools: EvaluationTools | None = None,
     """The root agent; with `settings.model`, an LlmAgent (LiteLLM) answers text requests."""
     tools = tools or settings.tools()
     started: dict[str, list[str]] = {}
-    sub_agents = []
+    sub_agents: list[BaseAgent] = []
     if settings.model:
         from google.adk.agents import LlmAgent
         from google.adk.models.lite_llm import LiteLlm

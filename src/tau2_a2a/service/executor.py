@@ -69,6 +69,7 @@ def _request_with_task(request: Any, part_converter: Any) -> Any:
     """ADK's own conversion, plus the A2A task the agent serves and whether it continues one."""
     run_request = convert_a2a_request_to_agent_run_request(request, part_converter)
     state = request.call_context.state if request.call_context is not None else {}
+    assert run_request.run_config is not None  # ADK's conversion always makes one
     custom = dict(run_request.run_config.custom_metadata or {})
     message = request.message
     cut = message.metadata[CUT_KEY] if message is not None and CUT_KEY in message.metadata else None

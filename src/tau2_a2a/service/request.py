@@ -180,8 +180,8 @@ class EvaluationRequest:
         run checks every connection it makes, to the card's interfaces too; and so do the operator's
         `agent_limits`, what the evaluated agent may take of the run. In the MCP tools modes the run serves
         the tools where the operator's `mcp` says (a free port), never where a caller says."""
-        settings = {_setting(item): getattr(self, item.name) for item in arguments()
-                    if _setting(item) and getattr(self, item.name) is not None}
+        settings = {setting: getattr(self, item.name) for item in arguments()
+                    if (setting := _setting(item)) and getattr(self, item.name) is not None}
         settings["user_llm_args"] = {**self.user_llm_args,
                                      **({"api_base": user_llm_api_base} if user_llm_api_base else {})}
         targets = TargetPolicy.from_entries(allowed_targets) if allowed_targets else None

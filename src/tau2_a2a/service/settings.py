@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tau2_a2a.client.config import AgentLimits, ConfigError, McpServing, check_limit, check_timeout, has_userinfo
 from tau2_a2a.service.credentials import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy
@@ -119,10 +119,11 @@ class ServiceSettings:
                 raise ConfigError(f"{ENV_PREFIX}{name} must be a number of seconds, got {raw!r}.") from None
 
         agent_defaults = AgentLimits()
-        agent_limits = AgentLimits(**{
+        limit_values: dict[str, Any] = {
             field_name: seconds(variable, agent_defaults.timeout) if field_name == "timeout"
             else number(variable, getattr(agent_defaults, field_name))
-            for field_name, variable in AGENT_LIMITS.items()})
+            for field_name, variable in AGENT_LIMITS.items()}
+        agent_limits = AgentLimits(**limit_values)
         defaults = Limits()
         try:
             limits = Limits(

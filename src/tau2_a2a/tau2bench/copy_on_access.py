@@ -9,7 +9,7 @@ and never changes the template.
 from __future__ import annotations
 
 import copy
-from collections.abc import ItemsView, Iterator, ValuesView
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any
 
 from pydantic import BaseModel
@@ -106,6 +106,8 @@ class CopyOnAccess(dict):
 class _Values(ValuesView):
     """`values()` of a CopyOnAccess: each value through its `__getitem__`, in either direction."""
 
+    _mapping: Mapping[Any, Any]  # set by ValuesView's __init__ (collections.abc's MappingView)
+
     def __reversed__(self) -> Iterator[Any]:
         for key in reversed(self._mapping):
             yield self._mapping[key]
@@ -113,6 +115,8 @@ class _Values(ValuesView):
 
 class _Items(ItemsView):
     """`items()` of a CopyOnAccess: each value through its `__getitem__`, in either direction."""
+
+    _mapping: Mapping[Any, Any]  # set by ItemsView's __init__ (collections.abc's MappingView)
 
     def __reversed__(self) -> Iterator[tuple[Any, Any]]:
         for key in reversed(self._mapping):

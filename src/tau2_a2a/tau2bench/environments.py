@@ -279,9 +279,9 @@ class CachedEnvironments:
                 kwargs[keyword] = template.copy()
         environment = self.original(**kwargs)
         for keyword, toolkit in (("db", environment.tools), ("user_db", environment.user_tools)):
-            template = self.databases.get(keyword)
-            if toolkit is not None and template is not None and template.fast_hash and keyword not in given:
-                toolkit.get_db_hash = _FastDbHash(toolkit, template)  # type: ignore[method-assign]
+            kept = self.databases.get(keyword)
+            if toolkit is not None and kept is not None and kept.fast_hash and keyword not in given:
+                toolkit.get_db_hash = _FastDbHash(toolkit, kept)  # type: ignore[method-assign]
         for toolkit in (environment.tools, environment.user_tools):
             if toolkit is not None:
                 toolkit.get_tools = _CachedTools(toolkit)  # type: ignore[method-assign]
@@ -354,9 +354,9 @@ def install() -> None:
         for table in ("tasks", "splits"):
             for name, loader in list(tables[table].items()):
                 if getattr(loader, "__module__", "").startswith("tau2.domains."):
-                    ours = CachedTasks(loader)
-                    tables[table][name] = ours
-                    _installed[f"{table}:{name}"] = (loader, ours)
+                    tasks = CachedTasks(loader)
+                    tables[table][name] = tasks
+                    _installed[f"{table}:{name}"] = (loader, tasks)
 
 
 def uninstall() -> None:

@@ -46,7 +46,7 @@ class RunExecutor(ThreadPoolExecutor):
         if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
             self.shutdown(wait=True, cancel_futures=True)
             return False
-        return super().__exit__(exc_type, exc_value, traceback)
+        return bool(super().__exit__(exc_type, exc_value, traceback))
 
 
 def install() -> None:

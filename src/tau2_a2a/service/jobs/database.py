@@ -142,7 +142,7 @@ class Database:
         except SQLAlchemyError as error:
             engine.dispose()
             self._unlock()
-            cause = error.orig or error
+            cause = getattr(error, "orig", None) or error  # the DBAPI's own error, when SQLAlchemy wraps one
             message = (f"Cannot use the database {redact_url(self.location)}: {type(cause).__name__}: "
                        f"{str(cause).strip().splitlines()[0]}. Check that it runs and the URL is right.")
             raise StoreError(redact(message, urlsplit(self.location).password)) from None

@@ -182,9 +182,9 @@ class Scheduler:
                                         job.evaluation_id)
                             self.supervisor.stop(job, taken_over=True)
                     for evaluation_id in self.queue.cancel_requests(self.replica):
-                        job = self.supervisor.job(evaluation_id)
-                        if job is not None:
-                            self.supervisor.stop(job)
+                        canceled = self.supervisor.job(evaluation_id)
+                        if canceled is not None:
+                            self.supervisor.stop(canceled)
                     self._adopt_expired()
                     self._dispatch()
             except SQLAlchemyError as error:
