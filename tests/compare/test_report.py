@@ -316,8 +316,8 @@ def test_the_page_renders_offline_and_a_cell_opens_its_trajectory(built: tuple[d
     browser.wait_for("document.body.dataset.ready === '1'")
     assert browser.evaluate("document.querySelectorAll('table.grid td.cell').length") == 24
     assert browser.evaluate("document.querySelectorAll('table.grid td.cell.fail').length") == 6
-    # pass^k, latency, volume, retries (some requests failed); no first-event chart for blocking replies
-    assert browser.evaluate("document.querySelectorAll('.chart svg').length") == 4
+    # pass^k, latency, tokens, bytes, retries (some requests failed); no first-event chart for blocking replies
+    assert browser.evaluate("document.querySelectorAll('.chart svg').length") == 5
     assert browser.evaluate("document.querySelectorAll('table.scores').length") == 2  # first-k folded away
     # agent and total per conversation, and the whole run, of each run
     assert browser.evaluate("[...document.querySelectorAll('table.cost td.unknown')].length") == 6

@@ -150,3 +150,18 @@ def test_a_run_tau2_named_is_shown_by_its_agent_and_legends_hold_whole_names(lon
     pass_k = titled(charts, "pass^k with 95% intervals")
     assert outside(pass_k) == []
     assert all(whole(label, pass_k) for label in ["tau2 oracle", *LONG])
+
+
+def test_long_labels_leave_every_chart_whole_and_its_points_named_apart(long_names: Path, browser: Browser) -> None:
+    """Long run labels: each chart's title, axis labels, tick labels and legend lie inside the chart and apart;
+    runs of near-equal cost and reward are told apart by colour, named in full below the chart."""
+    charts = opened(browser, long_names)
+    assert shown(charts) == ["pass^k with 95% intervals", "Reward against cost", "Latency per request kind",
+                             "Tokens per simulation", "Bytes per simulation", "Retries and failed requests"]
+    for title in ("Tokens per simulation", "Bytes per simulation"):
+        assert {title, title.replace("Tokens", "tokens").replace("Bytes", "KiB")} <= set(texts(titled(charts, title)))
+    cut = {title: (outside(chart), overlapping(chart)) for chart in charts
+           for title in shown([chart]) if outside(chart) or overlapping(chart)}
+    assert cut == {}
+    frontier = titled(charts, "Reward against cost")
+    assert all(whole(label, frontier) for label in ["tau2 oracle", *LONG])
