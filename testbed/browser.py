@@ -113,6 +113,10 @@ class Browser:
         return result["result"].get("value")
 
     def open(self, url: str) -> None:
+        """Load `url`; the console, exceptions and requests kept from then on are this page's."""
+        self.console.clear()
+        self.exceptions.clear()
+        self.requests.clear()
         self.send("Page.navigate", session=True, url=url)
         self.wait_for("document.readyState === 'complete'")
 

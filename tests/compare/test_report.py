@@ -24,15 +24,7 @@ from tau2_a2a.compare.runs import ReportError, parse_runs
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
 from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from testbed.browser import Browser
-from tests.support.report_runs import flaky_run, oracle_run
 from tests.support.runs import run_native_oracle
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory, oracle_url: str) -> dict[str, Path]:
-    """Airline tasks 0, 1, 3 and 20, three trials: the oracle, and an agent failing in three ways (tests/support/report_runs.py)."""
-    folder = tmp_path_factory.mktemp("report_runs")
-    return {"oracle": oracle_run(oracle_url, folder), "flaky": flaky_run(folder)}
 
 
 @pytest.fixture(scope="module")
@@ -317,51 +309,50 @@ def cell_index(report: dict[str, Any], label: str, task: str, trial: int) -> int
 
 
 def test_the_page_renders_offline_and_a_cell_opens_its_trajectory(built: tuple[dict[str, Any], Path, Path],
-                                                                   tmp_path: Path) -> None:
+                                                                   browser: Browser, tmp_path: Path) -> None:
     report, html_path, _ = built
     url = html_path.resolve().as_uri()
-    with Browser() as browser:
-        browser.open(url)
-        browser.wait_for("document.body.dataset.ready === '1'")
-        assert browser.evaluate("document.querySelectorAll('table.grid td.cell').length") == 24
-        assert browser.evaluate("document.querySelectorAll('table.grid td.cell.fail').length") == 6
-        # pass^k, latency, volume, retries (some requests failed); no first-event chart for blocking replies
-        assert browser.evaluate("document.querySelectorAll('.chart svg').length") == 4
-        assert browser.evaluate("document.querySelectorAll('table.scores').length") == 2  # first-k folded away
-        # agent and total per conversation, and the whole run, of each run
-        assert browser.evaluate("[...document.querySelectorAll('table.cost td.unknown')].length") == 6
-        assert browser.evaluate("document.querySelectorAll('table.flips tr').length") == 4
-        assert browser.evaluate("[...document.querySelectorAll('table.noise td')].map(td => td.textContent)") == [
-            "oracle", "3", "0.0%", "0.0 points", "0.0 points", "flaky", "3", "33.3%", "32.7 points", "56.6 points"]
-        assert browser.evaluate("Math.min(...[...document.querySelectorAll('.chart svg')]"
-                                ".map(s => s.getBoundingClientRect().height))") > 100
-        assert browser.evaluate("document.getElementById('trajectory').hidden") is True
-        browser.screenshot(tmp_path / "page.png", full_page=True)
+    browser.open(url)
+    browser.wait_for("document.body.dataset.ready === '1'")
+    assert browser.evaluate("document.querySelectorAll('table.grid td.cell').length") == 24
+    assert browser.evaluate("document.querySelectorAll('table.grid td.cell.fail').length") == 6
+    # pass^k, latency, tokens, bytes, retries (some requests failed); no first-event chart for blocking replies
+    assert browser.evaluate("document.querySelectorAll('.chart svg').length") == 5
+    assert browser.evaluate("document.querySelectorAll('table.scores').length") == 2  # first-k folded away
+    # agent and total per conversation, and the whole run, of each run
+    assert browser.evaluate("[...document.querySelectorAll('table.cost td.unknown')].length") == 6
+    assert browser.evaluate("document.querySelectorAll('table.flips tr').length") == 4
+    assert browser.evaluate("[...document.querySelectorAll('table.noise td')].map(td => td.textContent)") == [
+        "oracle", "3", "0.0%", "0.0 points", "0.0 points", "flaky", "3", "33.3%", "32.7 points", "56.6 points"]
+    assert browser.evaluate("Math.min(...[...document.querySelectorAll('.chart svg')]"
+                            ".map(s => s.getBoundingClientRect().height))") > 100
+    assert browser.evaluate("document.getElementById('trajectory').hidden") is True
+    browser.screenshot(tmp_path / "page.png", full_page=True)
 
-        stopped = cell_index(report, "flaky", "20", 0)
-        browser.click(f'td.cell[data-sim="1/airline/{stopped}"]')
-        browser.wait_for("!document.getElementById('trajectory').hidden")
-        assert browser.evaluate("document.getElementById('trajectory').dataset.sim") == f"1/airline/{stopped}"
-        text = browser.evaluate("document.getElementById('trajectory-body').innerText")
-        assert text.startswith("flaky · task 20 · trial 0\n")
-        assert "reward 0 · fail: user-stop · failed DB · ended by user_stop" in text
-        assert "Thank you for calling. Goodbye!" in text and "###STOP###" in text
-        assert browser.evaluate("[...document.querySelectorAll('#trajectory table.breakdown td')]"
-                                ".map(td => td.textContent)") == ["DB", "0", "yes", "COMMUNICATE", "1", "yes"]
-        assert "A2A · SendMessage · JSONRPC · attempt 1 · status 200" in text
-        shot = browser.screenshot(tmp_path / "trajectory.png")
-        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    stopped = cell_index(report, "flaky", "20", 0)
+    browser.click(f'td.cell[data-sim="1/airline/{stopped}"]')
+    browser.wait_for("!document.getElementById('trajectory').hidden")
+    assert browser.evaluate("document.getElementById('trajectory').dataset.sim") == f"1/airline/{stopped}"
+    text = browser.evaluate("document.getElementById('trajectory-body').innerText")
+    assert text.startswith("flaky · task 20 · trial 0\n")
+    assert "reward 0 · fail: user-stop · failed DB · ended by user_stop" in text
+    assert "Thank you for calling. Goodbye!" in text and "###STOP###" in text
+    assert browser.evaluate("[...document.querySelectorAll('#trajectory table.breakdown td')]"
+                            ".map(td => td.textContent)") == ["DB", "0", "yes", "COMMUNICATE", "1", "yes"]
+    assert "A2A · SendMessage · JSONRPC · attempt 1 · status 200" in text
+    shot = browser.screenshot(tmp_path / "trajectory.png")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-        passed = cell_index(report, "flaky", "1", 1)
-        browser.click(f'td.cell[data-sim="1/airline/{passed}"]')
-        browser.wait_for(f"document.getElementById('trajectory').dataset.sim === '1/airline/{passed}'")
-        text = browser.evaluate("document.getElementById('trajectory-body').innerText")
-        assert "reward 1 · pass" in text and "→ get_user_details(" in text
-        assert browser.evaluate("document.querySelectorAll('#trajectory .msg.tool').length") >= 1
+    passed = cell_index(report, "flaky", "1", 1)
+    browser.click(f'td.cell[data-sim="1/airline/{passed}"]')
+    browser.wait_for(f"document.getElementById('trajectory').dataset.sim === '1/airline/{passed}'")
+    text = browser.evaluate("document.getElementById('trajectory-body').innerText")
+    assert "reward 1 · pass" in text and "→ get_user_details(" in text
+    assert browser.evaluate("document.querySelectorAll('#trajectory .msg.tool').length") >= 1
 
-        assert browser.exceptions == []
-        assert [c for c in browser.console if c["type"] in ("error", "warning")] == []
-        assert browser.requests == [url]
+    assert browser.exceptions == []
+    assert [c for c in browser.console if c["type"] in ("error", "warning")] == []
+    assert browser.requests == [url]
 
 
 def test_the_schema_ships_with_the_package() -> None:

@@ -177,7 +177,7 @@ def domain_charts(report: dict[str, Any], domain: str) -> dict[str, str]:
         charts["latency"] = latency_chart(per_run)
         if any(STREAMED in figures["protocol"]["latency_ms_by_method"] for _, figures in per_run):
             charts["first_event"] = first_event_chart(per_run)  # a blocking reply's first event is the reply
-        charts["volume"] = volume_chart(per_run)
+        charts["tokens"], charts["bytes"] = volume_charts(per_run)
         if any(any(_retries(figures["protocol"])) for _, figures in per_run):
             charts["retries"] = retries_chart(per_run)
     return charts
@@ -215,6 +215,17 @@ def _svg(figure: Any) -> str:
     return text[text.index("<svg"):]
 
 
+def _run_legend(figure: Any, runs: list[tuple[int, str]], extra: list[Any] | None = None, **style: Any) -> None:
+    """Below the chart, each run's colour and its name in full (wrapped), then the `extra` entries; two columns
+    when there are several runs."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=PALETTE[index % len(PALETTE)], label=_wrapped(label), **style)
+               for index, label in runs]
+    figure.legend(handles=handles + (extra or []), loc="outside lower center", ncols=1 if len(runs) == 1 else 2,
+                  fontsize=7, frameon=False)
+
+
 def _style(axes: Any, title: str) -> None:
     axes.set_title(title, fontsize=10, loc="left")
     axes.spines[["top", "right"]].set_visible(False)
@@ -245,12 +256,9 @@ def pass_k_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
     max_k = max((figures["max_k"] for _, figures in per_run), default=1)
     axes.set_xticks(range(1, max_k + 1))
     _style(axes, "pass^k with 95% intervals")
-    handles = [Line2D([], [], color=PALETTE[i % len(PALETTE)], marker="o", linewidth=1.2, label=_wrapped(label))
-               for i, (label, _) in enumerate(per_run)]
-    handles += [Line2D([], [], color="#555555", linestyle=style, linewidth=1.2, label=name)
-                for _, style, _, name in styles]
-    figure.legend(handles=handles, loc="outside lower center", ncols=1 if len(per_run) == 1 else 2, fontsize=7,
-                  frameon=False)
+    conventions = [Line2D([], [], color="#555555", linestyle=style, linewidth=1.2, label=name)
+                   for _, style, _, name in styles]
+    _run_legend(figure, [(i, label) for i, (label, _) in enumerate(per_run)], conventions, marker="o", linewidth=1.2)
     return _svg(figure)
 
 
@@ -273,15 +281,15 @@ def pass_one_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
 
 
 def frontier_chart(frontier: dict[str, Any], labels: list[str]) -> str:
-    """Average reward against the agent's cost per conversation, the frontier joined by a line."""
-    figure = _figure(height=3.2)
+    """Average reward against the agent's cost per conversation, the frontier joined by a line. The runs are
+    told apart by colour, named in the legend: runs of about the same cost and reward share a spot, where names
+    beside the points would print over each other."""
+    figure = _figure(height=3.2 + 0.25 * len(frontier["points"]))
     axes = figure.add_subplot()
     for point in frontier["points"]:
         index = labels.index(point["label"])
         axes.scatter([point["agent_cost"]], [point["avg_reward"]], color=PALETTE[index % len(PALETTE)], s=36,
                      zorder=3, edgecolors="black" if point["on_frontier"] else "none", linewidths=0.8)
-        axes.annotate(_wrapped(point["label"], 24), (point["agent_cost"], point["avg_reward"]), fontsize=7,
-                      xytext=(5, 4), textcoords="offset points")
     best = sorted((p for p in frontier["points"] if p["on_frontier"]), key=lambda p: p["agent_cost"])
     if len(best) > 1:
         axes.plot([p["agent_cost"] for p in best], [p["avg_reward"] for p in best], color="#555555",
@@ -291,6 +299,8 @@ def frontier_chart(frontier: dict[str, Any], labels: list[str]) -> str:
     axes.set_ylim(-0.02, 1.05)
     axes.set_xlim(left=0)
     _style(axes, "Reward against cost")
+    _run_legend(figure, [(labels.index(p["label"]), p["label"]) for p in frontier["points"]], marker="o",
+                linestyle="none", markersize=6)
     return _svg(figure)
 
 
@@ -337,10 +347,9 @@ def _box_chart(groups: list[tuple[str, list[float], str]], xlabel: str, title: s
     return _svg(figure)
 
 
-def volume_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
-    """Tokens and bytes per simulation, each way, per run."""
-    figure = _figure(width=7.0, height=max(2.2, 0.5 * 2 * len(per_run) + 1.2))
-    tokens_axes, bytes_axes = figure.subplots(1, 2)
+def volume_charts(per_run: list[tuple[str, dict[str, Any]]]) -> tuple[str, str]:
+    """Tokens, and bytes, per simulation, each way, per run: two charts, each as wide as the others, so that long
+    run names leave room for the boxes, the title and the axis label."""
     token_groups, byte_groups = [], []
     for index, (label, figures) in enumerate(per_run):
         sims = figures["protocol"]["per_simulation"]
@@ -350,31 +359,26 @@ def volume_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
                          (f"{prefix}out", [s["output_tokens"] for s in sims], colour)]
         byte_groups += [(f"{prefix}sent", [s["request_bytes"] / 1024 for s in sims], colour),
                         (f"{prefix}received", [s["response_bytes"] / 1024 for s in sims], colour)]
-    _boxes(tokens_axes, token_groups)
-    tokens_axes.set_xlabel("tokens per simulation")
-    _style(tokens_axes, "Tokens per simulation")
-    _boxes(bytes_axes, byte_groups)
-    bytes_axes.set_xlabel("KiB per simulation")
-    _style(bytes_axes, "Bytes per simulation")
-    return _svg(figure)
+    return (_box_chart(token_groups, "tokens per simulation", "Tokens per simulation"),
+            _box_chart(byte_groups, "KiB per simulation", "Bytes per simulation"))
 
 
 def retries_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
     """Retried requests, failed requests and simulations with retries, per run (drawn only when there are some)."""
-    figure = _figure(height=2.4)
+    figure = _figure(height=2.4 + (0.25 * len(per_run) if len(per_run) > 1 else 0))
     axes = figure.add_subplot()
     names = ["retried requests", "failed requests", "simulations with retries"]
     width = 0.8 / max(len(per_run), 1)
     for index, (label, figures) in enumerate(per_run):
         values = _retries(figures["protocol"])
         positions = [i + (index - (len(per_run) - 1) / 2) * width for i in range(len(names))]
-        bars = axes.bar(positions, values, width=width * 0.9, color=PALETTE[index % len(PALETTE)],
-                        label=_wrapped(label))
+        bars = axes.bar(positions, values, width=width * 0.9, color=PALETTE[index % len(PALETTE)])
         axes.bar_label(bars, fontsize=8)
     axes.set_xticks(range(len(names)), names)
     axes.set_ylim(bottom=0)
     axes.yaxis.get_major_locator().set_params(integer=True)
     _style(axes, "Retries and failed requests")
     if len(per_run) > 1:
-        axes.legend(fontsize=7, frameon=False)
+        _run_legend(figure, [(i, label) for i, (label, _) in enumerate(per_run)], marker="s", linestyle="none",
+                    markersize=7)
     return _svg(figure)
