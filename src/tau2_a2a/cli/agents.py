@@ -82,10 +82,7 @@ def traced(app: Any) -> Any:
     """`app`, continuing the trace a request carries when an OTEL_ variable turns tracing on (docs/tracing.md)."""
     from tau2_a2a.client import tracing
 
-    if tracing.setup():
-        app.add_middleware(tracing.ContinueTrace)
-        app.state.grpc_interceptors = [tracing.grpc_continue_trace(), *getattr(app.state, "grpc_interceptors", [])]
-    return app
+    return tracing.continue_traces(app) if tracing.setup() else app
 
 
 def _agent_urls(args: argparse.Namespace) -> tuple[str, str | None]:
