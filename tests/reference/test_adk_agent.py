@@ -1,4 +1,5 @@
-"""The ADK reference agent, served by google-adk's own to_a2a, backed by a real local stand-in LLM.
+"""The ADK reference agent, run by google-adk's own A2A executor on every binding, backed by a real local stand-in
+LLM; and an example ADK app under google-adk's own `adk api_server --a2a`.
 
 The stand-in asks for tool calls the way the agent's instruction says, as
 `{"tool_calls": [...]}` text, so LiteLlm and ADK run unchanged between it and
@@ -93,7 +94,7 @@ def test_adk_agent_scores_the_golden_actions(serve, standin, tmp_path, domain, t
 
 
 def test_adk_agent_streamed_scores_the_golden_actions(serve, standin, tmp_path):
-    """ADK's to_a2a streams (its card says so): with --a2a-streaming the reply is read off the stream."""
+    """ADK's executor streams (the card says so): with --a2a-streaming the reply is read off the stream."""
     agent = serve(lambda url: adk_app(MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0}))
     task_ids = AIRLINE_TASKS[:3]
 
@@ -108,28 +109,32 @@ def test_adk_agent_streamed_scores_the_golden_actions(serve, standin, tmp_path):
 
 
 def test_cli_serves_the_adk_agent_and_reports_llm_failures(serve, tmp_path):
-    """`tau2-a2a agent adk` in its own process: a card 1.0 and 0.3 clients read, a full score,
-    then, with the LLM gone, a failed task that names the error, logged without a traceback or the key."""
+    """`tau2-a2a agent adk --grpc-port` in its own process: a card 1.0 and 0.3 clients read, declaring every
+    binding, a full score over gRPC, then, with the LLM gone, a failed task that names the error, logged without
+    a traceback or the key."""
     llm = StandinLLM(tool_calls_as_text=True)
     llm_server = serve(lambda url: llm.app())
     llm.api_base = f"{llm_server.url}/v1"
     secret = "sk-standin-never-logged-7"
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    process = run_cli(["agent", "adk", "--model", MODEL, "--api-base", llm.api_base,
-                       "--api-key-env", "STANDIN_KEY", "--port", str(port)], env={"STANDIN_KEY": secret})
+    port, grpc_port = free_port(), free_port()
+    url, grpc_url = f"http://127.0.0.1:{port}", f"127.0.0.1:{grpc_port}"
+    process = run_cli(["agent", "adk", "--model", MODEL, "--api-base", llm.api_base, "--api-key-env", "STANDIN_KEY",
+                       "--port", str(port), "--grpc-port", str(grpc_port)], env={"STANDIN_KEY": secret})
     try:
         wait_for_card(url, process, timeout=90)
         card = httpx.get(f"{url}/.well-known/agent-card.json").json()
         assert card["supportedInterfaces"] == [
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+            {"url": where, "protocolBinding": binding, "protocolVersion": version}
+            for binding, where in [("JSONRPC", url), ("HTTP+JSON", url), ("GRPC", grpc_url)]
+            for version in ("1.0", "0.3")
         ]
         assert (card["url"], card["preferredTransport"], card["protocolVersion"]) == (url, "JSONRPC", "0.3")
         assert card["capabilities"]["streaming"] is True
 
-        served = run_a2a(url, tmp_path / "served", task_ids=["1"])
+        served = run_a2a(url, tmp_path / "served", task_ids=["1"],
+                         a2a=A2AConfig(endpoint=url, transport="grpc"))
         assert [s.reward_info.reward for s in served.results.simulations] == [1.0]
+        assert {r["transport"] for s in served.report["simulations"] for r in s["requests"]} == {"GRPC"}
         assert llm.requests[0]["temperature"] == 0.0
 
         llm_server.stop()
@@ -143,6 +148,7 @@ def test_cli_serves_the_adk_agent_and_reports_llm_failures(serve, tmp_path):
         process.terminate()
         stdout, stderr = process.communicate(timeout=30)
     assert stdout.startswith(f"tau2 ADK agent ({MODEL}) at {url}")
+    assert f"gRPC at {grpc_url}" in stdout
     assert "Error handling A2A request: litellm." in stderr
     assert "Traceback" not in stdout + stderr
     assert "[EXPERIMENTAL]" not in stderr
