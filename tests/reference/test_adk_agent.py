@@ -20,7 +20,7 @@ from tau2_a2a.client.config import RetryPolicy
 from tau2_a2a.client.pricing import price_tokens
 from testbed.standin_llm import MODEL, StandinLLM, content_text
 from tests.support.cli import run_cli
-from tests.support.adk_apps import adk_api_server
+from tests.support.adk_apps import BINDINGS, adk_agent_on_every_binding, adk_api_server
 from tests.support.runs import run_a2a
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.reference.adk_agent import INSTRUCTION, adk_app
@@ -173,19 +173,21 @@ def reply_usages(outcome) -> list[tuple[int, int]]:
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
-def test_adks_own_usage_is_recorded_and_priced(serve, standin, tmp_path, streaming):
+@pytest.mark.parametrize("transport", list(BINDINGS))
+def test_adks_own_usage_is_recorded_and_priced_on_every_binding(standin, tmp_path, transport, streaming):
     """ADK's converter puts each LLM call's usage (genai UsageMetadata) on its events: the client records exactly the
-    stand-in's tokens, once per turn, blocking (the task's metadata) or streamed (the status updates); ADK names
-    no model, so --a2a-price-model prices them."""
-    agent = serve(lambda url: adk_app(MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0}))
+    stand-in's tokens, once per turn, blocking (the task's metadata) or streamed (the status updates), over each
+    binding; ADK names no model, so --a2a-price-model prices them."""
     task_ids = ["3", "8"]
-
-    outcome = run_a2a(agent.url, tmp_path, task_ids=task_ids, max_concurrency=1,
-                      a2a=A2AConfig(endpoint=agent.url, streaming=streaming, price_model=PRICE_MODEL))
+    with adk_agent_on_every_binding(standin.api_base) as agent:
+        outcome = run_a2a(agent.url, tmp_path, task_ids=task_ids, max_concurrency=1, a2a=A2AConfig(
+            endpoint=agent.url, transport=transport, streaming=streaming, price_model=PRICE_MODEL))
 
     assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(task_ids, 1.0)
     used = [(u["prompt_tokens"], u["completion_tokens"]) for u in standin.usages]
-    assert sorted(reply_usages(outcome)) == sorted(used) and len(used) == len(standin.requests)
+    assert len(used) == len(standin.requests) == sum(len(calls) + 1 for calls in golden_calls("airline", task_ids)
+                                                     .values())
+    assert sorted(reply_usages(outcome)) == sorted(used)
     replies = [m for s in outcome.results.simulations for m in s.messages if m.role == "assistant" and m.usage]
     assert {(m.usage["reported_as"], m.usage["priced_with"], m.usage["llm_calls"]) for m in replies} == {
         ("adk", PRICE_MODEL, 1)}
@@ -193,11 +195,13 @@ def test_adks_own_usage_is_recorded_and_priced(serve, standin, tmp_path, streami
         assert message.cost == pytest.approx(price_tokens(PRICE_MODEL, message.usage["prompt_tokens"],
                                                           message.usage["completion_tokens"]), rel=1e-12)
     expected = sum(price_tokens(PRICE_MODEL, p, c) for p, c in used)
+    assert expected > 0
     assert sum(s.agent_cost for s in outcome.results.simulations) == pytest.approx(expected, rel=1e-9)
     assert outcome.report["run"]["cost_usd"]["agent"] == pytest.approx(expected, rel=1e-6)
     assert outcome.report["run"]["cost_usd"]["total"] == pytest.approx(expected, rel=1e-6)
-    methods = {r["method"] for s in outcome.report["simulations"] for r in s["requests"]}
-    assert methods == {"SendStreamingMessage" if streaming else "SendMessage"}
+    records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+    assert {(r["method"], r["transport"]) for r in records} == {
+        ("SendStreamingMessage" if streaming else "SendMessage", BINDINGS[transport])}
 
 
 def test_adk_tokens_without_a_price_model_cost_not_reported(serve, standin, tmp_path):
