@@ -1,4 +1,5 @@
-"""The ADK reference agent, served by google-adk's own to_a2a, backed by a real local stand-in LLM.
+"""The ADK reference agent, run by google-adk's own A2A executor on every binding, backed by a real local stand-in
+LLM; and an example ADK app under google-adk's own `adk api_server --a2a`.
 
 The stand-in asks for tool calls the way the agent's instruction says, as
 `{"tool_calls": [...]}` text, so LiteLlm and ADK run unchanged between it and
@@ -19,7 +20,7 @@ from tau2_a2a.client.config import RetryPolicy
 from tau2_a2a.client.pricing import price_tokens
 from testbed.standin_llm import MODEL, StandinLLM, content_text
 from tests.support.cli import run_cli
-from tests.support.adk_apps import adk_api_server
+from tests.support.adk_apps import BINDINGS, adk_agent_on_every_binding, adk_api_server
 from tests.support.runs import run_a2a
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.reference.adk_agent import INSTRUCTION, adk_app
@@ -93,7 +94,7 @@ def test_adk_agent_scores_the_golden_actions(serve, standin, tmp_path, domain, t
 
 
 def test_adk_agent_streamed_scores_the_golden_actions(serve, standin, tmp_path):
-    """ADK's to_a2a streams (its card says so): with --a2a-streaming the reply is read off the stream."""
+    """ADK's executor streams (the card says so): with --a2a-streaming the reply is read off the stream."""
     agent = serve(lambda url: adk_app(MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0}))
     task_ids = AIRLINE_TASKS[:3]
 
@@ -108,28 +109,32 @@ def test_adk_agent_streamed_scores_the_golden_actions(serve, standin, tmp_path):
 
 
 def test_cli_serves_the_adk_agent_and_reports_llm_failures(serve, tmp_path):
-    """`tau2-a2a agent adk` in its own process: a card 1.0 and 0.3 clients read, a full score,
-    then, with the LLM gone, a failed task that names the error, logged without a traceback or the key."""
+    """`tau2-a2a agent adk --grpc-port` in its own process: a card 1.0 and 0.3 clients read, declaring every
+    binding, a full score over gRPC, then, with the LLM gone, a failed task that names the error, logged without
+    a traceback or the key."""
     llm = StandinLLM(tool_calls_as_text=True)
     llm_server = serve(lambda url: llm.app())
     llm.api_base = f"{llm_server.url}/v1"
     secret = "sk-standin-never-logged-7"
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    process = run_cli(["agent", "adk", "--model", MODEL, "--api-base", llm.api_base,
-                       "--api-key-env", "STANDIN_KEY", "--port", str(port)], env={"STANDIN_KEY": secret})
+    port, grpc_port = free_port(), free_port()
+    url, grpc_url = f"http://127.0.0.1:{port}", f"127.0.0.1:{grpc_port}"
+    process = run_cli(["agent", "adk", "--model", MODEL, "--api-base", llm.api_base, "--api-key-env", "STANDIN_KEY",
+                       "--port", str(port), "--grpc-port", str(grpc_port)], env={"STANDIN_KEY": secret})
     try:
         wait_for_card(url, process, timeout=90)
         card = httpx.get(f"{url}/.well-known/agent-card.json").json()
         assert card["supportedInterfaces"] == [
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+            {"url": where, "protocolBinding": binding, "protocolVersion": version}
+            for binding, where in [("JSONRPC", url), ("HTTP+JSON", url), ("GRPC", grpc_url)]
+            for version in ("1.0", "0.3")
         ]
         assert (card["url"], card["preferredTransport"], card["protocolVersion"]) == (url, "JSONRPC", "0.3")
         assert card["capabilities"]["streaming"] is True
 
-        served = run_a2a(url, tmp_path / "served", task_ids=["1"])
+        served = run_a2a(url, tmp_path / "served", task_ids=["1"],
+                         a2a=A2AConfig(endpoint=url, transport="grpc"))
         assert [s.reward_info.reward for s in served.results.simulations] == [1.0]
+        assert {r["transport"] for s in served.report["simulations"] for r in s["requests"]} == {"GRPC"}
         assert llm.requests[0]["temperature"] == 0.0
 
         llm_server.stop()
@@ -143,6 +148,7 @@ def test_cli_serves_the_adk_agent_and_reports_llm_failures(serve, tmp_path):
         process.terminate()
         stdout, stderr = process.communicate(timeout=30)
     assert stdout.startswith(f"tau2 ADK agent ({MODEL}) at {url}")
+    assert f"gRPC at {grpc_url}" in stdout
     assert "Error handling A2A request: litellm." in stderr
     assert "Traceback" not in stdout + stderr
     assert "[EXPERIMENTAL]" not in stderr
@@ -167,19 +173,21 @@ def reply_usages(outcome) -> list[tuple[int, int]]:
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
-def test_adks_own_usage_is_recorded_and_priced(serve, standin, tmp_path, streaming):
+@pytest.mark.parametrize("transport", list(BINDINGS))
+def test_adks_own_usage_is_recorded_and_priced_on_every_binding(standin, tmp_path, transport, streaming):
     """ADK's converter puts each LLM call's usage (genai UsageMetadata) on its events: the client records exactly the
-    stand-in's tokens, once per turn, blocking (the task's metadata) or streamed (the status updates); ADK names
-    no model, so --a2a-price-model prices them."""
-    agent = serve(lambda url: adk_app(MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0}))
+    stand-in's tokens, once per turn, blocking (the task's metadata) or streamed (the status updates), over each
+    binding; ADK names no model, so --a2a-price-model prices them."""
     task_ids = ["3", "8"]
-
-    outcome = run_a2a(agent.url, tmp_path, task_ids=task_ids, max_concurrency=1,
-                      a2a=A2AConfig(endpoint=agent.url, streaming=streaming, price_model=PRICE_MODEL))
+    with adk_agent_on_every_binding(standin.api_base) as agent:
+        outcome = run_a2a(agent.url, tmp_path, task_ids=task_ids, max_concurrency=1, a2a=A2AConfig(
+            endpoint=agent.url, transport=transport, streaming=streaming, price_model=PRICE_MODEL))
 
     assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(task_ids, 1.0)
     used = [(u["prompt_tokens"], u["completion_tokens"]) for u in standin.usages]
-    assert sorted(reply_usages(outcome)) == sorted(used) and len(used) == len(standin.requests)
+    assert len(used) == len(standin.requests) == sum(len(calls) + 1 for calls in golden_calls("airline", task_ids)
+                                                     .values())
+    assert sorted(reply_usages(outcome)) == sorted(used)
     replies = [m for s in outcome.results.simulations for m in s.messages if m.role == "assistant" and m.usage]
     assert {(m.usage["reported_as"], m.usage["priced_with"], m.usage["llm_calls"]) for m in replies} == {
         ("adk", PRICE_MODEL, 1)}
@@ -187,11 +195,13 @@ def test_adks_own_usage_is_recorded_and_priced(serve, standin, tmp_path, streami
         assert message.cost == pytest.approx(price_tokens(PRICE_MODEL, message.usage["prompt_tokens"],
                                                           message.usage["completion_tokens"]), rel=1e-12)
     expected = sum(price_tokens(PRICE_MODEL, p, c) for p, c in used)
+    assert expected > 0
     assert sum(s.agent_cost for s in outcome.results.simulations) == pytest.approx(expected, rel=1e-9)
     assert outcome.report["run"]["cost_usd"]["agent"] == pytest.approx(expected, rel=1e-6)
     assert outcome.report["run"]["cost_usd"]["total"] == pytest.approx(expected, rel=1e-6)
-    methods = {r["method"] for s in outcome.report["simulations"] for r in s["requests"]}
-    assert methods == {"SendStreamingMessage" if streaming else "SendMessage"}
+    records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+    assert {(r["method"], r["transport"]) for r in records} == {
+        ("SendStreamingMessage" if streaming else "SendMessage", BINDINGS[transport])}
 
 
 def test_adk_tokens_without_a_price_model_cost_not_reported(serve, standin, tmp_path):

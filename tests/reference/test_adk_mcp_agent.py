@@ -1,4 +1,4 @@
-"""An ordinary ADK LlmAgent whose tools are ADK's own McpToolset, served by ADK's own to_a2a, scored over MCP.
+"""An ordinary ADK LlmAgent whose tools are ADK's own McpToolset, run by ADK's own A2A executor, scored over MCP.
 
 The stand-in LLM plays the model by OpenAI function calling, so ADK runs its own
 tool loop unchanged: it lists the run's MCP tools, calls them through McpToolset,

@@ -1,9 +1,12 @@
 """One trace from tau2 into a real ADK agent: the agent's own spans (its LLM calls, its MCP tool calls) descend
 from tau2's simulation span, received by a real OTLP/HTTP receiver on loopback.
 
-The agent is google-adk's own `to_a2a` app behind OpenTelemetry's ASGI middleware
-(how an agent developer turns on incoming trace context), its model the
-stand-in LLM; ADK emits its spans out of the box once a tracer provider is set.
+The agent is the ADK reference agent (google-adk's own A2A executor) served as
+`tau2-a2a agent adk --grpc-port` serves it: JSON-RPC, HTTP+JSON and gRPC, each
+continuing the trace a request carries (`tracing.continue_traces`); its model
+is the stand-in LLM. Over MCP the same agent sits behind OpenTelemetry's ASGI
+middleware instead, the standard way an agent developer turns on incoming trace
+context. ADK emits its spans out of the box once a tracer provider is set.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 
 from tau2_a2a.client.config import A2AConfig, McpServing
@@ -19,6 +23,7 @@ from tau2_a2a.reference.adk_agent import adk_app
 from tau2_a2a.client.records import trace_id_of
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.reference.test_adk_agent import golden_calls, trajectory_calls
+from tests.support.adk_apps import BINDINGS, adk_agent_on_every_binding
 from tests.support.otlp import Span, descends_from
 from tests.support.runs import FAST, Serve, run_a2a
 
@@ -32,23 +37,36 @@ def simulation_trace(receiver, trace: str) -> tuple[Span, list[Span]]:
     return simulation, receiver.trace(trace)
 
 
-@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
-def test_adk_llm_calls_descend_from_the_simulation(traced, serve: Serve, tmp_path: Path, streaming: bool) -> None:
-    standin = StandinLLM.serve(serve, tool_calls_as_text=True)
-    agent = serve(lambda url: OpenTelemetryMiddleware(
-        adk_app(MODEL, url, standin.api_base, {"api_key": "standin-key", "temperature": 0.0})))
+def served_here(span: Span, transport: str, method: str) -> bool:
+    """Whether `span` is the agent's server span of one `method` call over `transport`, as continue_traces
+    makes it: ContinueTrace's `POST PATH` over JSON-RPC (at /) and HTTP+JSON (at /message:send or :stream),
+    gRPC's `gRPC /SERVICE/METHOD`."""
+    if transport == "grpc":
+        return span.name.startswith("gRPC ") and span.attributes.get("rpc.method") == method
+    path = "/" if transport == "jsonrpc" else ("/message:stream" if method == "SendStreamingMessage"
+                                               else "/message:send")
+    return span.name == f"POST {path}" and span.attributes.get("url.path") == path
 
-    outcome = run_a2a(agent.url, tmp_path, task_ids=TASKS, a2a=A2AConfig(endpoint=agent.url, retry=FAST,
-                                                                         streaming=streaming))
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+@pytest.mark.parametrize("transport", list(BINDINGS))
+def test_adk_llm_calls_descend_from_the_simulation(traced, serve: Serve, tmp_path: Path, transport: str,
+                                                   streaming: bool) -> None:
+    standin = StandinLLM.serve(serve, tool_calls_as_text=True)
+    with adk_agent_on_every_binding(standin.api_base) as agent:
+        outcome = run_a2a(agent.url, tmp_path, task_ids=TASKS, a2a=A2AConfig(
+            endpoint=agent.url, retry=FAST, transport=transport, streaming=streaming))
 
     assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(TASKS, 1.0)
-    method = "A2A SendStreamingMessage" if streaming else "A2A SendMessage"
+    method = "SendStreamingMessage" if streaming else "SendMessage"
+    records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+    assert {(r["method"], r["transport"]) for r in records} == {(method, BINDINGS[transport])}
     for run in outcome.results.simulations:
         trace = trace_id_of(run.messages)
         simulation, _ = simulation_trace(traced, trace)
         # One model call per turn of the agent's (each golden call, then its words), each under an A2A request
-        # of this simulation: tau2's request -> ADK's server span -> its invocation -> its LLM call. ADK may end
-        # the span of a turn's last call after its reply went out: wait for every one.
+        # of this simulation: tau2's request -> the agent's server span -> ADK's invocation -> its LLM call. ADK
+        # may end the span of a turn's last call after its reply went out: wait for every one.
         expected = len(golden_calls("airline", [run.task_id])[run.task_id]) + 1
         def chained(_: object) -> list[Span] | None:
             """The trace's spans once every LLM call and the spans above it are in."""
@@ -63,10 +81,16 @@ def test_adk_llm_calls_descend_from_the_simulation(traced, serve: Serve, tmp_pat
             spans = traced.trace(trace)  # the assertions below say what is missing
         llm_calls = [s for s in spans if s.name.startswith("generate_content ")]
         assert len(llm_calls) == expected
-        requests = [s for s in spans if s.name == method]
+        requests = [s for s in spans if s.name == f"A2A {method}"]
+        served = [s for s in spans if served_here(s, transport, method)]
+        assert len(requests) == len(served) == expected
         for call in llm_calls:
+            assert call.trace_id == simulation.trace_id == trace
             assert descends_from(call, simulation, spans)
             assert any(descends_from(call, request, spans) for request in requests)
+            assert any(descends_from(call, server, spans) for server in served)
+        for server in served:
+            assert any(descends_from(server, request, spans) for request in requests)
     assert trajectory_calls(outcome) == golden_calls("airline", TASKS)
 
 

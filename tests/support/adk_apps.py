@@ -1,5 +1,6 @@
-"""An example ADK app of examples/ under google-adk's own `adk api_server --a2a`, on a free port, as a user
-serves it: the app copied into a folder of agents, its card's URL set to the port."""
+"""ADK agents served for tests: an example app of examples/ under google-adk's own `adk api_server --a2a`, on a
+free port, as a user serves it (the app copied into a folder of agents, its card's URL set to the port); and the
+ADK reference agent on every binding, as `tau2-a2a agent adk --grpc-port` serves it."""
 
 from __future__ import annotations
 
@@ -10,10 +11,28 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from tau2_a2a.protocol.hosting import free_port, wait_for_card
+from tau2_a2a.client.tracing import continue_traces
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port, wait_for_card
+from tau2_a2a.reference.adk_agent import adk_app
 from testbed.standin_llm import MODEL
 from tests.support.paths import REPO
+
+BINDINGS = {"jsonrpc": "JSONRPC", "http-json": "HTTP+JSON", "grpc": "GRPC"}  # --a2a-transport: the card's name
+STANDIN_ARGS = {"api_key": "standin-key", "temperature": 0.0}
+
+
+@contextmanager
+def adk_agent_on_every_binding(api_base: str, **app_args: Any) -> Iterator[BackgroundServer]:
+    """The ADK reference agent (google-adk's A2A executor) with the stand-in LLM at `api_base` as its model,
+    serving JSON-RPC and HTTP+JSON at `server.url` and gRPC at `server.grpc_url`, continuing the trace each
+    request carries on each (`app_args`: more of `adk_app`'s, e.g. `mcp_url`)."""
+    port, grpc_port = free_port(), free_port()
+    app = adk_app(MODEL, f"http://127.0.0.1:{port}", api_base, STANDIN_ARGS, grpc_url=f"127.0.0.1:{grpc_port}",
+                  **app_args)
+    with BackgroundServer(continue_traces(app), port=port, grpc_port=grpc_port) as server:
+        yield server
 
 
 @contextmanager

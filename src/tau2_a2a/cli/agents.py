@@ -33,10 +33,11 @@ def add_agent_command(commands: Any) -> None:
     llm.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
     add_tools_flag(llm)
     llm.set_defaults(func=llm_agent_command)
-    adk = agent_kinds.add_parser("adk", help="A Google ADK agent served by ADK's to_a2a, any LiteLLM model")
+    adk = agent_kinds.add_parser("adk", help="A Google ADK agent run by ADK's A2A executor, any LiteLLM model")
     add_model_args(adk)
     adk.add_argument("--host", default="127.0.0.1")
-    adk.add_argument("--port", type=int, default=9102)
+    adk.add_argument("--port", type=int, default=9102, help="JSON-RPC, HTTP+JSON and the card")
+    adk.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
     adk.add_argument("--mcp-url", default=None, metavar="URL",
                      help="Take the tools over MCP with ADK's McpToolset, from the run's MCP server at URL "
                           "(tau2-a2a run --a2a-mcp-port PORT serves it at http://127.0.0.1:PORT/mcp); the card then "
@@ -82,10 +83,7 @@ def traced(app: Any) -> Any:
     """`app`, continuing the trace a request carries when an OTEL_ variable turns tracing on (docs/tracing.md)."""
     from tau2_a2a.client import tracing
 
-    if tracing.setup():
-        app.add_middleware(tracing.ContinueTrace)
-        app.state.grpc_interceptors = [tracing.grpc_continue_trace(), *getattr(app.state, "grpc_interceptors", [])]
-    return app
+    return tracing.continue_traces(app) if tracing.setup() else app
 
 
 def _agent_urls(args: argparse.Namespace) -> tuple[str, str | None]:
@@ -121,8 +119,7 @@ def llm_agent_command(args: argparse.Namespace) -> int:
 def adk_agent_command(args: argparse.Namespace) -> int:
     import warnings
 
-    import uvicorn
-
+    from tau2_a2a.protocol.hosting import serve_forever
     from tau2_a2a.reference.adk_agent import adk_app
 
     llm_args = dict(args.llm_args)
@@ -142,9 +139,10 @@ def adk_agent_command(args: argparse.Namespace) -> int:
     console.addFilter(without_traceback)
     adk_logger = logging.getLogger("google_adk")
     adk_logger.handlers[:], adk_logger.propagate = [console], False
-    url = f"http://{args.host}:{args.port}"
-    print(f"tau2 ADK agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)", flush=True)
-    app = adk_app(args.model, url, args.api_base, llm_args, mcp_url=args.mcp_url, mcp_fixed=args.mcp_fixed)
-    uvicorn.run(traced(app),
-                host=args.host, port=args.port, log_level="warning")
+    url, grpc_url = _agent_urls(args)
+    print(f"tau2 ADK agent ({args.model}) at {url} (card: {url}/.well-known/agent-card.json)")
+    _print_bindings(url, grpc_url)
+    app = adk_app(args.model, url, args.api_base, llm_args, mcp_url=args.mcp_url, mcp_fixed=args.mcp_fixed,
+                  grpc_url=grpc_url)
+    serve_forever(traced(app), args.host, args.port, grpc_port=args.grpc_port)
     return 0

@@ -31,7 +31,8 @@ from tau2_a2a.client.config import redact_bearer
 from tau2_a2a.errors import ConfigError
 
 __all__ = [
-    "ContinueTrace", "TRACEPARENT_ENV", "TRACE_URL_ENV", "attributes_of", "carrier", "continued", "enabled",
+    "ContinueTrace", "TRACEPARENT_ENV", "TRACE_URL_ENV", "attributes_of", "carrier", "continue_traces", "continued",
+    "enabled",
     "environment", "flush", "setup", "span", "start_span", "stop", "trace_id", "trace_url", "wanted",
 ]
 
@@ -363,6 +364,15 @@ class ContinueTrace:
                 await send(message)
 
             await self.app(scope, receive, send_seen)
+
+
+def continue_traces(app: Any) -> Any:
+    """`app` (made by `protocol.hosting.a2a_app`) continuing the trace each request carries, on every binding:
+    ContinueTrace over JSON-RPC and HTTP+JSON, `grpc_continue_trace` over its gRPC server. Add it before the app
+    starts; while tracing is off both pass every request straight through."""
+    app.add_middleware(ContinueTrace)
+    app.state.grpc_interceptors = [grpc_continue_trace(), *getattr(app.state, "grpc_interceptors", [])]
+    return app
 
 
 def grpc_continue_trace() -> Any:

@@ -17,26 +17,34 @@ call of one of the agent's own tools (an agent with none answers "Tool '...'
 not found"); a `{"tool_calls": [...]}` object passes through ADK untouched, and
 the tau2-a2a client runs the calls.
 
-google-adk's own `to_a2a` serves either.
+Either is served by google-adk's own A2A executor (`A2aAgentExecutor`, with the
+runner and in-memory services its `to_a2a` builds) on every binding of
+`tau2_a2a.protocol.hosting.a2a_app`: JSON-RPC, HTTP+JSON and gRPC. ADK's
+`to_a2a` itself serves JSON-RPC only; the executor speaks no binding.
 """
 
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
 from a2a.types import AgentCard, AgentSkill
-from a2a.utils.constants import TransportProtocol
-from google.adk.a2a.utils.agent_to_a2a import to_a2a
+from google.adk.a2a.executor.a2a_agent_executor import A2aAgentExecutor
 from google.adk.agents import LlmAgent
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.readonly_context import ReadonlyContext
+from google.adk.artifacts.in_memory_artifact_service import InMemoryArtifactService
+from google.adk.auth.credential_service.in_memory_credential_service import InMemoryCredentialService
+from google.adk.memory.in_memory_memory_service import InMemoryMemoryService
 from google.adk.models.lite_llm import LiteLlm
+from google.adk.runners import Runner
+from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
 from starlette.applications import Starlette
 
 from tau2_a2a.protocol.cards import agent_card
+from tau2_a2a.protocol.hosting import a2a_app
 from tau2_a2a.protocol.mcp_tools import declare_mcp_tools, invitation_from_entry
 
 INSTRUCTION = """\
@@ -126,15 +134,16 @@ def build_adk_agent(model: str, api_base: str | None = None, llm_args: dict[str,
     )
 
 
-def adk_agent_card(url: str, model: str, mcp_tools: bool = False) -> AgentCard:
-    """JSON-RPC at `url`, declared for A2A 1.0 and 0.3 so that a2a-sdk 1.x and 0.3 clients both read it; with
-    `mcp_tools`, declaring that the agent takes its tools over MCP."""
+def adk_agent_card(url: str, model: str, grpc_url: str | None = None, mcp_tools: bool = False) -> AgentCard:
+    """JSON-RPC and HTTP+JSON at `url` (and gRPC at `grpc_url`, host:port), each declared for A2A 1.0 and 0.3 so
+    that a2a-sdk 1.x and 0.3 clients both read it; with `mcp_tools`, declaring that the agent takes its tools
+    over MCP."""
     card = agent_card(
         name=f"tau2 ADK agent ({model})",
-        description=f"A Google ADK LlmAgent backed by the LiteLLM model {model}, served by ADK's to_a2a.",
+        description=f"A Google ADK LlmAgent backed by the LiteLLM model {model}, run by ADK's A2A executor.",
         url=url,
         streaming=True,
-        http_bindings=(TransportProtocol.JSONRPC,),  # all that ADK's to_a2a serves
+        grpc_url=grpc_url,
         skills=[
             AgentSkill(
                 id="tau2-adk-agent",
@@ -148,20 +157,30 @@ def adk_agent_card(url: str, model: str, mcp_tools: bool = False) -> AgentCard:
     return declare_mcp_tools(card) if mcp_tools else card
 
 
-def adk_app(model: str, url: str, api_base: str | None = None, llm_args: dict[str, Any] | None = None,
-            mcp_url: str | None = None, mcp_fixed: bool = False) -> Starlette:
-    """The agent served by google-adk's `to_a2a` at `url`: JSON-RPC at /, card at /.well-known/agent-card.json.
-    With `mcp_url`, the agent takes its tools over MCP there (`build_adk_mcp_agent`).
+def adk_runner(agent: LlmAgent) -> Runner:
+    """The runner google-adk's `to_a2a` makes for `agent`: its sessions (one per A2A context), artifacts, memory
+    and credentials in memory."""
+    return Runner(
+        app_name=agent.name or "adk_agent",
+        agent=agent,
+        artifact_service=InMemoryArtifactService(),
+        session_service=InMemorySessionService(),
+        memory_service=InMemoryMemoryService(),
+        credential_service=InMemoryCredentialService(),
+    )
 
-    Sessions (one per A2A context) live in memory.
-    """
-    address = urlsplit(url)
+
+def adk_executor(agent: LlmAgent) -> A2aAgentExecutor:
+    """google-adk's A2A executor for `agent`, as `to_a2a` makes it: the runner is made at the first request."""
+    return A2aAgentExecutor(runner=partial(adk_runner, agent))
+
+
+def adk_app(model: str, url: str, api_base: str | None = None, llm_args: dict[str, Any] | None = None,
+            mcp_url: str | None = None, mcp_fixed: bool = False, grpc_url: str | None = None) -> Starlette:
+    """The agent, run by google-adk's A2A executor, served at `url`: JSON-RPC at /, HTTP+JSON below it, the card
+    at /.well-known/agent-card.json; gRPC at `grpc_url` (host:port) when given, by
+    `tau2_a2a.protocol.hosting.grpc_server` (`BackgroundServer`, `serve_forever`). With `mcp_url`, the agent
+    takes its tools over MCP there (`build_adk_mcp_agent`)."""
     agent = (build_adk_mcp_agent(model, mcp_url, api_base, llm_args, mcp_fixed) if mcp_url
              else build_adk_agent(model, api_base, llm_args))
-    return to_a2a(
-        agent,
-        host=address.hostname or "127.0.0.1",
-        port=address.port or 80,
-        protocol=address.scheme or "http",
-        agent_card=adk_agent_card(url, model, mcp_tools=mcp_url is not None),
-    )
+    return a2a_app(adk_executor(agent), adk_agent_card(url, model, grpc_url, mcp_tools=mcp_url is not None))
