@@ -15,7 +15,7 @@ import gzip
 import io
 import re
 import textwrap
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -240,7 +240,8 @@ def pass_k_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
 
     figure = _figure(height=3.0 + 0.25 * len(per_run))
     axes = figure.add_subplot()
-    styles = ((stats.COMBINATORIAL, "-", -0.06, "tau2's estimator"), (stats.FIRST_K, "--", 0.06, "first k trials"))
+    styles: tuple[tuple[str, Literal["-", "--"], float, str], ...] = (
+        (stats.COMBINATORIAL, "-", -0.06, "tau2's estimator"), (stats.FIRST_K, "--", 0.06, "first k trials"))
     for index, (label, figures) in enumerate(per_run):
         colour = PALETTE[index % len(PALETTE)]
         for convention, style, offset, _ in styles:

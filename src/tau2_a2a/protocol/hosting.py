@@ -111,7 +111,7 @@ async def _serve(server: uvicorn.Server, app: Any, grpc_address: str | None) -> 
 
 
 def _uvicorn(app: Any, host: str, port: int, log_level: str,
-             graceful_seconds: float | None = None) -> uvicorn.Server:
+             graceful_seconds: int | None = None) -> uvicorn.Server:
     # The plain asyncio loop: grpc.aio shares it.
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="auto",
                                          loop="asyncio", timeout_graceful_shutdown=graceful_seconds))
@@ -144,7 +144,7 @@ class BackgroundServer:
         self.grpc_port = grpc_port
         self.app = app
         # Stopping ends requests still being answered after a moment (an agent under test may never answer).
-        self._server = _uvicorn(app, host, self.port, "warning", graceful_seconds=2.0)
+        self._server = _uvicorn(app, host, self.port, "warning", graceful_seconds=2)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"uvicorn:{self.port}", daemon=True)
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from a2a.helpers import get_text_parts, new_data_part, new_text_part
+from a2a.server.agent_execution import RequestContext
+from a2a.utils.errors import InvalidParamsError
 from a2a.types import Message, Part, Task
 from google.protobuf.json_format import MessageToDict
 
@@ -128,6 +130,13 @@ def _adk_function_response(result: ToolResult) -> Part:
     part = mark(TOOL_RESULTS, new_data_part(response))
     part.metadata.update({ADK_TYPE_KEY: ADK_FUNCTION_RESPONSE})
     return part
+
+
+def sent_message(context: RequestContext) -> tuple[Message, str]:
+    """The message of a SendMessage an agent serves, and its context id (a2a-sdk's handler sets both)."""
+    if context.message is None or not context.context_id:
+        raise InvalidParamsError(message="SendMessage carries no message in a context")
+    return context.message, context.context_id
 
 
 def read_turn(message: Message) -> IncomingTurn:

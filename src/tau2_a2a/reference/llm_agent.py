@@ -48,7 +48,7 @@ from tau2_a2a.protocol.mcp_tools import (
     declare_mcp_tools,
     read_mcp_invitation,
 )
-from tau2_a2a.protocol.messages import IncomingTurn, read_turn, tool_calls_reply
+from tau2_a2a.protocol.messages import IncomingTurn, read_turn, sent_message, tool_calls_reply
 from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI, ReportedUsage, usage_extension
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.protocol.hosting import agent_card
@@ -127,15 +127,16 @@ class LLMExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         self._forget_idle()
-        turn = read_turn(context.message)
-        conversation = self._conversation(context.context_id, turn, read_mcp_invitation(context.message))
+        message, context_id = sent_message(context)
+        turn = read_turn(message)
+        conversation = self._conversation(context_id, turn, read_mcp_invitation(message))
         if conversation.mcp is None and self.mcp_only:
-            await event_queue.enqueue_event(new_message([new_text_part(NEEDS_MCP)], context_id=context.context_id))
+            await event_queue.enqueue_event(new_message([new_text_part(NEEDS_MCP)], context_id=context_id))
             return
         async with conversation.lock:  # a failed turn leaves the conversation as it was
             incoming = _incoming_messages(turn)
             if conversation.mcp is not None:
-                calls = []
+                calls: list[ToolCallRequest] = []
                 content, messages, usage = await self._over_mcp(conversation, conversation.messages + incoming)
                 conversation.messages = messages
             else:
@@ -148,12 +149,12 @@ class LLMExecutor(AgentExecutor):
         parts: list[Part] = [new_text_part(content)] if content else []
         if calls:
             parts += tool_calls_reply(calls, arguments_as_text=True)  # 2 and 2.0 reach tau2 as the model wrote them
-        reply = new_message(parts, context_id=context.context_id)
+        reply = new_message(parts, context_id=context_id)
         reply.metadata.update({USAGE_EXTENSION_URI: usage.reported().as_extension()})
         await event_queue.enqueue_event(reply)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        self.conversations.pop(context.context_id, None)
+        self.conversations.pop(context.context_id or "", None)
 
     async def _over_mcp(self, conversation: Conversation,
                         messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]], Usage]:
@@ -196,14 +197,14 @@ class LLMExecutor(AgentExecutor):
             )
             self.conversations[context_id] = conversation
             return conversation
-        conversation = self.conversations.get(context_id)
-        if conversation is None:
+        known = self.conversations.get(context_id)
+        if known is None:
             raise InvalidParamsError(
                 message=f"Unknown or expired context {context_id!r}: a conversation starts with a message "
                 f"carrying the system prompt and tools (idle contexts are forgotten after "
                 f"{self.idle_timeout:g} s)."
             )
-        return conversation
+        return known
 
     def _forget_idle(self) -> None:
         now = self.clock()

@@ -31,7 +31,7 @@ from tau2_a2a.protocol.mcp_tools import (
     declare_mcp_tools,
     read_mcp_invitation,
 )
-from tau2_a2a.protocol.messages import read_turn, tool_calls_reply
+from tau2_a2a.protocol.messages import read_turn, sent_message, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.reference.mcp_client import call, mcp_session
 from tau2_a2a.tau2bench.oracle_script import NO_MARKER, OracleStep, find_marker, oracle_steps
@@ -52,9 +52,9 @@ class OracleExecutor(AgentExecutor):
         self._servers: dict[str, McpInvitation] = {}
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        turn = read_turn(context.message)
-        context_id = context.context_id
-        invitation = read_mcp_invitation(context.message)
+        message, context_id = sent_message(context)
+        turn = read_turn(message)
+        invitation = read_mcp_invitation(message)
         if invitation is not None:
             self._servers[context_id] = invitation
         marker = find_marker(turn.user_text)
@@ -92,8 +92,8 @@ class OracleExecutor(AgentExecutor):
         return "Goodbye."
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        self._plans.pop(context.context_id, None)
-        self._servers.pop(context.context_id, None)
+        self._plans.pop(context.context_id or "", None)
+        self._servers.pop(context.context_id or "", None)
 
 
 def step_parts(step: OracleStep) -> list[Part]:
