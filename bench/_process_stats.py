@@ -56,7 +56,7 @@ class MemorySampler:
         """CPU seconds the run's processes (this one and its helpers, not the agent) spent during the run."""
         return sum(seconds - self.cpu_at_start.get(pid, 0.0) for pid, seconds in self.cpu_by_process.items())
 
-    def __enter__(self) -> "MemorySampler":
+    def __enter__(self) -> MemorySampler:
         self._thread.start()
         return self
 

@@ -90,7 +90,8 @@ def environment_memory(domain: str, task: Task, count: int = 5) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--domains", nargs="+", default=["airline", "retail", "telecom"])
-    parser.add_argument("-n", type=int, default=10, help="simulations per arm and domain (the first N base tasks scored without an LLM)")
+    parser.add_argument("-n", type=int, default=10,
+                        help="simulations per arm and domain (the first N base tasks scored without an LLM)")
     args = parser.parse_args()
     logger.remove()
     print(f"tau2: {DISTRIBUTION} {VERSION}")

@@ -55,13 +55,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import replace
 import random
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,6 @@ from tau2_a2a.tau2bench.distribution import load_tasks  # noqa: E402
 from tau2_a2a.tau2bench.fidelity import differences  # noqa: E402
 from tau2_a2a.tau2bench.oracle_script import judged_by_llm  # noqa: E402
 from tau2_a2a.tau2bench.runs import domains as known_domains  # noqa: E402
-
 
 NATIVE_AGENTS = {"oracle": "oracle_agent", "llm": "llm_agent"}
 TOOLS_MODES = ("message", "mcp", "driven")  # the A2A arms: how the agent gets its tools

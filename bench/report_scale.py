@@ -29,12 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import oracle_process  # noqa: E402
 
 import tau2_a2a.tau2bench  # noqa: E402,F401  (registers tau2-a2a's agents and user with tau2)
-
-from tau2_a2a.compare.output import write  # noqa: E402
 from tau2_a2a.client.config import A2AConfig  # noqa: E402
+from tau2_a2a.compare.output import write  # noqa: E402
+from tau2_a2a.protocol.hosting import free_port  # noqa: E402
 from tau2_a2a.runner.run import evaluate  # noqa: E402
 from tau2_a2a.runner.settings import RunSettings  # noqa: E402
-from tau2_a2a.protocol.hosting import free_port  # noqa: E402
 
 SIZES = {"airline": ("airline", 50), "retail": ("retail", 114), "telecom": ("telecom", 114),
          "telecom-sample": ("telecom", 200)}

@@ -45,22 +45,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import oracle_process  # noqa: E402
-
 import grpc  # noqa: E402
 import httpx  # noqa: E402
-import tau2_a2a.tau2bench  # noqa: E402,F401  (registers tau2-a2a's agents and user with tau2)
+from _common import oracle_process  # noqa: E402
 from a2a.types import Message, Part, Role, SendMessageRequest  # noqa: E402
 from a2a.types.a2a_pb2_grpc import A2AServiceStub  # noqa: E402
 from google.protobuf.json_format import MessageToDict  # noqa: E402
 from tau2.agent.llm_agent import AGENT_INSTRUCTION, SYSTEM_PROMPT  # noqa: E402
 from tau2.registry import registry  # noqa: E402
 
+import tau2_a2a.tau2bench  # noqa: E402,F401  (registers tau2-a2a's agents and user with tau2)
 from tau2_a2a.client.bindings import BINDINGS, READABLE  # noqa: E402
-from tau2_a2a.client.session import A2ASession  # noqa: E402
 from tau2_a2a.client.config import A2AConfig  # noqa: E402
-from tau2_a2a.protocol.messages import conversation_start, user_turn  # noqa: E402
+from tau2_a2a.client.session import A2ASession  # noqa: E402
 from tau2_a2a.protocol.hosting import free_port  # noqa: E402
+from tau2_a2a.protocol.messages import conversation_start, user_turn  # noqa: E402
 
 Send = Callable[[list[Part]], None]
 

@@ -161,8 +161,8 @@ async def _send_json(send: Any, payload: dict[str, Any]) -> None:
 
 def oracle_app(url: str, delay: float) -> ConnectionCounter:
     """The reference oracle, `delay` seconds per reply, behind the counter."""
-    from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
     from tau2_a2a.protocol.hosting import a2a_app
+    from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 
     return ConnectionCounter(a2a_app(OracleExecutor(delay=delay), oracle_card(url)))
 

@@ -70,10 +70,10 @@ def serve(port: int, results_dir: str, store: str, max_running: int, database: s
     os.setsid()
     from a2a.server.tasks import InMemoryTaskStore
 
+    from tau2_a2a.protocol.hosting import serve_forever
     from tau2_a2a.service.app import build_app
     from tau2_a2a.service.jobs.limits import Limits
     from tau2_a2a.service.settings import ServiceSettings
-    from tau2_a2a.protocol.hosting import serve_forever
 
     settings = ServiceSettings(results_dir=Path(results_dir), limits=Limits(max_running=max_running),
                                database=database, allowed_targets=("public", "loopback"))

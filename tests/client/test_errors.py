@@ -23,16 +23,16 @@ from starlette.responses import JSONResponse, Response
 from tau2.data_model.message import AssistantMessage, ToolMessage
 from tau2.data_model.simulation import TerminationReason
 
+from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.client.errors import (
     A2AFailure,
     AgentAuthError,
     AgentCardError,
     AgentUnreachable,
 )
-from tau2_a2a.runner.outcome import format_summary
-from tau2_a2a.client.config import A2AConfig, RetryPolicy
-from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tau2_a2a.runner.outcome import format_summary
+from tau2_a2a.tau2bench.oracle_script import oracle_steps
 from tests.support.cli import run_cli
 from tests.support.executors import (
     CARD_PATH,

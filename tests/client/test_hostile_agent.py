@@ -21,7 +21,7 @@ from tau2_a2a.client.config import A2AConfig, ConfigError, RetryPolicy
 from tau2_a2a.client.errors import AgentRequestAborted, AgentTimeout
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.transport import Wire
-from testbed.hostile_agent import Hostility, HostileAgent
+from testbed.hostile_agent import HostileAgent, Hostility
 from tests.support.records import records_of
 from tests.support.runs import run_a2a
 

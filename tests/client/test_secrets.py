@@ -15,6 +15,7 @@ import pytest
 from a2a.helpers import new_text_part
 from tau2.data_model.simulation import TerminationReason
 
+from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.client.errors import (
     A2AFailure,
     AgentAuthError,
@@ -22,7 +23,6 @@ from tau2_a2a.client.errors import (
     AgentProtocolError,
 )
 from tau2_a2a.client.session import A2ASession
-from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
 from tau2_a2a.tau2bench.layout import metrics_path, results_path

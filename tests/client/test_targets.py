@@ -8,9 +8,9 @@ resolver seam), and a real server sending 40 MB replies.
 
 from __future__ import annotations
 
-import json
 import asyncio
 import ipaddress
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,13 +23,13 @@ from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Send
 
+from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig
 from tau2_a2a.client.errors import AgentTargetRefused
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, address_class
-from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, A2AConfig
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.settings import ServiceSettings
-from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.tau2bench.layout import results_path
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, ReplyOnTask, agent_app, card_app, card_json

@@ -19,20 +19,19 @@ import pytest
 from starlette.middleware import Middleware
 
 from tau2_a2a.client.config import A2AConfig
-from tau2_a2a.compare.html import trajectory
-from tau2_a2a.tau2bench.distribution import Results
-from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.protocol.hosting import a2a_app
 from tau2_a2a.client.records import trace_id_of
-from testbed.standin_llm import MODEL, StandinLLM
 from tau2_a2a.client.tracing import wanted
+from tau2_a2a.compare.html import trajectory
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
+from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+from tau2_a2a.runner.run import evaluate
+from tau2_a2a.runner.settings import RunSettings
+from tau2_a2a.tau2bench.distribution import Results
+from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.cli import run_cli
 from tests.support.middleware import GrpcMetadataLog, HttpExchange, RequireBearer, WireLog
 from tests.support.otlp import descends_from
 from tests.support.paths import REPO
-from tau2_a2a.runner.run import evaluate
-from tau2_a2a.runner.settings import RunSettings
 from tests.support.runs import FAST, run_a2a
 
 TASKS = ["0", "1"]

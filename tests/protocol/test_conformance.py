@@ -24,8 +24,8 @@ from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundErro
 from google.protobuf.json_format import ParseDict
 from google.rpc import error_details_pb2, status_pb2
 
-from tau2_a2a.protocol.conformance import CARD_CACHE_CONTROL
 from tau2_a2a.protocol.cards import CARD_PATHS
+from tau2_a2a.protocol.conformance import CARD_CACHE_CONTROL
 from tau2_a2a.protocol.hosting import BackgroundServer
 from tests.support.service import SERVICE_TOKEN
 

@@ -23,7 +23,6 @@ from google.protobuf.json_format import MessageToDict, MessageToJson, Parse
 from tau2.agent.llm_agent import LLMAgent
 from tau2.registry import registry
 
-from tau2_a2a.tau2bench.distribution import load_tasks
 import tau2_a2a.tau2bench  # noqa: F401  (registers tau2-a2a's agents and user with tau2)
 from tau2_a2a.protocol.messages import (
     KIND,
@@ -47,6 +46,7 @@ from tau2_a2a.protocol.toolcalls import (
     parse_reply,
     restore_arguments,
 )
+from tau2_a2a.tau2bench.distribution import load_tasks
 from tests.support.executors import AsksForInput, agent_app
 from tests.support.runs import Serve, run_a2a
 from tests.support.values import typed
@@ -202,9 +202,8 @@ def test_history_keeps_the_floats_of_number_arguments() -> None:
 
 def test_real_task_history_round_trip() -> None:
     """The mock domain ships tasks that start mid-conversation, with tool calls and results."""
-    from tau2_a2a.tau2bench.distribution import load_tasks
-
     from tau2_a2a.tau2bench.a2a_agent import _history_entry
+    from tau2_a2a.tau2bench.distribution import load_tasks
 
     task = next(t for t in load_tasks("mock") if t.initial_state and t.initial_state.message_history)
     history = [_history_entry(m) for m in task.initial_state.message_history]

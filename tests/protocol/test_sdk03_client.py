@@ -7,16 +7,17 @@ streaming on, status updates followed, results collected from the final task.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from google.protobuf.json_format import MessageToDict
 
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app
 from tau2_a2a.protocol.messages import conversation_start, user_turn
 from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
 from tau2_a2a.reference.oracle_agent import NO_MARKER
 from tau2_a2a.tau2bench.oracle_script import oracle_steps
-from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.service import SERVICE_TOKEN
 

@@ -14,17 +14,16 @@ import httpx
 import pytest
 from tau2.agent.llm_agent import LLMAgent
 from tau2.registry import registry
-from tau2_a2a.tau2bench.distribution import load_tasks
 
-from tau2_a2a.client.config import RetryPolicy
+from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.client.pricing import price_tokens
-from testbed.standin_llm import MODEL, StandinLLM, content_text
-from tests.support.cli import run_cli
-from tests.support.adk_apps import BINDINGS, adk_agent_on_every_binding, adk_api_server
-from tests.support.runs import run_a2a
-from tau2_a2a.client.config import A2AConfig
-from tau2_a2a.reference.adk_agent import INSTRUCTION, adk_app
 from tau2_a2a.protocol.hosting import free_port, wait_for_card
+from tau2_a2a.reference.adk_agent import INSTRUCTION, adk_app
+from tau2_a2a.tau2bench.distribution import load_tasks
+from testbed.standin_llm import MODEL, StandinLLM, content_text
+from tests.support.adk_apps import BINDINGS, adk_agent_on_every_binding, adk_api_server
+from tests.support.cli import run_cli
+from tests.support.runs import run_a2a
 
 AIRLINE_TASKS = ["3", "7", "8", "12", "14"]  # reads, cancellations, a booking, baggage, what to tell the user
 RETAIL_TASKS = ["0", "5", "6"]  # exchanges and a return of delivered items

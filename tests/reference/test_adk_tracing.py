@@ -14,13 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 
 from tau2_a2a.client.config import A2AConfig, McpServing
+from tau2_a2a.client.records import trace_id_of
 from tau2_a2a.protocol.hosting import free_port
 from tau2_a2a.reference.adk_agent import adk_app
-from tau2_a2a.client.records import trace_id_of
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.reference.test_adk_agent import golden_calls, trajectory_calls
 from tests.support.adk_apps import BINDINGS, adk_agent_on_every_binding

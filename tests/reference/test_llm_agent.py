@@ -15,20 +15,19 @@ from google.protobuf.json_format import MessageToDict
 from tau2.agent.llm_agent import LLMAgent
 from tau2.registry import registry
 
-from tau2_a2a.client.config import RetryPolicy
-from tau2_a2a.client.pricing import price_tokens
-from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI
-from testbed.standin_llm import MODEL, StandinLLM
-from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tests.support.runs import FAST, Serve, run_a2a
+from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.client.errors import A2AFailure
+from tau2_a2a.client.pricing import price_tokens
 from tau2_a2a.client.session import A2ASession
-from tau2_a2a.client.config import A2AConfig
-from tau2_a2a.protocol.messages import conversation_start, user_turn
-from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port, wait_for_card
+from tau2_a2a.protocol.messages import conversation_start, user_turn
+from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI
+from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
+from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.tau2bench.layout import results_path
+from testbed.standin_llm import MODEL, StandinLLM
+from tests.support.runs import FAST, Serve, run_a2a
 
 GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
 

@@ -17,8 +17,8 @@ import pytest
 
 from tau2_a2a.cli import main
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, VERSION
-from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY, task_set_sha256
 from tau2_a2a.tau2bench.layout import metrics_path, results_path, shown
+from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY, task_set_sha256
 from tests.support.cli import run_cli
 from tests.support.runs import run_a2a
 

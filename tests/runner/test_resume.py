@@ -16,13 +16,11 @@ from typing import Any
 import pytest
 from tau2.data_model.simulation import Results
 
-from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_USER, DISTRIBUTION, NVIDIA
-
-from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
+from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_USER, DISTRIBUTION, NVIDIA
 from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from tests.support.cli import run_cli
-
 from tests.support.runs import Serve, saved_simulations
 
 TASKS = ["1", "2", "3", "5"]

@@ -15,10 +15,10 @@ import uvicorn
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 
+from tau2_a2a.protocol.hosting import a2a_app, free_port
 from tau2_a2a.protocol.messages import read_turn
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.tau2bench.oracle_script import find_marker
-from tau2_a2a.protocol.hosting import a2a_app, free_port
 from tests.support.runs import run_a2a
 
 TASKS = ["1", "3", "5"]
@@ -60,7 +60,7 @@ class Server:
                                                     log_level="warning", timeout_keep_alive=600))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         self.thread.start()
         while not self.server.started:
             assert self.thread.is_alive(), "server failed to start"

@@ -15,12 +15,12 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.types import AgentCard, CancelTaskRequest, Message, Role, Task, TaskState
 from google.protobuf.json_format import MessageToDict
 
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.calls import connect, request_message
-from tau2_a2a.service.jobs.limits import Limits
-from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.service.jobs.directory import results_file
+from tau2_a2a.service.jobs.limits import Limits
 from tests.support.distributions import DOMAIN_LIST, DOMAINS
 from tests.support.service import ask, call_tool, result_data, result_text, start_service, stream, until, wait_for_task
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from testbed.hostile_agent import Hostility, HostileAgent
+from testbed.hostile_agent import HostileAgent, Hostility
 from tests.support.service import Service, ask, call_tool, result_data, until
 
 RUN = "run_tau2_evaluation"

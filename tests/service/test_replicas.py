@@ -21,10 +21,10 @@ from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import TaskState
 
-from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.protocol.hosting import BackgroundServer
-from tests.support.executors import OracleLike, Seen, agent_app
+from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.service.jobs.directory import results_file
+from tests.support.executors import OracleLike, Seen, agent_app
 from tests.support.processes import gone, wait_until
 from tests.support.runs import saved_simulations
 from tests.support.service import STARTUP_SECONDS, Service, ask, call_tool, done_so_far, result_data, wait_for_task

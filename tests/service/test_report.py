@@ -13,10 +13,10 @@ import pytest
 
 from tau2_a2a.compare.report import build
 from tau2_a2a.compare.runs import parse_runs
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import parse
 from tau2_a2a.service.result import build_result, schema
-from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tests.support.executors import FailsTask, SlowOnTask, agent_app
 from tests.support.service import call_tool, start_service, until
 

@@ -22,11 +22,11 @@ import pytest
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState, a2a_pb2_grpc
 from starlette.middleware import Middleware
 
+from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor
+from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.service.jobs.scheduler import TOKEN_LOST
 from tau2_a2a.service.request_limit import too_large_message
-from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tau2_a2a.service.jobs.directory import results_file
 from tests.support.executors import agent_app
 from tests.support.middleware import RequireBearer
 from tests.support.processes import gone, wait_until

@@ -24,8 +24,8 @@ from tau2_a2a.protocol.hosting import BackgroundServer
 from tau2_a2a.service.evaluator_agent import model_tools
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.jobs.manager import EvaluationManager
-from tau2_a2a.service.tools import EvaluationTools
 from tau2_a2a.service.tool_specs import RUN
+from tau2_a2a.service.tools import EvaluationTools
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
 from tests.support.assessments import assess, result_of
 from tests.support.service import LOOPBACK_TARGETS, ask, call_tool, start_service

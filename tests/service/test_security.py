@@ -23,14 +23,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.auth import BearerAuth
 from tau2_a2a.service.credentials import REMOVED, scrub_arguments
-from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.jobs.directory import results_file
+from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.tool_specs import accepted_arguments
 from tau2_a2a.service.vault import TokenVault, scrub_request
-from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.tau2bench.layout import metrics_path
 from tests.support.service import ask, assessment_message, final_task, result_data, result_text, start_service
 
@@ -319,9 +319,9 @@ async def test_a_refused_target_token_names_the_services_argument(service: Backg
 def test_the_operator_sets_the_user_llms_and_their_endpoint(tmp_path: Path) -> None:
     from tau2_a2a.client.config import ConfigError
     from tau2_a2a.service.request import EvaluationRequest
+    from tau2_a2a.service.settings import ServiceSettings
     from tests.support.distributions import DEFAULT_USER_LLM
     from tests.support.service import child_given
-    from tau2_a2a.service.settings import ServiceSettings
 
     settings = ServiceSettings.from_env({"TAU2_EVAL_ALLOWED_USER_LLMS": " openai/a, b ,",
                                          "TAU2_EVAL_USER_LLM_API_BASE": "http://10.0.0.5:8000/v1"})

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tau2_a2a.client import tracing
 from a2a.client import ClientCallContext
 from a2a.types import SendMessageConfiguration, SendMessageRequest
 
+from tau2_a2a.client import tracing
 from tau2_a2a.service.calls import connect, request_message
 from tau2_a2a.service.jobs.limits import Limits
 from tests.support.service import start_service

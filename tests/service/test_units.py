@@ -13,18 +13,18 @@ from a2a.types import Message, Role
 from google.genai import types
 from google.protobuf.json_format import MessageToDict
 
-from tau2_a2a.service import summary
+from tau2_a2a.client.targets import TargetPolicy, TargetRefused
 from tau2_a2a.protocol.cards import card_json
-from tau2_a2a.service.public_card import ADK_BINDINGS, service_card
+from tau2_a2a.protocol.hosting import free_port
+from tau2_a2a.service import summary
 from tau2_a2a.service.jobs.child import ChildOptions
 from tau2_a2a.service.jobs.database import Database, StoreError
 from tau2_a2a.service.jobs.errors import EvaluationError
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.jobs.manager import EvaluationManager
-from tau2_a2a.client.targets import TargetPolicy, TargetRefused
+from tau2_a2a.service.public_card import ADK_BINDINGS, service_card
 from tau2_a2a.service.tools import EvaluationTools, ToolError
 from tau2_a2a.service.vault import TokenVault, scrub_a2a_message, scrub_genai_content
-from tau2_a2a.protocol.hosting import free_port
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
 from tests.support.distributions import DOMAIN_LIST, DOMAINS, structured, with_installed_tau2
 from tests.support.service import child_given
@@ -349,8 +349,8 @@ def test_a_database_that_cannot_be_used_is_named_without_its_password() -> None:
 def test_an_evaluations_end_is_read_from_its_runs_outcome_file_and_said_in_the_services_words(tmp_path: Path) -> None:
     from tau2_a2a.runner.outcome_file import Failure, FailureKind, RunEnd, RunStatus, words_of, write_outcome
     from tau2_a2a.service.jobs.directory import outcome_file, results_file
-    from tau2_a2a.service.jobs.outcome import Ending, ending
     from tau2_a2a.service.jobs.evaluation import Status
+    from tau2_a2a.service.jobs.outcome import Ending, ending
 
     def ended_with(message: str, kind: FailureKind = FailureKind.AGENT_AUTH, code: int = 2) -> None:
         write_outcome(outcome_file(tmp_path), RunEnd(RunStatus.FAILED, code,

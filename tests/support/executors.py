@@ -36,6 +36,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from tau2_a2a.protocol.hosting import a2a_app, agent_card
 from tau2_a2a.protocol.messages import IncomingTurn, read_turn
 from tau2_a2a.reference.oracle_agent import NO_MARKER, step_parts
 from tau2_a2a.tau2bench.oracle_script import (
@@ -43,7 +44,6 @@ from tau2_a2a.tau2bench.oracle_script import (
     find_marker,
     oracle_steps,
 )
-from tau2_a2a.protocol.hosting import a2a_app, agent_card
 
 CARD_PATH = "/.well-known/agent-card.json"
 

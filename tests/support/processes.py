@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def descendants(pid: int) -> set[int]:
@@ -29,7 +29,7 @@ def running() -> set[int]:
     return {int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()}
 
 
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"{what} did not happen within {timeout} s"

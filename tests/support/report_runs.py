@@ -68,8 +68,8 @@ def oracle_run(url: str, results_dir: Path, save_to: str = "oracle") -> Path:
 if __name__ == "__main__":
     import sys
 
-    from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
     from tau2_a2a.protocol.hosting import a2a_app
+    from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 
     out = Path(sys.argv[1])
     print(flaky_run(out))

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tau2_a2a.client.config import A2AConfig, RetryPolicy
+from tau2_a2a.protocol.hosting import BackgroundServer
 from tau2_a2a.runner.outcome import RunOutcome
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.tau2bench.distribution import RunConfig, load_tasks, run_to
 from tau2_a2a.tau2bench.layout import results_path, run_directory
-from tau2_a2a.protocol.hosting import BackgroundServer
-
 
 Serve = Callable[[Callable[[str], Any]], BackgroundServer]
 FAST = RetryPolicy(max_attempts=3, backoff_seconds=0.05)  # retries without slow tests

@@ -27,21 +27,21 @@ from tau2.domains.airline.utils import AIRLINE_DB_PATH
 from tau2.domains.retail.data_model import RetailDB
 from tau2.domains.retail.utils import RETAIL_DB_PATH
 from tau2.registry import registry
-from tau2_a2a.tau2bench.distribution import load_tasks
 from tau2.utils import get_dict_hash
 
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.tau2bench.copy_on_access import CopyOnAccess
+from tau2_a2a.tau2bench.distribution import load_tasks
 from tau2_a2a.tau2bench.environments import (
     VERIFY_ENV,
     CachedEnvironments,
     environments,
     template_for,
 )
-from tests.support.paths import REPO
-from tau2_a2a.tau2bench.oracle_script import judged_by_llm
 from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.oracle_script import judged_by_llm
+from tests.support.paths import REPO
 from tests.support.runs import run_native_oracle
 from tests.support.values import typed
 

@@ -6,6 +6,7 @@ bench/oracle_fidelity.py --a2a-tools mcp runs whole domains.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,10 @@ import pytest
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import a2a_app
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+from tau2_a2a.runner.protocol_metrics import metrics_path
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
 from tau2_a2a.tau2bench.fidelity import scored, trajectory_differences
-from tau2_a2a.runner.protocol_metrics import metrics_path
 from tests.support.runs import FAST, Serve, run_a2a, run_native_oracle, telecom_sample
-
-import json
 
 SAMPLES = {
     "airline": ["0", "5", "23"],

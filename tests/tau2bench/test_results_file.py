@@ -20,8 +20,8 @@ if DISTRIBUTION != NVIDIA:
 import tau2.run
 from tau2.data_model.simulation import Results
 
-from tau2_a2a.tau2bench.results_file import FastJson, atomic_open
 from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.results_file import FastJson, atomic_open
 from tests.support.runs import run_native_oracle
 from tests.support.values import typed
 

@@ -19,6 +19,11 @@ from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import Message as A2AMessage
 from google.protobuf.json_format import MessageToDict
+
+from tau2_a2a.client.records import RAW_DATA_KEY
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
+from tau2_a2a.protocol.messages import read_turn
+from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.tau2bench.distribution import (
     AssistantMessage,
     LLMAgent,
@@ -29,12 +34,7 @@ from tau2_a2a.tau2bench.distribution import (
     load_tasks,
     registry,
 )
-
-from tau2_a2a.client.records import RAW_DATA_KEY
-from tau2_a2a.protocol.messages import read_turn
 from tau2_a2a.tau2bench.fidelity import trajectory_differences
-from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tests.support.runs import run_a2a, run_native_oracle
 from tests.support.service import ask, result_data, start_service
 

@@ -19,11 +19,11 @@ import pytest
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 
+from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, Results, load_tasks
-from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.tau2bench.layout import results_path
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, Seen, agent_app

@@ -151,6 +151,7 @@ def test_a_resume_with_another_review_setting_is_refused(reviewer: StandinLLM, o
     assert json.loads(path.read_text())[REVIEW_KEY]["review_model"] == REVIEW_MODEL
 
 
+@pytest.mark.ray
 def test_on_ray_each_simulation_is_reviewed_and_logged_as_in_one_process(reviewer: StandinLLM, oracle_url: str,
                                                                         tmp_path: Path) -> None:
     """The review runs on the actor that ran the simulation, with the run's LLM log mode (upstream's batch run

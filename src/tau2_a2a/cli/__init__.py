@@ -32,9 +32,9 @@ from tau2_a2a.cli.demo import add_demo_command  # noqa: E402
 from tau2_a2a.cli.merge import add_merge_command  # noqa: E402
 from tau2_a2a.cli.report import add_report_command  # noqa: E402
 from tau2_a2a.cli.run import add_run_command, resume_command, settings_from_args  # noqa: E402
+from tau2_a2a.cli.serve import add_serve_command  # noqa: E402
 from tau2_a2a.runner.command import run_command  # noqa: E402
 from tau2_a2a.runner.outcome import EXIT_USAGE  # noqa: E402
-from tau2_a2a.cli.serve import add_serve_command  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

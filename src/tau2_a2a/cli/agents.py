@@ -67,8 +67,8 @@ def add_model_args(parser: Any) -> None:
 
 
 def oracle_command(args: argparse.Namespace) -> int:
-    from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
     from tau2_a2a.protocol.hosting import a2a_app, serve_forever
+    from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 
     url, grpc_url = _agent_urls(args)
     print(f"tau2 oracle agent at {url} (card: {url}/.well-known/agent-card.json)")
@@ -97,8 +97,8 @@ def _print_bindings(url: str, grpc_url: str | None) -> None:
 
 
 def llm_agent_command(args: argparse.Namespace) -> int:
-    from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
     from tau2_a2a.protocol.hosting import a2a_app, serve_forever
+    from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
 
     llm_args = {**args.llm_args, "num_retries": args.max_retries}
     if args.api_base:

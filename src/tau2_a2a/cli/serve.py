@@ -155,13 +155,13 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from tau2_a2a.client.targets import TargetPolicy
     from tau2_a2a.client.config import ConfigError
+    from tau2_a2a.client.targets import TargetPolicy
     from tau2_a2a.protocol.cards import CARD_PATHS, card_json
+    from tau2_a2a.protocol.hosting import serve_forever
+    from tau2_a2a.service.jobs.database import redact_url
     from tau2_a2a.service.jobs.errors import EvaluationError
     from tau2_a2a.service.public_card import ADK_BINDINGS, SERVICE_NAME, service_card
-    from tau2_a2a.service.jobs.database import redact_url
-    from tau2_a2a.protocol.hosting import serve_forever
 
     try:
         settings = settings_from_args(args)

@@ -20,7 +20,7 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from tau2_a2a.client.errors import A2AFailure
 
@@ -68,7 +68,7 @@ class FailureAction:
     failure: A2AFailure
 
 
-Action = Union[ToolCallAction, UserMessageAction, ReplyAction, FailureAction]
+Action = ToolCallAction | UserMessageAction | ReplyAction | FailureAction
 _ANSWERED = (ToolCallAction, UserMessageAction)
 
 

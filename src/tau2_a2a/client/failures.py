@@ -14,6 +14,7 @@ from a2a.client.errors import A2AClientTimeoutError, AgentCardResolutionError
 from a2a.types import Task, TaskState
 from a2a.utils.errors import A2AError
 
+from tau2_a2a.client.config import redact
 from tau2_a2a.client.errors import (
     A2AFailure,
     AgentAuthError,
@@ -27,7 +28,6 @@ from tau2_a2a.client.errors import (
     AgentUnreachable,
 )
 from tau2_a2a.client.records import RequestRecord
-from tau2_a2a.client.config import redact
 from tau2_a2a.protocol.messages import reply_content
 from tau2_a2a.terminal import plain
 

@@ -32,7 +32,8 @@ def known_model(model: str | None) -> bool:
     return model in table or model.split("/", 1)[-1] in table
 
 
-def price_tokens(model: str | None, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float | None:
+def price_tokens(model: str | None, input_tokens: int, output_tokens: int,
+                 cached_input_tokens: int = 0) -> float | None:
     """USD for these tokens of `model` (input includes the cached tokens), or None when it has no price."""
     if not known_model(model):
         return None

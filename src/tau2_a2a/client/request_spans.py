@@ -34,7 +34,8 @@ def with_trace(context: ClientCallContext | None) -> ClientCallContext | None:
 
 async def traced(request: Awaitable[tuple[Any, RequestRecord]], session: Any, method: str,
                  turn: int | None, attempt: int) -> tuple[Any, RequestRecord]:
-    """Await one metered request of `session` (an A2ASession) inside its span; the span ends with what its record says."""
+    """Await one metered request of `session` (an A2ASession) inside its span; the span ends with what its
+    record says."""
     with tracing.span(f"A2A {method}", _before(session, method, turn, attempt), kind="client") as span:
         try:
             result, record = await request

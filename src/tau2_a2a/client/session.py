@@ -33,6 +33,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError
 
+from tau2_a2a.client import request_spans, tracing
 from tau2_a2a.client.bindings import GRPC, choose_interface, protocol_version
 from tau2_a2a.client.card_check import (
     CARD_PATHS,
@@ -41,6 +42,7 @@ from tau2_a2a.client.card_check import (
     missing_card,
     validate_card,
 )
+from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS, MESSAGE, A2AConfig, tools_mode_of
 from tau2_a2a.client.errors import (
     A2AFailure,
     AgentAuthError,
@@ -51,8 +53,11 @@ from tau2_a2a.client.errors import (
 )
 from tau2_a2a.client.event_loops import BackgroundLoop, in_event_loop, run_here
 from tau2_a2a.client.failures import Failed, card_failure, classify, grpc_status, record_failure, task_failure
+from tau2_a2a.client.limits import request_over_limit
 from tau2_a2a.client.records import RequestRecord, TokenCounter
+from tau2_a2a.client.sending import Exchange, InFlight, SendOptions, open_task_id
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable
+from tau2_a2a.client.tool_server import ToolServer
 from tau2_a2a.client.transport import (
     Wire,
     current_wire,
@@ -61,11 +66,6 @@ from tau2_a2a.client.transport import (
     metered,
     open_grpc_channel,
 )
-from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS, MESSAGE, A2AConfig, tools_mode_of
-from tau2_a2a.client import request_spans, tracing
-from tau2_a2a.client.limits import request_over_limit
-from tau2_a2a.client.sending import Exchange, InFlight, SendOptions, open_task_id
-from tau2_a2a.client.tool_server import ToolServer
 from tau2_a2a.protocol.messages import answer_parts
 from tau2_a2a.protocol.stream import StreamedReply
 from tau2_a2a.protocol.toolcalls import MalformedReply
@@ -208,7 +208,8 @@ class A2ASession:
                 card, record = await self._request("GetAgentCard", None, 1, None, 0, resolver.get_agent_card(),
                                                    discovery=True)
             except Failed as failed:
-                failure = card_failure(failed.cause or failed.failure, endpoint, path, self.config.auth_token, self.config.timeout)
+                failure = card_failure(failed.cause or failed.failure, endpoint, path, self.config.auth_token,
+                                       self.config.timeout)
                 record_failure(failed.record, failure)
                 if isinstance(failure, AgentCardError) and failure.status == 404:
                     continue

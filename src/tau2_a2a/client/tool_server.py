@@ -38,8 +38,8 @@ from starlette.types import Message, Receive, Scope, Send
 
 from tau2_a2a.client import tracing
 from tau2_a2a.client.agent_actions import ActionQueue, FailureAction, ToolCallAction, UserMessageAction
-from tau2_a2a.client.errors import AgentMalformedReply
 from tau2_a2a.client.config import McpServing
+from tau2_a2a.client.errors import AgentMalformedReply
 from tau2_a2a.client.records import RequestRecord
 from tau2_a2a.protocol.hosting import BackgroundServer
 from tau2_a2a.protocol.mcp_tools import SEND_TO_USER, SEND_TO_USER_DESCRIPTION, McpServer

@@ -29,15 +29,15 @@ from typing import Any
 import httpcore
 import httpx
 
+from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_REQUEST_BYTES, A2AConfig, redact, redact_bearer
 from tau2_a2a.client.errors import (
     AgentReplyTooLarge,
     AgentRequestAborted,
     AgentTargetRefused,
     AgentUnreachable,
 )
-from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
-from tau2_a2a.client.config import DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_REQUEST_BYTES, A2AConfig, redact, redact_bearer
 from tau2_a2a.client.limits import request_over_limit
+from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
 from tau2_a2a.protocol.timestamps import event_lines_as_utc, naive_status_times_as_utc
 
 wire_log = logging.getLogger("tau2_a2a.wire")

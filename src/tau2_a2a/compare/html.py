@@ -140,16 +140,19 @@ def reward_checks(info: dict[str, Any]) -> list[dict[str, Any]]:
                        "met": bool(db.get("db_match"))})
     for check in info.get("action_checks") or []:
         action = check.get("action") or {}
-        checks.append({"component": "ACTION", "what": f"{action.get('name')}({orjson.dumps(action.get('arguments')).decode()})",
+        arguments = orjson.dumps(action.get("arguments")).decode()
+        checks.append({"component": "ACTION", "what": f"{action.get('name')}({arguments})",
                        "met": bool(check.get("action_match"))})
     for check in info.get("communicate_checks") or []:
-        checks.append({"component": "COMMUNICATE", "what": f"says {check.get('info')!r}", "met": bool(check.get("met"))})
+        checks.append({"component": "COMMUNICATE", "what": f"says {check.get('info')!r}",
+                       "met": bool(check.get("met"))})
     for check in info.get("env_assertions") or []:
         assertion = check.get("env_assertion") or {}
         checks.append({"component": "ENV_ASSERTION", "what": str(assertion.get("func_name") or assertion),
                        "met": bool(check.get("met"))})
     for check in info.get("nl_assertions") or []:
-        checks.append({"component": "NL_ASSERTION", "what": str(check.get("nl_assertion")), "met": bool(check.get("met"))})
+        checks.append({"component": "NL_ASSERTION", "what": str(check.get("nl_assertion")),
+                       "met": bool(check.get("met"))})
     return checks
 
 
@@ -242,13 +245,14 @@ def pass_k_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
     axes = figure.add_subplot()
     styles: tuple[tuple[str, Literal["-", "--"], float, str], ...] = (
         (stats.COMBINATORIAL, "-", -0.06, "tau2's estimator"), (stats.FIRST_K, "--", 0.06, "first k trials"))
-    for index, (label, figures) in enumerate(per_run):
+    for index, (_, figures) in enumerate(per_run):
         colour = PALETTE[index % len(PALETTE)]
         for convention, style, offset, _ in styles:
             by_k = figures["pass_hat_k"][convention]
             ks = [int(k) + offset + index * 0.02 for k in by_k]
             values = [e["value"] for e in by_k.values()]
-            errors = [[e["value"] - e["ci"][0] for e in by_k.values()], [e["ci"][1] - e["value"] for e in by_k.values()]]
+            errors = [[e["value"] - e["ci"][0] for e in by_k.values()],
+                      [e["ci"][1] - e["value"] for e in by_k.values()]]
             axes.errorbar(ks, values, yerr=errors, fmt="o" + style, color=colour, capsize=3, markersize=4,
                           linewidth=1.2)
     axes.set_xlabel("k")
@@ -267,7 +271,7 @@ def pass_one_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
     """pass^1 of each run with its 95% interval (one trial per task: there is no curve over k to draw)."""
     figure = _figure(height=max(1.6, 0.45 * len(per_run) + 1.1))
     axes = figure.add_subplot()
-    for index, (label, figures) in enumerate(per_run):
+    for index, (_, figures) in enumerate(per_run):
         estimate = figures["pass_hat_k"][stats.COMBINATORIAL]["1"]
         axes.errorbar([estimate["value"]], [index], xerr=[[estimate["value"] - estimate["ci"][0]],
                                                         [estimate["ci"][1] - estimate["value"]]],
@@ -370,7 +374,7 @@ def retries_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
     axes = figure.add_subplot()
     names = ["retried requests", "failed requests", "simulations with retries"]
     width = 0.8 / max(len(per_run), 1)
-    for index, (label, figures) in enumerate(per_run):
+    for index, (_, figures) in enumerate(per_run):
         values = _retries(figures["protocol"])
         positions = [i + (index - (len(per_run) - 1) / 2) * width for i in range(len(names))]
         bars = axes.bar(positions, values, width=width * 0.9, color=PALETTE[index % len(PALETTE)])

@@ -13,7 +13,8 @@ from tau2_a2a.compare.runs import ReportError, parse_runs
 
 
 def write(arguments: list[str], out: Path, json_out: Path | None = None, seed: int = stats.SEED,
-          resamples: int = stats.RESAMPLES, gate: tuple[float, float] | None = None) -> tuple[dict[str, Any], Path, Path]:
+          resamples: int = stats.RESAMPLES,
+          gate: tuple[float, float] | None = None) -> tuple[dict[str, Any], Path, Path]:
     """Read the runs, write the HTML and JSON reports; returns (report, html path, json path). With `gate`
     (alpha, min effect), two runs, judged as base and new."""
     if gate is not None and len(arguments) != 2:

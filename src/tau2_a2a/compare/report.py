@@ -11,14 +11,12 @@ first: worse beyond noise, or not (see `stats.gate`).
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tau2_a2a.runner.outcome import usd
-from tau2_a2a.runner.protocol_metrics import known_total
 from tau2_a2a.compare import stats
 from tau2_a2a.compare.runs import (
     COST_PARTIES,
@@ -35,6 +33,8 @@ from tau2_a2a.compare.runs import (
     task_set_hash,
     task_trials,
 )
+from tau2_a2a.runner.outcome import usd
+from tau2_a2a.runner.protocol_metrics import known_total
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
 from tau2_a2a.tau2bench.layout import metrics_path
 from tau2_a2a.tau2bench.resume import CARD_KEY
@@ -120,8 +120,9 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
             "group": group, "kind": kind, "components": components,
             "termination": str(simulation.get("termination_reason")),
         })
-    grid: list[dict[str, Any]] = [{"task_id": task, "cells": sorted(row, key=lambda c: (c["trial"] is None, c["trial"] or 0))}
-            for task, row in sorted(cells.items(), key=lambda item: task_order(item[0]))]
+    grid: list[dict[str, Any]] = [
+        {"task_id": task, "cells": sorted(row, key=lambda c: (c["trial"] is None, c["trial"] or 0))}
+        for task, row in sorted(cells.items(), key=lambda item: task_order(item[0]))]
     failed = sum(by_group.values())
     failures = {"simulations": len(run.results["simulations"]), "failed": failed, "by_group": by_group,
                 "by_kind": by_kind, "by_component": by_component}
@@ -352,7 +353,7 @@ def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMP
     figures = [[domain_figures(run.domains[d], seed, resamples) for d in domains] for run in runs]
     report = {
         "$schema": SCHEMA_ID,
-        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "software": {"tau2_a2a": package_version("tau2-a2a"), "tau2_distribution": DISTRIBUTION,
                      "tau2": VERSION},
         "settings": {"confidence": stats.CONFIDENCE, "bootstrap_resamples": resamples, "seed": seed,

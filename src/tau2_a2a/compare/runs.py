@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 
 from tau2_a2a.client.records import RAW_DATA_KEY
+from tau2_a2a.compare import stats
 from tau2_a2a.runner.outcome import left_out_of_metrics
 from tau2_a2a.runner.protocol_metrics import conversation
-from tau2_a2a.compare import stats
 from tau2_a2a.tau2bench import layout
 from tau2_a2a.tau2bench.resume import CARD_KEY
 

@@ -35,8 +35,8 @@ from a2a.types import AgentCard
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
-from tau2_a2a.protocol.conformance import CARD_CACHE_CONTROL, conformance_middleware, grpc_context_builder
 from tau2_a2a.protocol.cards import CARD_PATHS, agent_card
+from tau2_a2a.protocol.conformance import CARD_CACHE_CONTROL, conformance_middleware, grpc_context_builder
 
 __all__ = [
     "BackgroundServer",
@@ -163,7 +163,7 @@ class BackgroundServer:
         except BaseException as error:  # noqa: BLE001  (reported by start(); uvicorn exits on a taken port)
             self._error = error
 
-    def start(self, timeout: float = 30.0) -> "BackgroundServer":
+    def start(self, timeout: float = 30.0) -> BackgroundServer:
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:
@@ -177,7 +177,7 @@ class BackgroundServer:
         self._server.should_exit = True
         self._thread.join(timeout=10)
 
-    def __enter__(self) -> "BackgroundServer":
+    def __enter__(self) -> BackgroundServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 from a2a.helpers import get_text_parts, new_data_part, new_text_part
 from a2a.server.agent_execution import RequestContext
-from a2a.utils.errors import InvalidParamsError
 from a2a.types import Message, Part, Task
+from a2a.utils.errors import InvalidParamsError
 from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.protocol.toolcalls import (

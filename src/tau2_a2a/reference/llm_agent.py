@@ -31,8 +31,9 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import litellm
 from a2a.helpers import new_message, new_text_part
@@ -41,6 +42,7 @@ from a2a.server.events import EventQueue
 from a2a.types import AgentCard, AgentSkill, Part
 from a2a.utils.errors import InternalError, InvalidParamsError
 
+from tau2_a2a.protocol.hosting import agent_card
 from tau2_a2a.protocol.mcp_tools import (
     CONVERSATION_ENDED,
     SEND_TO_USER,
@@ -49,9 +51,8 @@ from tau2_a2a.protocol.mcp_tools import (
     read_mcp_invitation,
 )
 from tau2_a2a.protocol.messages import IncomingTurn, read_turn, sent_message, tool_calls_reply
-from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI, ReportedUsage, usage_extension
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
-from tau2_a2a.protocol.hosting import agent_card
+from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI, ReportedUsage, usage_extension
 from tau2_a2a.reference.mcp_client import call, mcp_session, openai_schemas
 
 NEEDS_MCP = "This agent takes its tools over MCP: evaluate it with --a2a-tools mcp or auto."
@@ -74,7 +75,7 @@ class Usage:
     cost: float | None = 0.0
     model: str | None = None
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         self.calls += other.calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens

@@ -23,6 +23,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import AgentCard, AgentSkill, Part
 
+from tau2_a2a.protocol.hosting import agent_card
 from tau2_a2a.protocol.mcp_tools import (
     CONVERSATION_ENDED,
     MCP_TOOLS_EXTENSION,
@@ -35,7 +36,6 @@ from tau2_a2a.protocol.messages import read_turn, sent_message, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.reference.mcp_client import call, mcp_session
 from tau2_a2a.tau2bench.oracle_script import NO_MARKER, OracleStep, find_marker, oracle_steps
-from tau2_a2a.protocol.hosting import agent_card
 
 NEEDS_MCP = ("This agent takes its tools over MCP (its card declares the extension " + MCP_TOOLS_EXTENSION
              + "): evaluate it with --a2a-tools mcp or auto.")

@@ -27,7 +27,6 @@ from tau2_a2a.runner.parent import exit_with_parent
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
 
-
 _REQUEST_FORM = '{"settings": RunSettings.to_dict(), "auth_token": TOKEN or null, "outcome_file": PATH or null}'
 
 

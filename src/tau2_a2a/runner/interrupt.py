@@ -21,9 +21,10 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from tau2_a2a.tau2bench.stopping import freeze_writes, stopping
 
@@ -33,7 +34,8 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "RunInterrupted", "exit_now", "freeze_writes", "stop_on_sigint",
            "stopped_by"]
 
-_SIGNALS: dict[int, tuple[str, int]] = {signal.SIGINT: ("Ctrl-C", EXIT_INTERRUPTED), signal.SIGTERM: ("SIGTERM", EXIT_TERMINATED)}
+_SIGNALS: dict[int, tuple[str, int]] = {signal.SIGINT: ("Ctrl-C", EXIT_INTERRUPTED),
+                                        signal.SIGTERM: ("SIGTERM", EXIT_TERMINATED)}
 _stopped_by: list[int] = []  # the signal that stopped this process's run, once one did
 
 

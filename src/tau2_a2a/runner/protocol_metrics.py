@@ -22,9 +22,8 @@ import numpy as np
 
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
 from tau2_a2a.tau2bench import provenance
-from tau2_a2a.tau2bench.layout import metrics_path
 from tau2_a2a.tau2bench.accounting import CONVERSATION_KEY
-
+from tau2_a2a.tau2bench.layout import metrics_path
 
 MCP_REQUESTS_KEY = "mcp_requests"  # beside "requests": the MCP requests of the MCP tools modes
 

@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 
 from tau2_a2a.client import tracing
 from tau2_a2a.client.bindings import READABLE
-from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.config import DRIVEN, MCP
+from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.runner.interrupt import RunInterrupted, freeze_writes
 from tau2_a2a.runner.outcome import RESUME, RunOutcome, RunStopped

@@ -40,19 +40,19 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 from tau2_a2a.client import tracing
+from tau2_a2a.protocol.hosting import a2a_routes, conformance_middleware
 from tau2_a2a.service import catalog
-from tau2_a2a.service.evaluator_agent import build_agent
 from tau2_a2a.service.auth import BearerAuth, grpc_bearer_auth
+from tau2_a2a.service.evaluator_agent import build_agent
 from tau2_a2a.service.executor import executor_config
 from tau2_a2a.service.handler import ServiceRequestHandler
+from tau2_a2a.service.jobs.database import sqlalchemy_url, tune_sqlite
+from tau2_a2a.service.jobs.queue import FollowedTask, replica_name
 from tau2_a2a.service.public_card import service_card
 from tau2_a2a.service.report import report_route
 from tau2_a2a.service.request_limit import RequestSizeLimit
 from tau2_a2a.service.settings import ServiceSettings
-from tau2_a2a.service.jobs.database import sqlalchemy_url, tune_sqlite
-from tau2_a2a.service.jobs.queue import FollowedTask, replica_name
 from tau2_a2a.service.vault import adk_plugin
-from tau2_a2a.protocol.hosting import a2a_routes, conformance_middleware
 
 log = logging.getLogger("tau2_a2a.service")
 

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from tau2_a2a.service.wire import JsonObject
 from tau2_a2a.tau2bench.distribution import (
     DEFAULT_LLM_TEMPERATURE_USER,
     DEFAULT_LLM_USER,
@@ -25,8 +26,6 @@ from tau2_a2a.tau2bench.distribution import (
     DEFAULT_NUM_TRIALS,
     DEFAULT_USER_IMPLEMENTATION,
 )
-
-from tau2_a2a.service.wire import JsonObject
 
 PARTICIPANTS = "participants"
 CONFIG = "config"

@@ -16,6 +16,7 @@ import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import AgentCard, Message, Part, Role, Task
+
 from tau2_a2a.service.wire import JsonObject
 
 

@@ -12,10 +12,9 @@ import threading
 from dataclasses import dataclass
 from functools import cache
 
-from tau2_a2a.tau2bench.distribution import domain_tool_names, load_task_splits, load_tasks, registry
-from tau2_a2a.service.wire import JsonObject
-
 import tau2_a2a.tau2bench  # noqa: F401  (registers tau2-a2a's agents and user with tau2)
+from tau2_a2a.service.wire import JsonObject
+from tau2_a2a.tau2bench.distribution import domain_tool_names, load_task_splits, load_tasks, registry
 
 DEFAULT_SPLIT = "base"  # what `tau2 run` uses when no split is named
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from google.adk.a2a.converters.utils import ADK_METADATA_KEY_PREFIX
 from google.adk.a2a.converters.request_converter import convert_a2a_request_to_agent_run_request
+from google.adk.a2a.converters.utils import ADK_METADATA_KEY_PREFIX
 from google.adk.a2a.executor.config import A2aAgentExecutorConfig, ExecuteInterceptor
 
 from tau2_a2a.service.request_limit import CUT_KEY

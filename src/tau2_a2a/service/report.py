@@ -22,8 +22,8 @@ from typing import Any
 from tau2_a2a.service import summary
 from tau2_a2a.service.jobs.directory import PRIVATE_FILE
 from tau2_a2a.service.jobs.errors import EvaluationError, EvaluationNotFound
-from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.service.jobs.evaluation import ID_PATTERN, TERMINAL
+from tau2_a2a.service.jobs.manager import EvaluationManager
 
 REPORT_PATH = "/evaluations/{evaluation_id}/report"
 REPORT_NAME = "report.html"

@@ -18,8 +18,8 @@ from tau2_a2a.service import catalog, summary
 from tau2_a2a.service.assessment import Assessment, Shard
 from tau2_a2a.service.credentials import ArgumentRefused, UserLLMPolicy
 from tau2_a2a.service.jobs.errors import EvaluationError
-from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.service.jobs.evaluation import EvaluationView
+from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.service.request import TOKEN_ARGUMENT, EvaluationRequest, RequestPolicy, check_request
 from tau2_a2a.service.tool_specs import (
     ALIASES,

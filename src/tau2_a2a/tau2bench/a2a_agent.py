@@ -15,8 +15,23 @@ from __future__ import annotations
 import logging
 from copy import deepcopy
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
+from tau2_a2a.client.config import MESSAGE, redact
+from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit
+from tau2_a2a.client.limits import check_tool_calls
+from tau2_a2a.client.records import RAW_DATA_KEY
+from tau2_a2a.client.session import A2ASession
+from tau2_a2a.client.turn_usage import tau2_usage_and_cost
+from tau2_a2a.protocol.mcp_tools import McpServer, mcp_conversation_start
+from tau2_a2a.protocol.messages import (
+    ToolResult,
+    conversation_start,
+    reply_parts,
+    tool_results_turn,
+    user_turn,
+)
+from tau2_a2a.protocol.toolcalls import CallForm, MalformedReply, call_arguments, parse_reply
 from tau2_a2a.tau2bench.distribution import (
     AssistantMessage,
     LLMAgent,
@@ -28,25 +43,6 @@ from tau2_a2a.tau2bench.distribution import (
     UserMessage,
     ValidAgentInputMessage,
 )
-from a2a.types import Message as A2AMessage
-from google.protobuf.json_format import MessageToDict
-
-from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit
-from tau2_a2a.client.limits import check_tool_calls
-from tau2_a2a.client.records import RAW_DATA_KEY
-from tau2_a2a.client.config import redact
-from tau2_a2a.client.config import MESSAGE
-from tau2_a2a.client.session import A2ASession
-from tau2_a2a.protocol.mcp_tools import McpServer, mcp_conversation_start
-from tau2_a2a.client.turn_usage import tau2_usage_and_cost
-from tau2_a2a.protocol.messages import (
-    ToolResult,
-    conversation_start,
-    reply_parts,
-    tool_results_turn,
-    user_turn,
-)
-from tau2_a2a.protocol.toolcalls import CallForm, MalformedReply, call_arguments, parse_reply
 from tau2_a2a.tau2bench.mcp_conversation import ENDED_KEY, McpConversation
 from tau2_a2a.tau2bench.orchestration import AGENT_NAME, current_session
 
@@ -81,8 +77,8 @@ class A2AAgent(LLMAgent):
         self,
         tools: list[Tool],
         domain_policy: str,
-        llm: Optional[str] = None,
-        llm_args: Optional[dict] = None,
+        llm: str | None = None,
+        llm_args: dict | None = None,
     ) -> None:
         super().__init__(tools=tools, domain_policy=domain_policy, llm=llm, llm_args=llm_args)
         self.session: A2ASession = current_session()
@@ -93,7 +89,7 @@ class A2AAgent(LLMAgent):
             s["function"]["name"]: s["function"].get("parameters", {}) for s in self.tool_schemas
         }
 
-    def get_init_state(self, message_history: Optional[list[Message]] = None) -> A2AAgentState:
+    def get_init_state(self, message_history: list[Message] | None = None) -> A2AAgentState:
         return A2AAgentState(messages=list(message_history or []))
 
     def set_seed(self, seed: int) -> None:

@@ -9,7 +9,7 @@ differs come from `nvidia` or `upstream`, which give them alike.
 from __future__ import annotations
 
 from tau2_a2a.tau2bench.imports import *  # noqa: F403
-from tau2_a2a.tau2bench.imports import NVIDIA, DISTRIBUTION
+from tau2_a2a.tau2bench.imports import DISTRIBUTION, NVIDIA
 from tau2_a2a.tau2bench.imports import __all__ as _shared
 
 if DISTRIBUTION == NVIDIA:

@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
+
+from tau2_a2a.tau2bench.copy_on_access import CopyOnAccess
 from tau2_a2a.tau2bench.distribution import (
     AIRLINE_DB_PATH,
     MOCK_DB_PATH,
@@ -69,7 +71,6 @@ from tau2_a2a.tau2bench.distribution import airline_environment as airline
 from tau2_a2a.tau2bench.distribution import mock_environment as mock
 from tau2_a2a.tau2bench.distribution import retail_environment as retail
 from tau2_a2a.tau2bench.distribution import telecom_environment as telecom
-from tau2_a2a.tau2bench.copy_on_access import CopyOnAccess
 
 VERIFY_ENV = "TAU2_A2A_VERIFY_DB_HASH"
 """Set to 1 to compute tau2's own hash beside every fast one and fail on a difference (tests)."""

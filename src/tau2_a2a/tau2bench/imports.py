@@ -112,33 +112,57 @@ if DISTRIBUTION == NVIDIA:
     from tau2.cli import add_run_args as tau2_add_run_args  # noqa: E402,F401
     from tau2.data_model.simulation import RunConfig as Tau2RunConfig  # noqa: E402,F401
     from tau2.run import (  # noqa: E402,F401
-        get_options, get_tasks, load_task_splits, load_tasks, make_run_name, run_domain, save_results_summary,
+        get_options,
+        get_tasks,
+        load_task_splits,
+        load_tasks,
+        make_run_name,
+        run_domain,
+        save_results_summary,
         save_termination_summary,
     )
     from tau2.user.base import (  # noqa: E402,F401
-        OUT_OF_SCOPE, STOP, TRANSFER, BaseUser, UserState, ValidUserInputMessage,
+        OUT_OF_SCOPE,
+        STOP,
+        TRANSFER,
+        BaseUser,
+        UserState,
+        ValidUserInputMessage,
     )
 else:
     import tau2.knowledge.embeddings_cache as tau2_embeddings_cache  # noqa: E402,F401
     import tau2.runner.batch as tau2_batch  # noqa: E402,F401
     import tau2.runner.build as tau2_build  # noqa: E402,F401
-    import tau2.runner.simulation as tau2_simulation  # noqa: E402,F401
     import tau2.runner.helpers as tau2_helpers  # noqa: E402,F401
+    import tau2.runner.simulation as tau2_simulation  # noqa: E402,F401
     from tau2.agent.base_agent import ValidAgentInputMessage, is_valid_agent_history_message  # noqa: E402,F401
     from tau2.cli import add_run_args as tau2_add_run_args  # noqa: E402,F401
     from tau2.data_model.simulation import TextRunConfig as Tau2RunConfig  # noqa: E402,F401
     from tau2.domains.banking_knowledge import retrieval_toolkits as knowledge_toolkits  # noqa: E402,F401
     from tau2.domains.banking_knowledge.retrieval import (  # noqa: E402,F401
-        DEFAULT_RETRIEVAL_VARIANT, RETRIEVAL_VARIANT_ALIASES, RetrievalVariant, get_all_variant_names,
+        DEFAULT_RETRIEVAL_VARIANT,
+        RETRIEVAL_VARIANT_ALIASES,
+        RetrievalVariant,
+        get_all_variant_names,
         resolve_variant,
     )
     from tau2.domains.banking_knowledge.tools import KnowledgeUserTools  # noqa: E402,F401
     from tau2.environment.toolkit import DISCOVERABLE_ATTR  # noqa: E402,F401
     from tau2.runner import (  # noqa: E402,F401
-        get_options, get_tasks, load_task_splits, load_tasks, make_run_name, run_domain,
+        get_options,
+        get_tasks,
+        load_task_splits,
+        load_tasks,
+        make_run_name,
+        run_domain,
     )
     from tau2.user.user_simulator_base import (  # noqa: E402,F401
-        OUT_OF_SCOPE, STOP, TRANSFER, HalfDuplexUser, UserState, ValidUserInputMessage,
+        OUT_OF_SCOPE,
+        STOP,
+        TRANSFER,
+        HalfDuplexUser,
+        UserState,
+        ValidUserInputMessage,
     )
     from tau2.utils import llm_utils as tau2_llm_utils  # noqa: E402,F401  (its import sets LiteLLM's async client)
 

@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from tau2_a2a.client import tracing
 from tau2_a2a.client.agent_actions import (
     Action,
     ActionQueue,
@@ -28,16 +29,14 @@ from tau2_a2a.client.agent_actions import (
     ToolOutcome,
     UserMessageAction,
 )
-from tau2_a2a.client import tracing
-from tau2_a2a.client.config import redact
+from tau2_a2a.client.config import DRIVEN, redact
 from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit, AgentTimeout
 from tau2_a2a.client.limits import check_tool_calls
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
 from tau2_a2a.client.sending import InFlight
-from tau2_a2a.client.config import DRIVEN
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.tool_server import SimulationTools
-from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SIMULATION_ENDED, McpServer, mcp_conversation_start
+from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SIMULATION_ENDED, McpServer
 from tau2_a2a.protocol.messages import reply_parts, user_turn
 from tau2_a2a.tau2bench.distribution import AssistantMessage, ToolCall, ToolMessage, UserMessage
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from tau2_a2a.tau2bench.distribution import (
     AssistantMessage,
@@ -28,7 +27,7 @@ class OracleState:
 class NativeOracleAgent(LLMAgent):
     """Replays golden actions in-process; call ids follow the A2A client's scheme."""
 
-    def get_init_state(self, message_history: Optional[list[Message]] = None) -> OracleState:
+    def get_init_state(self, message_history: list[Message] | None = None) -> OracleState:
         return OracleState(messages=list(message_history or []))
 
     def set_seed(self, seed: int) -> None:

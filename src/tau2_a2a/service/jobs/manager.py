@@ -18,9 +18,6 @@ from tau2_a2a.service.jobs.child import ChildOptions
 from tau2_a2a.service.jobs.database import Database, database_reachable, default_database
 from tau2_a2a.service.jobs.directory import import_file_records, make_private, results_file
 from tau2_a2a.service.jobs.errors import EvaluationNotFound
-from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
-from tau2_a2a.service.jobs.progress import ProgressReader
-from tau2_a2a.service.jobs.queue import EvaluationQueue, FollowedTask, replica_name
 from tau2_a2a.service.jobs.evaluation import (
     ID_PATTERN,
     TERMINAL,
@@ -30,6 +27,9 @@ from tau2_a2a.service.jobs.evaluation import (
     Status,
     new_evaluation_id,
 )
+from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
+from tau2_a2a.service.jobs.progress import ProgressReader
+from tau2_a2a.service.jobs.queue import EvaluationQueue, FollowedTask, replica_name
 from tau2_a2a.service.jobs.scheduler import Scheduler
 from tau2_a2a.service.jobs.store import EvaluationStore
 from tau2_a2a.service.request import EvaluationRequest

@@ -31,11 +31,11 @@ from tau2_a2a.service.jobs.child import ChildOptions
 from tau2_a2a.service.jobs.database import database_reachable
 from tau2_a2a.service.jobs.directory import PRIVATE_DIR, results_file
 from tau2_a2a.service.jobs.errors import EvaluationError
+from tau2_a2a.service.jobs.evaluation import EvaluationRecord, Status
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.jobs.outcome import ending
 from tau2_a2a.service.jobs.progress import final_result
 from tau2_a2a.service.jobs.queue import EvaluationQueue, FollowedTask
-from tau2_a2a.service.jobs.evaluation import EvaluationRecord, Status
 from tau2_a2a.service.jobs.store import EvaluationStore
 from tau2_a2a.service.jobs.supervisor import Job, Supervisor
 
