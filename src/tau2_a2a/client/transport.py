@@ -1,11 +1,12 @@
 """The connections under a2a-sdk's transports: HTTP's metered pool and gRPC's channel, both pinned by the target policy.
 
 Over JSON-RPC and HTTP+JSON the HTTP exchange goes through one thread-safe
-connection pool per session (httpx's), called straight from the coroutine
-that a worker thread runs on its own event loop: every thread of a run
-shares the same connections, and a request costs no hand-over to another
-thread. Each connection opens only to addresses the target policy allows,
-resolved right then; gRPC's channel is pinned the same way.
+connection pool per session (httpcore's, as httpx uses it), called straight
+from the coroutine that a worker thread runs on its own event loop: every
+thread of a run shares the same connections, and a request costs no
+hand-over to another thread. Each connection opens only to addresses the
+target policy allows, resolved right then; gRPC's channel is pinned the same
+way.
 
 A reply has a wall-clock deadline (`Wire.deadline`) that holds inside the
 connection: every read and write of the socket waits at most the time the
@@ -36,6 +37,7 @@ from tau2_a2a.client.errors import (
     AgentTargetRefused,
     AgentUnreachable,
 )
+from tau2_a2a.client.httpcore_transport import HttpcoreTransport
 from tau2_a2a.client.limits import request_over_limit
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
 from tau2_a2a.protocol.timestamps import event_lines_as_utc, naive_status_times_as_utc
@@ -306,18 +308,15 @@ class _PolicyBackend(httpcore.SyncBackend):
         raise failure or httpcore.ConnectError(f"{host} has no address")
 
 
-class _PinnedTransport(httpx.HTTPTransport):
-    """httpx's synchronous pool, its connections opened through `_PolicyBackend`."""
-
-    def __init__(self, policy: TargetPolicy, limits: httpx.Limits) -> None:
-        super().__init__(limits=limits)
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=_PolicyBackend(policy),
-        )
+def _pinned_transport(policy: TargetPolicy, limits: httpx.Limits) -> HttpcoreTransport:
+    """httpx's synchronous pool, as HTTPTransport makes it, its connections opened through `_PolicyBackend`."""
+    return HttpcoreTransport(httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(),
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry,
+        network_backend=_PolicyBackend(policy),
+    ))
 
 
 class _MeteringTransport(httpx.AsyncBaseTransport):
@@ -441,8 +440,8 @@ def make_http(config: A2AConfig, targets: TargetPolicy) -> httpx.AsyncClient:
     if config.auth_token:
         headers["Authorization"] = f"Bearer {config.auth_token}"
     transport = _MeteringTransport(
-        _PinnedTransport(targets,
-                        httpx.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=30.0)),
+        _pinned_transport(targets,
+                          httpx.Limits(max_connections=256, max_keepalive_connections=64, keepalive_expiry=30.0)),
         config.debug,
         config.auth_token,
         config.max_reply_bytes,
