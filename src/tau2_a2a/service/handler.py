@@ -21,14 +21,14 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from a2a.server.agent_execution import RequestContext
 from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler, validate_request_params
-from a2a.types import Role, SendMessageRequest
+from a2a.types import Role
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 from a2a.utils.task import apply_history_length, validate_history_length
 
+from tau2_a2a.service.a2a_sdk_internals import run_again, runs_here, stored_task
 from tau2_a2a.service.executor import RESUME_STATE
 from tau2_a2a.service.reads import read_only_reply
 from tau2_a2a.service.request_limit import DEFAULT_MAX_MESSAGE_BYTES, cut_message
@@ -89,7 +89,7 @@ class ServiceRequestHandler(DefaultRequestHandler):
 
     @validate_request_params
     async def on_cancel_task(self, params: Any, context: Any) -> Any:
-        elsewhere = await self._active_task_registry.get(params.id) is None
+        elsewhere = not await runs_here(self, params.id)
         task = await super().on_cancel_task(params, context)
         if elsewhere:  # here, canceling the agent's coroutine cancels the evaluation (evaluator_agent.py)
             await asyncio.to_thread(self._cancel_followed_evaluation, params.id)
@@ -107,18 +107,13 @@ class ServiceRequestHandler(DefaultRequestHandler):
         new message runs it: its events reach the task store and every subscriber, on any replica.
         Whether there was a task to continue."""
         call_context = ServerCallContext(state={RESUME_STATE: evaluation_id})
-        if await self._active_task_registry.get(task_id) is not None:
+        if await runs_here(self, task_id):
             return False  # it runs here already
-        stored = await self._versioned_store.get(task_id, call_context)
-        if stored is None:
+        task = await stored_task(self, task_id, call_context)
+        if task is None:
             return False
-        task = stored.task
         first = next((m for m in task.history if m.role == Role.ROLE_USER), None)
         if first is None or task.status.state in TERMINAL_TASK_STATES:
             return False
-        active = await self._active_task_registry.get_or_create(
-            task_id, call_context=call_context, context_id=task.context_id, create_task_if_missing=False)
-        await active.enqueue_request(RequestContext(
-            call_context=call_context, request=SendMessageRequest(message=first),
-            task_id=task.id, context_id=task.context_id, task=task))
+        await run_again(self, task, first, call_context)
         return True
