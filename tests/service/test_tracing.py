@@ -55,3 +55,18 @@ def test_an_evaluation_continues_the_callers_trace(traced, oracle_url: str, tmp_
         assert simulation.trace_id != trace and simulation.parent_id == ""
         [link] = simulation.raw.links
         assert (link.trace_id.hex(), link.span_id.hex()) == (trace, run.span_id)
+
+
+def test_the_service_continues_traces_outermost_on_every_binding(traced, tmp_path: Path) -> None:
+    from tau2_a2a.service.app import build_app
+    from tau2_a2a.service.auth import BearerAuth
+    from tau2_a2a.service.request_limit import RequestSizeLimit
+    from tau2_a2a.service.settings import ServiceSettings
+
+    app = build_app(ServiceSettings(results_dir=tmp_path, auth_token="t"), "http://127.0.0.1:1")
+    try:  # a request the token check or the size limit turns away is still served in the caller's trace
+        assert [m.cls for m in app.user_middleware][:3] == [tracing.ContinueTrace, RequestSizeLimit, BearerAuth]
+        assert [type(i).__name__ for i in app.state.grpc_interceptors][0] == "ContinueGrpcTrace"
+        assert len(app.state.grpc_interceptors) == 2
+    finally:
+        app.state.tools.manager.close()

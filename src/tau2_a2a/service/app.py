@@ -135,8 +135,7 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
                     await used.dispose()
 
     middleware = [Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)]
-    if tracing.setup():  # outermost: a caller's trace continues here, and into each evaluation's run
-        middleware.insert(0, Middleware(tracing.ContinueTrace))
+    traced = tracing.setup()
     if settings.auth_token:
         middleware.append(Middleware(BearerAuth, token=settings.auth_token))
     middleware += conformance_middleware()  # innermost: it answers what a2a-sdk's routes would answer wrongly
@@ -146,8 +145,8 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
                     lifespan=lifespan)
     app.state.a2a_handler = handler
     app.state.grpc_interceptors = [grpc_bearer_auth(settings.auth_token)] if settings.auth_token else []
-    if tracing.enabled():  # outermost, as over HTTP
-        app.state.grpc_interceptors.insert(0, tracing.grpc_continue_trace())
+    if traced:  # outermost, on every binding: a caller's trace continues here, and into each evaluation's run
+        tracing.continue_traces(app)
     app.state.grpc_options = [("grpc.max_receive_message_length", settings.max_request_bytes)]
     app.state.tools = tools
     app.state.card = card
