@@ -24,11 +24,7 @@ if TYPE_CHECKING:
 
 def run_command(command: Callable[[], int], debug: bool = False,
                 resume_hint: Callable[[RunInterrupted], str] | None = None) -> int:
-    """Run `command` with our logging on stderr; its exit code, or the one for what it raised. This process is
-    tau2-a2a's: what importing tau2 did to it is mended (`tau2bench.seam`)."""
-    from tau2_a2a.tau2bench.distribution import mend_import_effects
-
-    mend_import_effects()
+    """Run `command` with our logging on stderr; its exit code, or the one for what it raised."""
     with command_logging(debug):
         try:
             return int(command() or 0)
