@@ -34,6 +34,7 @@ from loguru import logger  # noqa: E402
 from tau2_a2a.runner.settings import RunSettings  # noqa: E402
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION, Task, load_tasks, registry, simulate  # noqa: E402
 from tau2_a2a.tau2bench.environments import environments  # noqa: E402
+from tau2_a2a.tau2bench.hooks import tau2_hooks  # noqa: E402
 from tau2_a2a.tau2bench.oracle_script import judged_by_llm  # noqa: E402
 from tau2_a2a.tau2bench.runs import RunPlan, plan_run  # noqa: E402
 
@@ -54,7 +55,7 @@ def simulate_oracle(domain: str, task: Task) -> Any:
 
 def arm(domain: str, tasks: list[Task], cached: bool) -> dict[str, Any]:
     """Time one arm; the first simulation (template build, warm caches) is timed apart."""
-    with environments(cached):
+    with tau2_hooks(), environments(cached):  # the oracle and the scripted user registered, as in a run
         start = time.process_time()
         simulate_oracle(domain, tasks[0])
         once = time.process_time() - start

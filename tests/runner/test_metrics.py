@@ -23,6 +23,7 @@ from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.runner.protocol_metrics import write_report
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, ConsoleDisplay, compute_metrics
+from tau2_a2a.tau2bench.hooks import tau2_hooks
 from tests.support.executors import CARD_PATH, OracleLike, agent_app
 from tests.support.middleware import FailFirst, HttpExchange, WireLog, middleware
 from tests.support.runs import FAST, run_a2a
@@ -200,7 +201,7 @@ def test_a_cost_not_reported_is_null_and_tau2_reads_it_so(metered_run: dict[str,
     assert {s.user_cost for s in results.simulations} == {0.0}
     metrics = compute_metrics(results)
     assert math.isnan(metrics.avg_agent_cost)
-    with ConsoleDisplay.console.capture() as shown:
+    with tau2_hooks(), ConsoleDisplay.console.capture() as shown:  # as a run shows it
         ConsoleDisplay.display_agent_metrics(metrics)
     assert "$? (not reported)" in shown.get() and "nan" not in shown.get()
     report = json.loads(outcome.metrics_path.read_text())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 
@@ -10,13 +9,14 @@ import pytest
 
 from tau2_a2a import api
 from tau2_a2a.runner.protocol_metrics import metrics_path
-from tau2_a2a.tau2bench import registration
+from tau2_a2a.tau2bench import hooks
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, RunConfig, registry, run_domain
 from tau2_a2a.tau2bench.layout import results_path
 
 
 def test_registering_twice_registers_once() -> None:
-    importlib.reload(registration).register()
+    hooks.register()
+    hooks.register()
     info = registry.get_info()
     assert info.agents.count("a2a_agent") == 1 and info.agents.count("oracle_agent") == 1
     assert info.users.count("scripted_user") == 1
@@ -56,5 +56,5 @@ def test_tau2s_own_run_domain_cannot_reach_an_a2a_agent_alone(tmp_path: Path) ->
     config = RunConfig(domain="airline", agent="a2a_agent", llm_agent="remote", user="scripted_user",
                        llm_user="scripted", llm_args_agent={}, llm_args_user={}, llm_args_judge={},
                        task_ids=["0"], results_dir=str(tmp_path), save_to="alone")
-    with pytest.raises(api.ConfigError, match="runs inside tau2-a2a's runner"):
+    with hooks.tau2_hooks(), pytest.raises(api.ConfigError, match="runs inside tau2-a2a's runner"):
         run_domain(config)

@@ -13,6 +13,7 @@ from tau2_a2a.runner.outcome import RunOutcome
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.tau2bench.distribution import RunConfig, load_tasks, run_to
+from tau2_a2a.tau2bench.hooks import tau2_hooks
 from tau2_a2a.tau2bench.layout import results_path, run_directory
 
 Serve = Callable[[Callable[[str], Any]], BackgroundServer]
@@ -41,7 +42,8 @@ def run_native_oracle(results_dir: Path, domain: str = "airline", **run_args: An
         max_concurrency=run_args.pop("max_concurrency", 2), **run_args,
     )
     path = results_path(config.save_to, results_dir)
-    return run_to(config, path, run_directory(path))
+    with tau2_hooks():  # the oracle and the scripted user registered, tau2-a2a's parts in place as in a run
+        return run_to(config, path, run_directory(path))
 
 
 def saved_simulations(results_path: Path) -> list[dict] | None:

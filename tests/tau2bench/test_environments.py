@@ -37,6 +37,7 @@ from tau2_a2a.tau2bench.environments import (
     VERIFY_ENV,
     CachedEnvironments,
     environments,
+    registry_tables,
     template_for,
 )
 from tau2_a2a.tau2bench.layout import results_path
@@ -200,17 +201,36 @@ def test_two_concurrent_simulations_change_the_same_record_apart() -> None:
     assert hashes[2] == get_dict_hash(pristine.model_dump()) and len(set(hashes)) == 3
 
 
-def test_tau2_a2a_run_installs_them_and_importing_does_not(tmp_path: Path) -> None:
-    probe = ("import tau2_a2a.tau2bench; from tau2.registry import registry; "
+def test_tau2_a2a_run_uses_them_while_it_runs_and_importing_does_not(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    probe = ("import tau2_a2a.tau2bench.environments; from tau2.registry import registry; "
              "print(type(registry.get_env_constructor('airline')).__name__)")
     imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert imported.stdout.strip() == "function"
+    built = []
+    stock_build = CachedEnvironments.__call__
+
+    def counted_build(self: CachedEnvironments, *args: Any, **kwargs: Any) -> Any:
+        built.append(self)
+        return stock_build(self, *args, **kwargs)
+
+    monkeypatch.setattr(CachedEnvironments, "__call__", counted_build)
 
     with environments(False):
         evaluate(RunSettings(domain="airline", agent="oracle_agent", agent_llm="oracle", user="scripted_user",
                              user_llm="scripted", user_llm_args={}, agent_llm_args={},
                              results_dir=str(tmp_path), save_to="native", task_ids=["0"], max_concurrency=1))
-        assert isinstance(registry.get_env_constructor("airline"), CachedEnvironments)
+        assert built  # the run built its environments from the cache
+        assert not isinstance(registry.get_env_constructor("airline"), CachedEnvironments)  # and put tau2's back
     saved = json.loads(results_path("native", tmp_path).read_text())
     assert [s["reward_info"]["reward"] for s in saved["simulations"]] == [1.0]
+
+
+def test_the_registry_tables_the_cache_replaces_are_taus_own() -> None:
+    tables = registry_tables()  # raises, naming what is missing, when tau2's registry changes shape
+    info = registry.get_info()
+    assert sorted(tables["domains"]) == sorted(info.domains)
+    assert set(info.task_sets) <= set(tables["tasks"])
+    assert tables["domains"]["airline"] is registry.get_env_constructor("airline") or isinstance(
+        tables["domains"]["airline"], CachedEnvironments)

@@ -39,7 +39,7 @@ import queue
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,8 +52,9 @@ from tau2_a2a.client.records import current_node, set_node
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.outcome import RESUME, SimulationLost
-from tau2_a2a.tau2bench.distribution import SimulationRun
+from tau2_a2a.tau2bench.distribution import SimulationRun, mend_import_effects
 from tau2_a2a.tau2bench.environments import install as install_environments
+from tau2_a2a.tau2bench.hooks import tau2_hooks
 from tau2_a2a.tau2bench.orchestration import on_session, run_task, simulations_by
 
 log = logging.getLogger(__name__)
@@ -200,6 +201,9 @@ class SimulationActor:
 
         os.environ.update(otel or {})  # the driver's OTEL_ variables: this actor exports its spans alike
         tracing.setup()
+        mend_import_effects()
+        self._for_good = ExitStack()  # this process is ours: tau2-a2a's parts stay in place in it
+        self._for_good.enter_context(tau2_hooks())
         install_environments()  # environments from databases read once in this actor
         self.session = A2ASession(a2a)
         set_node(ray.get_runtime_context().get_node_id())

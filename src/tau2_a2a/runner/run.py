@@ -31,7 +31,8 @@ from tau2_a2a.runner.interrupt import RunInterrupted, freeze_writes
 from tau2_a2a.runner.outcome import RESUME, RunOutcome, RunStopped
 from tau2_a2a.runner.protocol_metrics import write_report
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
-from tau2_a2a.tau2bench.environments import install as install_environments
+from tau2_a2a.tau2bench.environments import environments
+from tau2_a2a.tau2bench.hooks import tau2_hooks
 from tau2_a2a.tau2bench.layout import metrics_path
 from tau2_a2a.tau2bench.orchestration import on_session
 from tau2_a2a.tau2bench.resume import CARD_KEY, TOOLS_KEY
@@ -47,12 +48,14 @@ def evaluate(settings: RunSettings) -> RunOutcome:
     An A2A run checks the agent's card before any simulation, records who answered, runs its simulations in
     this process on its one session (or on Ray's actors), and writes the protocol metrics of what finished,
     however it ended. A Ctrl-C (see `interrupt`) raises RunInterrupted once what finished is saved; the A2A
-    agent refusing our credentials mid-run raises RunStopped, also keeping what finished.
+    agent refusing our credentials mid-run raises RunStopped, also keeping what finished. tau2 is as it was
+    when it returns (see `tau2bench.hooks`).
     """
-    install_environments()
     tracing.setup()  # on only when OpenTelemetry's variables ask for it
-    plan = plan_run(settings.tau2)  # tasks that do not exist: said now, not after the agent's check
     with ExitStack() as run:
+        run.enter_context(tau2_hooks())  # tau2-a2a's parts inside tau2, for this run only
+        run.enter_context(environments(cached=True))
+        plan = plan_run(settings.tau2)  # tasks that do not exist: said now, not after the agent's check
         run.callback(tracing.flush)  # last: the run's spans are in the viewer when it returns
         span = run.enter_context(tracing.span(f"tau2-a2a run {settings.domain}", run_span_attributes(settings)))
         session = run.enter_context(A2ASession(settings.a2a)) if settings.a2a else None

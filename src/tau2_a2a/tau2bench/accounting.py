@@ -44,6 +44,7 @@ from tau2_a2a.tau2bench.distribution import (
     simulation_notes,
     simulation_user_llm,
 )
+from tau2_a2a.tau2bench.patches import Patch
 
 CONVERSATION_KEY = "tau2_a2a_conversation"
 AGENT, USER, TOOLS, JUDGE = "agent", "user", "tools", "judge"
@@ -159,7 +160,6 @@ def judged(generate: Callable[..., Any]) -> Callable[..., Any]:
             count(ledger, kwargs.get("model") or (args[0] if args else None), getattr(message, "usage", None))
         return message
 
-    generate_for_the_judge.counted = generate  # type: ignore[attr-defined]
     return generate_for_the_judge
 
 
@@ -197,13 +197,11 @@ def showing_unknown_cost(display: Callable[[Any], None]) -> Callable[[Any], None
             metrics = metrics.model_copy(update={"avg_agent_cost": NotReported()})
         display(metrics)
 
-    display_agent_metrics.shown = display  # type: ignore[attr-defined]
     return display_agent_metrics
 
 
-def install() -> None:
-    """Count the judge's calls and show unknown costs as such in tau2's table (idempotent)."""
-    if not hasattr(nl_assertions_module.generate, "counted"):
-        nl_assertions_module.generate = judged(nl_assertions_module.generate)
-    if not hasattr(ConsoleDisplay.display_agent_metrics, "shown"):
-        ConsoleDisplay.display_agent_metrics = staticmethod(showing_unknown_cost(ConsoleDisplay.display_agent_metrics))
+def patches() -> list[Patch]:
+    """The judge's calls counted, and unknown costs shown as such in tau2's table."""
+    return [Patch(nl_assertions_module, "generate", judged(nl_assertions_module.generate)),
+            Patch(ConsoleDisplay, "display_agent_metrics",
+                  staticmethod(showing_unknown_cost(ConsoleDisplay.display_agent_metrics)))]

