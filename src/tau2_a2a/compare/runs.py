@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,10 +198,15 @@ def parse_runs(arguments: list[str]) -> list[Run]:
 
 
 def task_trials(run: DomainRun) -> dict[str, stats.TaskTrials]:
+    """Each simulated task's rewards in trial order (see `scored_tasks`)."""
+    return scored_tasks(run.results["simulations"])
+
+
+def scored_tasks(simulations: Iterable[dict[str, Any]]) -> dict[str, stats.TaskTrials]:
     """Each simulated task's rewards in trial order, as tau2 counts them: a simulation with no reward scores 0,
     and one tau2 gave up on (an infrastructure error) is left out."""
     by_task: dict[str, list[tuple[int, float]]] = {}
-    for index, simulation in enumerate(run.results["simulations"]):
+    for index, simulation in enumerate(simulations):
         if left_out_of_metrics(simulation):
             continue
         trial = simulation.get("trial")
