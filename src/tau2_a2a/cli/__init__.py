@@ -33,7 +33,7 @@ from tau2_a2a.cli.merge import add_merge_command  # noqa: E402
 from tau2_a2a.cli.report import add_report_command  # noqa: E402
 from tau2_a2a.cli.run import add_run_command, resume_command, settings_from_args  # noqa: E402
 from tau2_a2a.cli.serve import add_serve_command  # noqa: E402
-from tau2_a2a.runner.command import run_command  # noqa: E402
+from tau2_a2a.runner.command import run_as_command  # noqa: E402
 from tau2_a2a.runner.outcome import EXIT_USAGE  # noqa: E402
 
 
@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
-    return run_command(lambda: args.func(args), debug=getattr(args, "a2a_debug", False),
-                       resume_hint=lambda interrupted: resume_command(argv, interrupted))
+    return run_as_command(lambda: args.func(args), debug=getattr(args, "a2a_debug", False),
+                          resume_hint=lambda interrupted: resume_command(argv, interrupted))
 
 
 def build_parser() -> argparse.ArgumentParser:
