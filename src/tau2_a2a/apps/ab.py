@@ -104,8 +104,8 @@ def _run_a2a(settings: RunSettings) -> Arm:
         started = time.perf_counter()
         outcome = evaluate(settings.with_changes(agent=A2A_AGENT, a2a=A2AConfig(endpoint=url)))
         wall = time.perf_counter() - started
-    report = outcome.report["run"] if outcome.report else None
-    return Arm(outcome.results, outcome.results_path, wall, _trajectory_usage(outcome.results, model), report)
+    protocol = outcome.metrics["run"] if outcome.metrics else None
+    return Arm(outcome.results, outcome.results_path, wall, _trajectory_usage(outcome.results, model), protocol)
 
 
 def _trajectory_usage(results: Results, model: str | None) -> Usage:

@@ -19,7 +19,7 @@ from typing import Any
 
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.outcome import format_summary
-from tau2_a2a.runner.protocol_metrics import write_report
+from tau2_a2a.runner.protocol_metrics import write_metrics
 from tau2_a2a.tau2bench import provenance
 from tau2_a2a.tau2bench.distribution import Results
 from tau2_a2a.tau2bench.layout import results_in, results_path, shown
@@ -129,5 +129,5 @@ def merge_files(paths: list[Path], save_to: str, results_dir: Path | None = None
     record = next((found for found in (provenance.read(path) for path in paths) if found), None)
     if record is not None:
         provenance.record(target, record)
-    print(format_summary(write_report(target)))
+    print(format_summary(write_metrics(target)))
     return target

@@ -21,7 +21,7 @@ from tau2_a2a.client import tracing
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.command import run_as_command
 from tau2_a2a.runner.interrupt import stop_on_sigint
-from tau2_a2a.runner.outcome import report_outcome
+from tau2_a2a.runner.outcome import print_outcome
 from tau2_a2a.runner.outcome_file import ended_by, ended_with, write_outcome
 from tau2_a2a.runner.parent import exit_with_parent
 from tau2_a2a.runner.run import evaluate
@@ -73,7 +73,7 @@ def main() -> int:
             tracing.setup()
             with stop_on_sigint(), tracing.continued(tracing.environment_carrier()):  # the starter's trace, if any
                 outcome = evaluate(settings)
-                code = report_outcome(outcome)
+                code = print_outcome(outcome)
             if outcome_file is not None:
                 write_outcome(outcome_file, ended_with(outcome, code))
             return code

@@ -120,14 +120,14 @@ def termination_counts(simulations: list[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def a2a_errors(report: dict[str, Any] | None) -> dict[str, Any]:
-    """Simulations that ended on an A2A error, by kind, as the protocol metrics report counts them."""
-    ended = ((report or {}).get("run") or {}).get("simulations_ended_by_a2a_errors") or {}
+def a2a_errors(protocol_metrics: dict[str, Any] | None) -> dict[str, Any]:
+    """Simulations that ended on an A2A error, by kind, as the protocol metrics count them."""
+    ended = ((protocol_metrics or {}).get("run") or {}).get("simulations_ended_by_a2a_errors") or {}
     by_kind = dict(sorted(ended.items(), key=lambda item: (-item[1], item[0])))
     return {"simulations": sum(by_kind.values()), "by_category": by_kind}
 
 
-def outcome(results: dict[str, Any] | None, report: dict[str, Any] | None) -> dict[str, Any]:
+def outcome(results: dict[str, Any] | None, protocol_metrics: dict[str, Any] | None) -> dict[str, Any]:
     """The result part of an evaluation record: metrics and their 95% intervals, per-task rewards,
     protocol metrics, A2A errors."""
     simulations = (results or {}).get("simulations") or []
@@ -137,8 +137,8 @@ def outcome(results: dict[str, Any] | None, report: dict[str, Any] | None) -> di
         "ci95": intervals(simulations),
         "tasks": per_task(simulations),
         "termination_reasons": termination_counts(simulations),
-        "protocol_metrics": report["run"] if report else None,
-        "a2a_errors": a2a_errors(report),
+        "protocol_metrics": protocol_metrics["run"] if protocol_metrics else None,
+        "a2a_errors": a2a_errors(protocol_metrics),
     }
 
 
