@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.errors import ConfigError
+from tau2_a2a.errors import ConfigError, first_line
 from tau2_a2a.runner.outcome import format_summary
 from tau2_a2a.runner.protocol_metrics import write_metrics
 from tau2_a2a.tau2bench import provenance
@@ -122,7 +122,7 @@ def merge_files(paths: list[Path], save_to: str, results_dir: Path | None = None
         try:
             parts.append((path, read_results(path)))
         except (ValueError, OSError) as error:
-            raise ConfigError(f"{path} is not a tau2 results file ({str(error).splitlines()[0]}).") from None
+            raise ConfigError(f"{path} is not a tau2 results file ({first_line(error)}).") from None
     merged = merge_results(parts)
     target.parent.mkdir(parents=True, exist_ok=True)
     save_results(merged, target)

@@ -20,6 +20,7 @@ import orjson
 
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.compare import stats
+from tau2_a2a.errors import first_line
 from tau2_a2a.runner.outcome import left_out_of_metrics
 from tau2_a2a.runner.protocol_metrics import conversation
 from tau2_a2a.tau2bench import layout
@@ -72,7 +73,7 @@ def load_json(path: Path) -> Any:
         if "unexpected end" in str(error).lower() or "eof" in str(error).lower():
             raise ReportError(f"{path}: the JSON ends early (truncated at byte {len(raw)}); "
                               "let the run finish or resume it to rewrite the file") from None
-        raise ReportError(f"{path}: not JSON ({str(error).splitlines()[0]}); pass a tau2 results file") from None
+        raise ReportError(f"{path}: not JSON ({first_line(error)}); pass a tau2 results file") from None
 
 
 def check_results(path: Path, data: Any) -> dict[str, Any]:
