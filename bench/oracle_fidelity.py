@@ -72,7 +72,7 @@ from _common import cli, oracle_process, serving_process, standin_process  # noq
 from tau2_a2a.client.config import TRANSPORTS, A2AConfig  # noqa: E402
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port  # noqa: E402
 from tau2_a2a.runner.run import evaluate  # noqa: E402
-from tau2_a2a.runner.settings import RunSettings  # noqa: E402
+from tau2_a2a.runner.settings import A2A_AGENT, RunSettings  # noqa: E402
 from tau2_a2a.tau2bench.distribution import load_tasks  # noqa: E402
 from tau2_a2a.tau2bench.fidelity import differences  # noqa: E402
 from tau2_a2a.tau2bench.oracle_script import judged_by_llm  # noqa: E402
@@ -107,7 +107,7 @@ def settings(domain: str, arm: str, save_to: str, results_dir: str, task_ids: li
     else:
         llm, llm_args = arm, {}
     return RunSettings(
-        domain=domain, agent=NATIVE_AGENTS[args.agent] if native else "a2a_agent", a2a=None if native else a2a,
+        domain=domain, agent=NATIVE_AGENTS[args.agent] if native else A2A_AGENT, a2a=None if native else a2a,
         ray=None if native else args.ray, agent_llm=llm, agent_llm_args=llm_args, user="scripted_user",
         user_llm="scripted", user_llm_args={}, max_steps=args.max_steps,
         num_trials=args.num_trials, num_tasks=args.num_tasks if task_ids is None else None,

@@ -264,13 +264,13 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
         "pss_peak_with_helpers_mb": memory.peak_tree,
         "rss_after_mb": rss_mb(),
     }
-    if outcome.report is not None:
-        protocol = outcome.report["run"]
+    if outcome.metrics is not None:
+        protocol = outcome.metrics["run"]
         measured["a2a_wait_s"] = protocol["a2a_time_s"]
         measured["a2a_request_ms_mean"] = round(1000 * protocol["a2a_time_s"] / protocol["requests"], 1)
         measured["a2a_request_ms_p50"] = protocol["latency_ms"]["p50"]
         measured["a2a_request_ms_p95"] = protocol["latency_ms"]["p95"]
-        measured["simulation_requests"] = [s["summary"]["requests"] for s in outcome.report["simulations"]]
+        measured["simulation_requests"] = [s["summary"]["requests"] for s in outcome.metrics["simulations"]]
         measured["server"] = httpx.get(f"{url}{STATS_PATH}").json()
     return measured
 

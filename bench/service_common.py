@@ -55,7 +55,7 @@ async def call(client: Any, tool: str, arguments: dict[str, Any] | None = None) 
     from a2a.client import ClientCallContext
     from a2a.types import SendMessageRequest
 
-    from tau2_a2a.service.calls import request_message
+    from tau2_a2a.service.caller import request_message
 
     reply = None
     request = SendMessageRequest(message=request_message(tool, arguments))

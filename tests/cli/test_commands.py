@@ -146,7 +146,7 @@ def test_agent_oracle_with_grpc_port(agent_process: Any, tmp_path: Path) -> None
     assert {"url": grpc_address, "protocolBinding": "GRPC", "protocolVersion": "1.0"} in card["supportedInterfaces"]
     outcome = run_a2a(url, tmp_path, task_ids=["0", "1"], a2a=A2AConfig(endpoint=url, transport="grpc", retry=FAST))
     assert {t: s.reward_info.reward for t, s in by_task(outcome).items()} == {"0": 1.0, "1": 1.0}
-    assert outcome.report["run"]["transports"] == {"GRPC": outcome.report["run"]["requests"]}
+    assert outcome.metrics["run"]["transports"] == {"GRPC": outcome.metrics["run"]["requests"]}
 
 
 def test_agent_llm_with_grpc_port(agent_process: Any, serve: Any, tmp_path: Path) -> None:
@@ -155,5 +155,5 @@ def test_agent_llm_with_grpc_port(agent_process: Any, serve: Any, tmp_path: Path
                            env={"STANDIN_KEY": "standin-agent-key"})
     outcome = run_a2a(url, tmp_path, task_ids=["1"], a2a=A2AConfig(endpoint=url, transport="grpc", retry=FAST))
     assert by_task(outcome)["1"].reward_info.reward == 1.0
-    assert outcome.report["run"]["transports"] == {"GRPC": outcome.report["run"]["requests"]}
+    assert outcome.metrics["run"]["transports"] == {"GRPC": outcome.metrics["run"]["requests"]}
     assert llm.requests and all(body["model"] == "standin" for body in llm.requests)

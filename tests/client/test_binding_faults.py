@@ -104,7 +104,7 @@ def test_http_json_refusals_are_retried(agent_on: Any, tmp_path: Path) -> None:
     assert records[0]["error_message"] == (
         f"SendMessage to {agent.url} failed with HTTP 503: agent overloaded (503), try again")
     assert [e.path for e in wire if e.method == "POST"] == ["/message:send"] * 5
-    assert outcome.report["run"]["errors_by_category"] == {"http": 2}
+    assert outcome.metrics["run"]["errors_by_category"] == {"http": 2}
 
 
 def test_http_json_dropped_connection_is_retried(agent_on: Any, tmp_path: Path) -> None:
@@ -158,7 +158,7 @@ def test_grpc_aborts_end_only_their_simulation(agent_on: Any, tmp_path: Path, co
     assert outline(records) == [(0, n, "GRPC", None, code, category) for n in range(1, attempts + 1)]
     assert error_message(failed) == f"[A2A {category} error] SendMessage to {agent.url} {says}"
     assert aborts.statuses.count(code) == attempts
-    assert outcome.report["run"]["errors_by_category"] == {category: attempts}
+    assert outcome.metrics["run"]["errors_by_category"] == {category: attempts}
 
 
 @pytest.mark.parametrize("code", ["UNAUTHENTICATED", "PERMISSION_DENIED"])

@@ -236,15 +236,15 @@ def test_tau2_evaluation_of_an_a2a_0_3_agent(serve: Serve, tmp_path: Path) -> No
     assert booking.name == "book_reservation"
     assert booking.arguments["total_baggages"] == 3 and type(booking.arguments["total_baggages"]) is int
     assert [type(p["amount"]) for p in booking.arguments["payment_methods"]] == [int, int]
-    assert outcome.report is not None
-    requests = outcome.report["simulations"][0]["requests"]
+    assert outcome.metrics is not None
+    requests = outcome.metrics["simulations"][0]["requests"]
     assert len(requests) == 2  # the booking, then the closing text
     assert {r["protocol_version"] for r in requests} == {"0.3.0"}
     assert {r["error"] for r in requests} == {None}
-    assert outcome.report["run"]["failed_requests"] == 0
+    assert outcome.metrics["run"]["failed_requests"] == 0
     assert outcome.metrics_path is not None and outcome.metrics_path.exists()
     assert [method for method, _ in log.calls] == ["tasks/get"] + ["message/send"] * len(requests)
-    assert outcome.report["discovery"]["requests"][-1]["method"] == "GetTask"  # the access check
+    assert outcome.metrics["discovery"]["requests"][-1]["method"] == "GetTask"  # the access check
 
 
 # -- where the card is --------------------------------------------------------------

@@ -250,7 +250,7 @@ def test_transient_http_failures_are_retried(serve: Serve, tmp_path: Path, statu
     ]
     assert [r["error_message"] for r in records[:2]] == [
         f"SendMessage to {server.url} failed with HTTP {status}: agent overloaded ({status}), try again"] * 2
-    assert outcome.report["run"]["errors_by_category"] == {"http": 2}
+    assert outcome.metrics["run"]["errors_by_category"] == {"http": 2}
     assert [e.status for e in sends(wire)] == [status, status, 200, 200, 200]
     message_ids = [e.sent_message["messageId"] for e in sends(wire)]
     assert message_ids[0] == message_ids[1] == message_ids[2]  # a retry resends the same message
@@ -268,7 +268,7 @@ def test_dropped_connection_is_retried(serve: Serve, tmp_path: Path) -> None:
         f"SendMessage to {server.url} failed: the connection was dropped (peer closed connection without "
         "sending complete message body (received 19 bytes, expected 1000)). Did the agent crash or restart?"
     )
-    assert outcome.report["run"]["errors_by_category"] == {"connection": 1}
+    assert outcome.metrics["run"]["errors_by_category"] == {"connection": 1}
 
 
 # -- a simulation that still fails ends alone ------------------------------------------------------
@@ -283,7 +283,7 @@ def assert_only_task_1_failed(outcome: Any, others: tuple[str, ...] = ("0",)) ->
     failed = simulations["1"]
     assert failed.termination_reason == TerminationReason.AGENT_ERROR
     assert failed.reward_info.reward == 0.0
-    assert outcome.report["run"]["simulations"] == len(others) + 1
+    assert outcome.metrics["run"]["simulations"] == len(others) + 1
     return failed
 
 
@@ -301,7 +301,7 @@ def test_agent_answering_500_every_time(serve: Serve, tmp_path: Path) -> None:
     assert error_message(failed) == f"[A2A http error] {message}"
     assert outline(records_of(outcome, "1")) == [(0, n, "SendMessage", 500, "http") for n in (1, 2, 3)]
     assert [r["error_message"] for r in records_of(outcome, "1")] == [message] * 3
-    assert outcome.report["run"]["errors_by_category"] == {"http": 3}
+    assert outcome.metrics["run"]["errors_by_category"] == {"http": 3}
 
 
 def test_agent_too_slow_for_the_timeout(serve: Serve, tmp_path: Path) -> None:
@@ -393,7 +393,7 @@ def test_malformed_reply_ends_its_simulation(serve: Serve, tmp_path: Path, caplo
     assert outline(records_of(outcome, "1")) == [
         (0, 1, "SendMessage", 200, None), (1, 1, "SendMessage", 200, "malformed-reply")]
     assert records_of(outcome, "1")[-1]["error_message"] == message
-    assert outcome.report["run"]["errors_by_category"] == {"malformed-reply": 1}
+    assert outcome.metrics["run"]["errors_by_category"] == {"malformed-reply": 1}
 
 
 def test_task_failed_by_the_agent_is_a_protocol_error(serve: Serve, tmp_path: Path) -> None:
@@ -407,7 +407,7 @@ def test_task_failed_by_the_agent_is_a_protocol_error(serve: Serve, tmp_path: Pa
     assert error_message(failed) == f"[A2A protocol error] {message}"
     assert outline(records_of(outcome, "1")) == [(0, 1, "SendMessage", 200, "protocol")]
     assert records_of(outcome, "1")[0]["error_message"] == message
-    assert outcome.report["run"]["errors_by_category"] == {"protocol": 1}
+    assert outcome.metrics["run"]["errors_by_category"] == {"protocol": 1}
 
 
 def test_unknown_tool_goes_back_to_the_agent_as_a_tool_error(serve: Serve, tmp_path: Path) -> None:
@@ -423,6 +423,6 @@ def test_unknown_tool_goes_back_to_the_agent_as_a_tool_error(serve: Serve, tmp_p
     assert (told.name, told.error, told.content) == (
         "teleport_passenger", True, "Error: Tool 'teleport_passenger' not found.")
     assert [r["unknown_tool_calls"] for r in records_of(outcome, "1")] == [1, 0, 0, 0]
-    assert outcome.report["run"]["unknown_tool_calls"] == 1
-    assert "  unknown tool calls: 1" in format_summary(outcome.report).splitlines()
-    assert outcome.report["run"]["errors_by_category"] == {}
+    assert outcome.metrics["run"]["unknown_tool_calls"] == 1
+    assert "  unknown tool calls: 1" in format_summary(outcome.metrics).splitlines()
+    assert outcome.metrics["run"]["errors_by_category"] == {}

@@ -56,7 +56,7 @@ def test_a_flood_of_tool_calls_ends_each_simulation_at_the_per_reply_limit_and_t
         hostile: list[HostileAgent], tmp_path: Path) -> None:
     agent = started(hostile, Hostility(flood=10_000))
     outcome = run_a2a(agent.url, tmp_path, task_ids=["0", "1"])
-    assert outcome.report["run"]["simulations_ended_by_a2a_errors"] == {"limit": 2}
+    assert outcome.metrics["run"]["simulations_ended_by_a2a_errors"] == {"limit": 2}
     for simulation in outcome.results.simulations:
         assert simulation.termination_reason.value == "agent_error"
         assert not [m for m in simulation.messages if m.role == "tool"]  # none of the calls ran

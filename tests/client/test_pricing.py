@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import litellm
 import pytest
 
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.client.pricing import price_tokens, turn_cost
 from tau2_a2a.errors import ConfigError
+from tau2_a2a.litellm_cost_map import COST_MAP_ENV
 from tau2_a2a.protocol.usage import ReportedUsage
 
 MODEL = "gpt-4.1-2025-04-14"
@@ -48,3 +53,14 @@ def test_a_price_model_litellm_does_not_know_is_refused_in_one_line() -> None:
     assert config.as_record()["a2a_price_model"] == MODEL
     assert A2AConfig.from_record(config.as_record()) == config
     assert "a2a_price_model" not in A2AConfig(endpoint="http://127.0.0.1:9").as_record()
+
+
+def test_importing_the_package_leaves_the_environment_alone_and_pricing_asks_for_the_bundled_cost_map() -> None:
+    script = ("import os, sys, tau2_a2a, tau2_a2a.client.pricing as pricing; "
+              f"print(os.environ.get({COST_MAP_ENV!r}), 'litellm' in sys.modules); "
+              "pricing.known_model('gpt-4.1'); "
+              f"print(os.environ.get({COST_MAP_ENV!r}), 'litellm' in sys.modules)")
+    env = {name: value for name, value in os.environ.items() if name != COST_MAP_ENV}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["None", "False", "True", "True"]

@@ -77,7 +77,7 @@ def test_context_id_returned_is_sent_back_with_every_later_message(concurrent_ru
         assert [e.sent_message.get("contextId") for e in exchanges] == [None] + [context] * (len(exchanges) - 1)
         assert [e.reply_context_id for e in exchanges] == [context] * len(exchanges)
     # The client's records agree with the wire, simulation by simulation.
-    for simulation in concurrent_run["outcome"].report["simulations"]:
+    for simulation in concurrent_run["outcome"].metrics["simulations"]:
         contexts = {r["context_id"] for r in simulation["requests"]}
         assert len(contexts) == 1
         [context] = contexts
@@ -87,7 +87,7 @@ def test_context_id_returned_is_sent_back_with_every_later_message(concurrent_ru
 def test_fresh_context_per_task_and_per_trial(concurrent_run: dict[str, Any]) -> None:
     agent = concurrent_run["agent"]
     context_of: dict[tuple[str, int], set[str]] = defaultdict(set)
-    for simulation in concurrent_run["outcome"].report["simulations"]:
+    for simulation in concurrent_run["outcome"].metrics["simulations"]:
         for record in simulation["requests"]:
             context_of[(simulation["task_id"], simulation["trial"])].add(record["context_id"])
     assert sorted(context_of) == sorted((task, trial) for task in TASKS for trial in (0, 1))

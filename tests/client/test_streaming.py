@@ -130,7 +130,7 @@ def test_streamed_replies_score_exactly_as_the_oracle(chunked: BackgroundServer,
     outcome = run_a2a(url, tmp_path, task_ids=TASKS, a2a=A2AConfig(endpoint=url, streaming=True, retry=FAST))
     assert {s.reward_info.reward for s in outcome.results.simulations} == {1.0}
     assert trajectory_differences(outcome.results, native) == []
-    records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+    records = [r for s in outcome.metrics["simulations"] for r in s["requests"]]
     assert {r["method"] for r in records} == {"SendStreamingMessage"}
     assert {r["error"] for r in records} == {None}
     # task, working update, artifact chunk(s), completed: four events or more per reply
@@ -139,7 +139,7 @@ def test_streamed_replies_score_exactly_as_the_oracle(chunked: BackgroundServer,
     texts = [m.content for s in outcome.results.simulations for m in s.messages
              if m.role == "assistant" and m.content]
     assert texts and not any("Looking into it" in text for text in texts)  # progress is not the reply
-    assert outcome.report["run"]["first_event_ms"]["p50"] is not None
+    assert outcome.metrics["run"]["first_event_ms"]["p50"] is not None
 
 
 def test_stream_cut_mid_reply_is_retried(native: Any, tmp_path: Path) -> None:
@@ -148,7 +148,7 @@ def test_stream_cut_mid_reply_is_retried(native: Any, tmp_path: Path) -> None:
                           a2a=A2AConfig(endpoint=server.url, streaming=True, retry=FAST))
     [simulation] = outcome.results.simulations
     assert simulation.reward_info.reward == 1.0
-    records = outcome.report["simulations"][0]["requests"]
+    records = outcome.metrics["simulations"][0]["requests"]
     assert [(r["turn"], r["attempt"], r["error"]) for r in records[:2]] == [(0, 1, "connection"), (0, 2, None)]
     assert "the connection was dropped" in records[0]["error_message"]
     assert {r["error"] for r in records[2:]} == {None}
@@ -204,7 +204,7 @@ def test_task_left_working_when_the_stream_ends_is_polled(native: Any, tmp_path:
         outcome = run_a2a(server.url, tmp_path, task_ids=["1"],
                           a2a=A2AConfig(endpoint=server.url, streaming=True, retry=FAST))
     assert by_task(outcome)["1"].reward_info.reward == 1.0
-    methods = [r["method"] for r in outcome.report["simulations"][0]["requests"]]
+    methods = [r["method"] for r in outcome.metrics["simulations"][0]["requests"]]
     assert methods[0] == "SendStreamingMessage" and "GetTask" in methods
 
 
@@ -214,7 +214,7 @@ def test_streaming_asked_of_an_agent_that_does_not_stream_falls_back_once(oracle
         outcome = run_a2a(oracle_url, tmp_path, task_ids=["1", "5"],
                           a2a=A2AConfig(endpoint=oracle_url, streaming=True, retry=FAST))
     assert {s.reward_info.reward for s in outcome.results.simulations} == {1.0}
-    assert {r["method"] for s in outcome.report["simulations"] for r in s["requests"]} == {"SendMessage"}
+    assert {r["method"] for s in outcome.metrics["simulations"] for r in s["requests"]} == {"SendMessage"}
     warnings = [r.getMessage() for r in caplog.records if "does not stream" in r.getMessage()]
     assert warnings == [f"--a2a-streaming: the agent at {oracle_url} does not stream (its card says so); "
                         "sending blocking SendMessage requests instead."]

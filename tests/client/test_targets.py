@@ -378,7 +378,7 @@ def test_a_40_mb_reply_ends_its_simulation_as_a_malformed_reply(serve: Any, tmp_
     assert failed["error_message"].endswith(
         "Raise --a2a-max-reply-bytes if the agent's replies are really this large.")
     assert 8 << 20 < failed["response_bytes"] <= (8 << 20) + (1 << 20)  # read to just past the cap, not 40 MB
-    assert outcome.report["run"]["errors_by_category"] == {"malformed-reply": 1}
+    assert outcome.metrics["run"]["errors_by_category"] == {"malformed-reply": 1}
 
 
 def test_a_40_mb_reply_over_grpc_ends_as_a_malformed_reply(tmp_path: Path) -> None:

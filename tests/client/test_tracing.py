@@ -75,12 +75,12 @@ def test_every_request_carries_its_simulations_trace(traced, tmp_path: Path, mon
     assert {(v["task"], v["trace"], v["trace_url"]) for v in views} == {
         (task, trace, f"http://localhost:16686/trace/{trace}") for task, trace in traces.items()}
     method = "SendStreamingMessage" if streaming else "SendMessage"
-    assert {r["method"] for s in outcome.report["simulations"] for r in s["requests"]} == {method}
+    assert {r["method"] for s in outcome.metrics["simulations"] for r in s["requests"]} == {method}
     if transport == "grpc":
         carried = [meta.get("traceparent") for name, meta in grpc_calls.seen if name.endswith(f"/{method}")]
     else:
         carried = [e.headers.get("traceparent") for e in http if e.rpc_method == method]
-    turns = sum(len(s["requests"]) for s in outcome.report["simulations"])
+    turns = sum(len(s["requests"]) for s in outcome.metrics["simulations"])
     assert len(carried) == turns and None not in carried
     # Each request's traceparent names its simulation's trace and, as parent, its own A2A request span.
     by_trace: dict[str, int] = {}

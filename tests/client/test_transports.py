@@ -46,13 +46,13 @@ def test_oracle_scores_exactly_over_every_binding(domain: str, every_binding: Ba
         assert {s.reward_info.reward for s in outcome.results.simulations} == {1.0}
         assert len(outcome.results.simulations) == len(task_ids)
         assert trajectory_differences(outcome.results, native) == [], transport
-        records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+        records = [r for s in outcome.metrics["simulations"] for r in s["requests"]]
         assert {r["transport"] for r in records} == {binding}
         assert {r["protocol_version"] for r in records} == {"1.0"}
         assert {r["error"] for r in records} == {None}
         assert all(r["request_bytes"] > 0 and r["response_bytes"] > 0 for r in records)
         assert {r["grpc_status"] for r in records} == ({"OK"} if binding == "GRPC" else {None})
-        assert outcome.report["run"]["transports"] == {binding: len(records)}
+        assert outcome.metrics["run"]["transports"] == {binding: len(records)}
     assert trajectory_differences(runs["grpc"], runs["http-json"]) == []
     assert trajectory_differences(runs["http-json"], runs["jsonrpc"]) == []
 

@@ -38,7 +38,7 @@ def test_adk_api_server_serves_the_mcp_example_app(serve, tmp_path, fixed):
     assert trajectory_calls(outcome) == golden
     assert outcome.results.info.agent_info.llm_args["a2a_tools_used"] == "mcp"  # agent.json's extension asked
     assert len(standin.requests) == sum(len(calls) + 1 for calls in golden.values())
-    calls = [r for s in outcome.report["simulations"] for r in s.get("mcp", {}).get("requests", [])
+    calls = [r for s in outcome.metrics["simulations"] for r in s.get("mcp", {}).get("requests", [])
              if r["method"] == "tools/call"]
     assert len(calls) == sum(len(c) for c in golden.values())
     assert {r["error"] for r in calls} == {None}

@@ -42,7 +42,7 @@ def domain_tool_names(domain: str) -> set[str]:
 
 
 def mcp_methods(outcome) -> Counter:
-    return Counter((r["method"], r["error"]) for s in outcome.report["simulations"]
+    return Counter((r["method"], r["error"]) for s in outcome.metrics["simulations"]
                    for r in s.get("mcp", {}).get("requests", []))
 
 
@@ -82,7 +82,7 @@ def test_streamed_replies_score_the_golden_actions(serve, standin, tmp_path):
 
     assert rewards(outcome) == dict.fromkeys(task_ids, 1.0)
     assert trajectory_calls(outcome) == golden_calls("airline", task_ids)
-    records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+    records = [r for s in outcome.metrics["simulations"] for r in s["requests"]]
     assert {(r["method"], r["error"]) for r in records} == {("SendStreamingMessage", None)}
 
 
@@ -100,7 +100,7 @@ def test_the_agent_driven_mode_is_one_task_per_simulation(serve, standin, tmp_pa
     assert trajectory_calls(outcome) == golden_calls("airline", task_ids)
     assert {s.termination_reason.value for s in outcome.results.simulations} == {"user_stop"}
     assert all("send_message_to_user" in {t["function"]["name"] for t in body["tools"]} for body in standin.requests)
-    sends = [r for s in outcome.report["simulations"] for r in s["requests"] if r["method"] == "SendMessage"]
+    sends = [r for s in outcome.metrics["simulations"] for r in s["requests"] if r["method"] == "SendMessage"]
     assert len(sends) == len(task_ids)
 
 

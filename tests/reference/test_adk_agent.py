@@ -102,7 +102,7 @@ def test_adk_agent_streamed_scores_the_golden_actions(serve, standin, tmp_path):
 
     assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(task_ids, 1.0)
     assert trajectory_calls(outcome) == golden_calls("airline", task_ids)
-    records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+    records = [r for s in outcome.metrics["simulations"] for r in s["requests"]]
     assert {(r["method"], r["error"]) for r in records} == {("SendStreamingMessage", None)}
     assert min(r["events"] for r in records) >= 2  # the task and its updates, not one blocking reply
 
@@ -133,7 +133,7 @@ def test_cli_serves_the_adk_agent_and_reports_llm_failures(serve, tmp_path):
         served = run_a2a(url, tmp_path / "served", task_ids=["1"],
                          a2a=A2AConfig(endpoint=url, transport="grpc"))
         assert [s.reward_info.reward for s in served.results.simulations] == [1.0]
-        assert {r["transport"] for s in served.report["simulations"] for r in s["requests"]} == {"GRPC"}
+        assert {r["transport"] for s in served.metrics["simulations"] for r in s["requests"]} == {"GRPC"}
         assert llm.requests[0]["temperature"] == 0.0
 
         llm_server.stop()
@@ -196,9 +196,9 @@ def test_adks_own_usage_is_recorded_and_priced_on_every_binding(standin, tmp_pat
     expected = sum(price_tokens(PRICE_MODEL, p, c) for p, c in used)
     assert expected > 0
     assert sum(s.agent_cost for s in outcome.results.simulations) == pytest.approx(expected, rel=1e-9)
-    assert outcome.report["run"]["cost_usd"]["agent"] == pytest.approx(expected, rel=1e-6)
-    assert outcome.report["run"]["cost_usd"]["total"] == pytest.approx(expected, rel=1e-6)
-    records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+    assert outcome.metrics["run"]["cost_usd"]["agent"] == pytest.approx(expected, rel=1e-6)
+    assert outcome.metrics["run"]["cost_usd"]["total"] == pytest.approx(expected, rel=1e-6)
+    records = [r for s in outcome.metrics["simulations"] for r in s["requests"]]
     assert {(r["method"], r["transport"]) for r in records} == {
         ("SendStreamingMessage" if streaming else "SendMessage", BINDINGS[transport])}
 
@@ -212,4 +212,4 @@ def test_adk_tokens_without_a_price_model_cost_not_reported(serve, standin, tmp_
     [simulation] = outcome.results.simulations
     assert simulation.agent_cost is None and simulation.user_cost == 0.0
     assert {m.cost for m in simulation.messages if m.role == "assistant" and m.usage} == {None}
-    assert outcome.report["run"]["cost_usd"] == {"agent": None, "user": 0.0, "judge": 0.0, "total": None}
+    assert outcome.metrics["run"]["cost_usd"] == {"agent": None, "user": 0.0, "judge": 0.0, "total": None}

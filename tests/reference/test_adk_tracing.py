@@ -58,7 +58,7 @@ def test_adk_llm_calls_descend_from_the_simulation(traced, serve: Serve, tmp_pat
 
     assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == dict.fromkeys(TASKS, 1.0)
     method = "SendStreamingMessage" if streaming else "SendMessage"
-    records = [r for s in outcome.report["simulations"] for r in s["requests"]]
+    records = [r for s in outcome.metrics["simulations"] for r in s["requests"]]
     assert {(r["method"], r["transport"]) for r in records} == {(method, BINDINGS[transport])}
     for run in outcome.results.simulations:
         trace = trace_id_of(run.messages)

@@ -252,7 +252,7 @@ def test_the_reported_usage_is_what_the_llm_used_on_every_binding(priced_agent: 
                                                           usage["completion_tokens"]), rel=1e-9)
         assert "priced_with" not in message.usage  # the agent's own price
     assert simulation.agent_cost == pytest.approx(sum(m.cost for m in replies), rel=1e-9)
-    [metrics] = outcome.report["simulations"]
+    [metrics] = outcome.metrics["simulations"]
     assert metrics["cost_usd"]["agent"] == pytest.approx(simulation.agent_cost, rel=1e-6)
     assert metrics["cost_usd"]["user"] == 0.0 and metrics["cost_usd"]["judge"] == 0.0
     assert metrics["cost_usd"]["total"] == pytest.approx(simulation.agent_cost, rel=1e-6)
@@ -280,7 +280,7 @@ def test_over_mcp_the_agent_costs_what_its_llm_calls_cost(priced_agent: Any, tmp
     assert simulation.agent_cost == pytest.approx(spent, rel=1e-9)
     reported = [m.usage for m in simulation.messages if m.role == "assistant" and m.usage is not None]
     assert sum(u["prompt_tokens"] for u in reported) == sum(u["prompt_tokens"] for u in used)
-    [metrics] = outcome.report["simulations"]
+    [metrics] = outcome.metrics["simulations"]
     assert metrics["cost_usd"]["agent"] == pytest.approx(spent, rel=1e-6)
 
 
@@ -293,4 +293,4 @@ def test_over_mcp_an_agent_that_reports_nothing_costs_not_reported(serve: Serve,
                           a2a=A2AConfig(endpoint=agent.url, retry=FAST, tools="mcp", driven=driven))
         [simulation] = outcome.results.simulations
         assert simulation.reward_info.reward == 1.0 and simulation.agent_cost is None, driven
-        assert outcome.report["simulations"][0]["cost_usd"]["agent"] is None
+        assert outcome.metrics["simulations"][0]["cost_usd"]["agent"] is None

@@ -21,7 +21,7 @@ from tau2.data_model.simulation import Results
 
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tau2_a2a.runner.protocol_metrics import write_report
+from tau2_a2a.runner.protocol_metrics import write_metrics
 from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, ConsoleDisplay, compute_metrics
 from tau2_a2a.tau2bench.hooks import tau2_hooks
 from tests.support.executors import CARD_PATH, OracleLike, agent_app
@@ -74,7 +74,7 @@ def all_records(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_every_request_the_server_received_has_one_record(metered_run: dict[str, Any]) -> None:
-    wire, report = metered_run["wire"], metered_run["outcome"].report
+    wire, report = metered_run["wire"], metered_run["outcome"].metrics
     records = all_records(report)
     server_saw = [("GetAgentCard" if e.method == "GET" else e.rpc_method, e.status) for e in wire]
     assert [(r["method"], r["http_status"]) for r in records] == server_saw
@@ -84,7 +84,7 @@ def test_every_request_the_server_received_has_one_record(metered_run: dict[str,
 
 
 def test_record_sizes_are_the_bodies_the_server_saw(metered_run: dict[str, Any]) -> None:
-    wire, report = metered_run["wire"], metered_run["outcome"].report
+    wire, report = metered_run["wire"], metered_run["outcome"].metrics
     records = all_records(report)
     assert [r["request_bytes"] for r in records] == [len(e.body) for e in wire]
     assert [e.content_length for e in wire if e.method == "POST"] == [len(e.body) for e in wire if e.method == "POST"]
@@ -94,7 +94,7 @@ def test_record_sizes_are_the_bodies_the_server_saw(metered_run: dict[str, Any])
 
 
 def test_record_fields(metered_run: dict[str, Any]) -> None:
-    url, report = metered_run["url"], metered_run["outcome"].report
+    url, report = metered_run["url"], metered_run["outcome"].metrics
     card, access_check = report["discovery"]["requests"]
     assert (card["method"], card["turn"], card["attempt"], card["endpoint"], card["context_id"],
             card["input_tokens"], card["output_tokens"], card["error"], card["transport"]) == (
@@ -127,7 +127,7 @@ def test_record_fields(metered_run: dict[str, Any]) -> None:
 
 
 def test_token_counts_match_a_recount_of_what_was_exchanged(metered_run: dict[str, Any]) -> None:
-    agent, report = metered_run["agent"], metered_run["outcome"].report
+    agent, report = metered_run["agent"], metered_run["outcome"].metrics
     delivered = [r for s in report["simulations"] for r in s["requests"] if r["error"] is None]
     assert len(delivered) == len(agent.seen)
     for record, seen in zip(delivered, agent.seen):
@@ -152,7 +152,7 @@ def test_metrics_file_sits_beside_the_results_with_run_aggregates(metered_run: d
         assert outcome.results_path == results_dir / "run" / "results.json"
         assert outcome.metrics_path == results_dir / "run" / "results_a2a_metrics.json"
     report = json.loads(outcome.metrics_path.read_text())
-    assert report == outcome.report
+    assert report == outcome.metrics
     records = [r for s in report["simulations"] for r in s["requests"]]
     latencies = [r["latency_ms"] for r in records]
     run = report["run"]
@@ -187,8 +187,8 @@ def test_metrics_file_sits_beside_the_results_with_run_aggregates(metered_run: d
 def test_rebuilding_the_metrics_file_keeps_discovery(metered_run: dict[str, Any]) -> None:
     """The metrics file can be rebuilt from the results file at any time and comes out the same."""
     outcome = metered_run["outcome"]
-    assert write_report(outcome.results_path) == outcome.report
-    assert json.loads(outcome.metrics_path.read_text()) == outcome.report
+    assert write_metrics(outcome.results_path) == outcome.metrics
+    assert json.loads(outcome.metrics_path.read_text()) == outcome.metrics
 
 
 def test_a_cost_not_reported_is_null_and_tau2_reads_it_so(metered_run: dict[str, Any]) -> None:

@@ -31,9 +31,9 @@ def test_evaluate_an_a2a_agent_from_python(oracle_url: str, tmp_path: Path) -> N
     )
     outcome = api.evaluate(settings)
     assert sorted((s.task_id, s.reward_info.reward) for s in outcome.results.simulations) == [("0", 1.0), ("1", 1.0)]
-    assert outcome.report is not None
-    assert outcome.report["run"]["simulations"] == 2 and outcome.report["run"]["failed_requests"] == 0
-    assert [r["method"] for r in outcome.report["discovery"]["requests"]] == ["GetAgentCard", "GetTask"]
+    assert outcome.metrics is not None
+    assert outcome.metrics["run"]["simulations"] == 2 and outcome.metrics["run"]["failed_requests"] == 0
+    assert [r["method"] for r in outcome.metrics["discovery"]["requests"]] == ["GetAgentCard", "GetTask"]
     saved = results_path("api", tmp_path).read_text()
     assert token not in saved and token not in metrics_path(results_path("api", tmp_path)).read_text()
     assert json.loads(saved)["info"]["agent_info"]["llm_args"]["a2a_timeout"] == 60

@@ -92,7 +92,7 @@ def test_concurrent_simulations_share_one_pool(tmp_path):
     assert stats["peak_in_flight"] == len(TASKS)
     # One pool for the endpoint: no more connections than requests that were ever in flight at once.
     assert stats["connections"] <= len(TASKS)
-    sent = [r for s in outcome.report["simulations"] for r in s["requests"] if r["method"] == "SendMessage"]
+    sent = [r for s in outcome.metrics["simulations"] for r in s["requests"] if r["method"] == "SendMessage"]
     assert stats["requests"] == len(sent) + 2  # and the agent card and the access check, once each
     # Nothing kept per conversation once it ended.
     assert oracle._plans == {}

@@ -18,7 +18,7 @@ from google.protobuf.json_format import MessageToDict
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.auth import BearerAuth
-from tau2_a2a.service.calls import connect, request_message
+from tau2_a2a.service.caller import connect, request_message
 from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.service.jobs.limits import Limits
 from tests.support.distributions import DOMAIN_LIST, DOMAINS

@@ -145,7 +145,7 @@ async def test_an_unreachable_participant_fails_the_task_with_the_reason(service
 
 async def test_text_it_cannot_act_on_is_rejected_with_the_accepted_forms(service: BackgroundServer) -> None:
     for text in ("Please assess my agent", '{"participants": '):
-        from tau2_a2a.service.calls import request_message
+        from tau2_a2a.service.caller import request_message
 
         events = await stream_message(service.url, request_message(text=text))
         task = await final_task(service.url, events[0].task.id)

@@ -107,7 +107,7 @@ async def first_update(url: str, task_id: str) -> dict[str, Any] | None:
     """The evaluation id the task's first progress update names (None before it exists)."""
     from a2a.types import GetTaskRequest
 
-    from tau2_a2a.service.calls import connect
+    from tau2_a2a.service.caller import connect
 
     client, http = await connect(url)
     try:
@@ -189,7 +189,7 @@ def test_cancel_through_one_replica_stops_the_evaluation_the_other_runs(
 async def cancel_task(url: str, task_id: str) -> Any:
     from a2a.types import CancelTaskRequest
 
-    from tau2_a2a.service.calls import connect
+    from tau2_a2a.service.caller import connect
 
     client, http = await connect(url)
     try:

@@ -25,8 +25,8 @@ from starlette.routing import Route
 
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+from tau2_a2a.service.argument_policy import REMOVED, scrub_arguments
 from tau2_a2a.service.auth import BearerAuth
-from tau2_a2a.service.credentials import REMOVED, scrub_arguments
 from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.tool_specs import accepted_arguments

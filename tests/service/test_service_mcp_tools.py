@@ -14,8 +14,8 @@ import pytest
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+from tau2_a2a.service.argument_policy import ArgumentRefused
 from tau2_a2a.service.assessment import AssessmentRejected, parse
-from tau2_a2a.service.credentials import ArgumentRefused
 from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.service.request import RequestPolicy, check_request
 from tau2_a2a.service.tool_specs import tool_specs

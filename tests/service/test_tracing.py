@@ -10,7 +10,7 @@ from a2a.client import ClientCallContext
 from a2a.types import SendMessageConfiguration, SendMessageRequest
 
 from tau2_a2a.client import tracing
-from tau2_a2a.service.calls import connect, request_message
+from tau2_a2a.service.caller import connect, request_message
 from tau2_a2a.service.jobs.limits import Limits
 from tests.support.service import start_service
 

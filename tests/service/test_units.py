@@ -390,7 +390,7 @@ def test_a_caller_names_the_model_that_prices_an_agents_tokens() -> None:
     """agent_price_model: tokens an agent reports without a cost are priced with it; a model LiteLLM does not
     price is refused in one line; none, and such turns cost "not reported"."""
     from tau2_a2a.client.targets import TargetPolicy
-    from tau2_a2a.service.credentials import ArgumentRefused
+    from tau2_a2a.service.argument_policy import ArgumentRefused
     from tau2_a2a.service.request import RequestPolicy, check_request
 
     policy = RequestPolicy(targets=TargetPolicy.from_entries(("loopback",)))

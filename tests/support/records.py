@@ -21,7 +21,7 @@ def by_task(outcome: Any) -> dict[str, Any]:
 
 def records_of(outcome: Any, task: str) -> list[dict[str, Any]]:
     """The metrics records of a one-trial run's simulation of `task`, in order."""
-    [simulation] = [s for s in outcome.report["simulations"] if s["task_id"] == task]
+    [simulation] = [s for s in outcome.metrics["simulations"] if s["task_id"] == task]
     return simulation["requests"]
 
 

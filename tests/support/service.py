@@ -18,7 +18,7 @@ from a2a.types import AgentCard, GetTaskRequest, Message, SendMessageConfigurati
 
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.service.app import build_app
-from tau2_a2a.service.calls import connect, request_message, result_data, result_text
+from tau2_a2a.service.caller import connect, request_message, result_data, result_text
 from tau2_a2a.service.jobs.child import start_child
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.request import EvaluationRequest

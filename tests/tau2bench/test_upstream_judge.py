@@ -224,7 +224,7 @@ def test_the_judges_cost_is_recorded_with_each_conversation(judge: StandinLLM, o
             [task] = [t for t in ("2", "24") if judged_outcomes(body) == str([a for a, _, _ in EXPECTED_CHECKS[t]])]
             calls[task] = usage
     assert sorted(calls) == ["2", "24"]
-    metrics = {s["task_id"]: s for s in outcome.report["simulations"]}
+    metrics = {s["task_id"]: s for s in outcome.metrics["simulations"]}
     for simulation in outcome.results.simulations:
         kept = simulation.info["tau2_a2a_conversation"]
         if simulation.task_id == "0":
@@ -242,6 +242,6 @@ def test_the_judges_cost_is_recorded_with_each_conversation(judge: StandinLLM, o
         assert simulation.agent_cost is None and simulation.user_cost == 0.0
         assert kept["cost_usd"]["agent"] is None and kept["cost_usd"]["total"] is None
     judged = sum(price_tokens(JUDGE_MODEL, u["prompt_tokens"], u["completion_tokens"]) for u in calls.values())
-    assert outcome.report["run"]["cost_usd"]["judge"] == pytest.approx(judged, rel=1e-6)
+    assert outcome.metrics["run"]["cost_usd"]["judge"] == pytest.approx(judged, rel=1e-6)
     report, _, _ = write([str(outcome.results_path)], tmp_path / "report.html", resamples=100)
     assert report["runs"][0]["domains"][0]["cost"]["per_conversation"]["judge"] == pytest.approx(judged / 3, rel=1e-6)

@@ -7,8 +7,9 @@ with one line on a setting that cannot work.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+
+from tau2_a2a.litellm_cost_map import use_bundled_cost_map
 
 DESCRIPTION = ("Evaluate any A2A agent with tau2-bench, scored exactly as tau2 scores its own agents, and offer\n"
                "tau2's evaluation as an A2A service.")
@@ -22,7 +23,7 @@ EPILOG = """start here:
 Exit codes: 0 every simulation ran; 3 some ended with A2A errors (they score 0); 1 tau2 left some unscored
 (run) or a regression (report --gate); 2 a setting that cannot work, said in one line; 130 Ctrl-C."""
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+use_bundled_cost_map()  # before any command imports LiteLLM, and for the processes a command starts
 
 from tau2_a2a.cli.ab import add_ab_command  # noqa: E402
 from tau2_a2a.cli.agents import add_agent_command  # noqa: E402
@@ -33,7 +34,7 @@ from tau2_a2a.cli.merge import add_merge_command  # noqa: E402
 from tau2_a2a.cli.report import add_report_command  # noqa: E402
 from tau2_a2a.cli.run import add_run_command, resume_command, settings_from_args  # noqa: E402
 from tau2_a2a.cli.serve import add_serve_command  # noqa: E402
-from tau2_a2a.runner.command import run_command  # noqa: E402
+from tau2_a2a.runner.command import run_as_command  # noqa: E402
 from tau2_a2a.runner.outcome import EXIT_USAGE  # noqa: E402
 from tau2_a2a.tau2bench.distribution import mend_import_effects  # noqa: E402
 
@@ -46,8 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
-    return run_command(lambda: args.func(args), debug=getattr(args, "a2a_debug", False),
-                       resume_hint=lambda interrupted: resume_command(argv, interrupted))
+    return run_as_command(lambda: args.func(args), debug=getattr(args, "a2a_debug", False),
+                          resume_hint=lambda interrupted: resume_command(argv, interrupted))
 
 
 def build_parser() -> argparse.ArgumentParser:

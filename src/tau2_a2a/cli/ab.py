@@ -1,4 +1,4 @@
-"""`tau2-a2a ab DOMAIN --model MODEL`: tau2's llm_agent against the same model over A2A (runner/ab.py)."""
+"""`tau2-a2a ab DOMAIN --model MODEL`: tau2's llm_agent against the same model over A2A (apps/ab.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def add_ab_command(commands: Any) -> None:
 
 
 def ab_command(args: argparse.Namespace) -> int:
-    from tau2_a2a.runner.ab import NATIVE_AGENT, run_ab
+    from tau2_a2a.apps.ab import NATIVE_AGENT, run_ab
 
     resolve_domain(args)
     args.agent_llm = args.model

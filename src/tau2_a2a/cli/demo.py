@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from tau2_a2a.client.config import A2AConfig
-from tau2_a2a.runner.outcome import report_outcome
+from tau2_a2a.runner.outcome import print_outcome
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
 
@@ -32,4 +32,4 @@ def demo_command(args: argparse.Namespace) -> int:
                                user="scripted_user", user_llm="scripted", user_llm_args={},
                                num_tasks=args.num_tasks, max_concurrency=args.max_concurrency,
                                results_dir=args.results_dir)
-        return report_outcome(evaluate(settings))
+        return print_outcome(evaluate(settings))

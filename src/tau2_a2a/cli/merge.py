@@ -1,4 +1,4 @@
-"""`tau2-a2a merge RESULTS_FILE... --save-to NAME`: shards' results files as one (see runner/merge.py)."""
+"""`tau2-a2a merge RESULTS_FILE... --save-to NAME`: shards' results files as one (see apps/merge.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.runner.merge import merge_files
+from tau2_a2a.apps.merge import merge_files
 from tau2_a2a.tau2bench.layout import metrics_path
 
 

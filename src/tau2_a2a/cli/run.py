@@ -30,7 +30,7 @@ from tau2_a2a.client.config import (
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.interrupt import RunInterrupted, stop_on_sigint
-from tau2_a2a.runner.outcome import report_outcome
+from tau2_a2a.runner.outcome import print_outcome
 from tau2_a2a.runner.parent import exit_with_parent
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
@@ -64,7 +64,7 @@ def run_command(args: argparse.Namespace) -> int:
     exit_with_parent()
     settings = settings_from_args(args)
     with stop_on_sigint():
-        return report_outcome(evaluate(settings))
+        return print_outcome(evaluate(settings))
 
 
 def settings_from_args(args: argparse.Namespace) -> RunSettings:

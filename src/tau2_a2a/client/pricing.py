@@ -3,32 +3,22 @@
 A cost the agent reported is taken as it is. Tokens without a cost are priced
 with the model the agent named, else the model the user named
 (`--a2a-price-model`), from LiteLLM's local cost map
-(`LITELLM_LOCAL_MODEL_COST_MAP=True`: nothing is fetched). A model the map does
+(`litellm_cost_map`: nothing is fetched). A model the map does
 not know, or no model at all, leaves the cost unknown (None), never 0.
 """
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
 from tau2_a2a.errors import ConfigError
+from tau2_a2a.litellm_cost_map import import_litellm
 from tau2_a2a.protocol.usage import ReportedUsage
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-
-def _litellm() -> Any:
-    import litellm  # about 6 s the first time: only when something is priced
-
-    return litellm
 
 
 def known_model(model: str | None) -> bool:
     """Whether LiteLLM's local cost map prices `model` (with or without a provider prefix)."""
     if not model:
         return False
-    table = _litellm().model_cost
+    table = import_litellm().model_cost  # imported only when something is priced
     return model in table or model.split("/", 1)[-1] in table
 
 
@@ -38,9 +28,9 @@ def price_tokens(model: str | None, input_tokens: int, output_tokens: int,
     if not known_model(model):
         return None
     try:
-        prompt, completion = _litellm().cost_per_token(model=model, prompt_tokens=input_tokens,
-                                                       completion_tokens=output_tokens,
-                                                       cache_read_input_tokens=cached_input_tokens)
+        prompt, completion = import_litellm().cost_per_token(model=model, prompt_tokens=input_tokens,
+                                                             completion_tokens=output_tokens,
+                                                             cache_read_input_tokens=cached_input_tokens)
     except Exception:  # a model the table names without a usable price
         return None
     return float(prompt) + float(completion)

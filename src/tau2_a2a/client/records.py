@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tau2_a2a.litellm_cost_map import use_bundled_cost_map
 from tau2_a2a.protocol.messages import part_size_text
 
 RAW_DATA_KEY = "a2a"
@@ -82,6 +83,7 @@ class TokenCounter:
     MAX_KEPT = 4096
 
     def __init__(self) -> None:
+        use_bundled_cost_map()
         from litellm.litellm_core_utils.default_encoding import encoding
 
         self._encoding = encoding

@@ -180,13 +180,10 @@ def simulation_protocol(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def summary(values: list[float]) -> dict[str, Any]:
     """Count and quantiles (the charts draw the values themselves)."""
-    import numpy as np
-
     if not values:
         return {"count": 0, "p50": None, "p95": None, "max": None, "values": []}
-    array = np.array(values, dtype=float)
-    return {"count": len(values), "p50": round(float(np.percentile(array, 50)), 3),
-            "p95": round(float(np.percentile(array, 95)), 3), "max": round(float(array.max()), 3),
+    return {"count": len(values), "p50": round(stats.percentile(values, 50) or 0.0, 3),
+            "p95": round(stats.percentile(values, 95) or 0.0, 3), "max": round(float(max(values)), 3),
             "values": [round(v, 3) for v in values]}
 
 

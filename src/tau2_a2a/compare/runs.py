@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import orjson
 
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.compare import stats
+from tau2_a2a.errors import first_line
 from tau2_a2a.runner.outcome import left_out_of_metrics
 from tau2_a2a.runner.protocol_metrics import conversation
 from tau2_a2a.tau2bench import layout
@@ -71,7 +73,7 @@ def load_json(path: Path) -> Any:
         if "unexpected end" in str(error).lower() or "eof" in str(error).lower():
             raise ReportError(f"{path}: the JSON ends early (truncated at byte {len(raw)}); "
                               "let the run finish or resume it to rewrite the file") from None
-        raise ReportError(f"{path}: not JSON ({str(error).splitlines()[0]}); pass a tau2 results file") from None
+        raise ReportError(f"{path}: not JSON ({first_line(error)}); pass a tau2 results file") from None
 
 
 def check_results(path: Path, data: Any) -> dict[str, Any]:
@@ -197,10 +199,15 @@ def parse_runs(arguments: list[str]) -> list[Run]:
 
 
 def task_trials(run: DomainRun) -> dict[str, stats.TaskTrials]:
+    """Each simulated task's rewards in trial order (see `scored_tasks`)."""
+    return scored_tasks(run.results["simulations"])
+
+
+def scored_tasks(simulations: Iterable[dict[str, Any]]) -> dict[str, stats.TaskTrials]:
     """Each simulated task's rewards in trial order, as tau2 counts them: a simulation with no reward scores 0,
     and one tau2 gave up on (an infrastructure error) is left out."""
     by_task: dict[str, list[tuple[int, float]]] = {}
-    for index, simulation in enumerate(run.results["simulations"]):
+    for index, simulation in enumerate(simulations):
         if left_out_of_metrics(simulation):
             continue
         trial = simulation.get("trial")

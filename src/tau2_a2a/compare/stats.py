@@ -1,8 +1,8 @@
 """The report's statistics: point estimates, bootstrap intervals over tasks, paired comparisons, the gate.
 
-The one module of tau2-a2a's estimators (the service's summary uses it too):
-pass^k under both conventions, the average reward, their intervals, the
-paired test over tasks, McNemar's test on task x trial pass/fail pairs, the
+The one module of tau2-a2a's estimators (the service's summary and
+`tau2-a2a ab` use it too): pass^k under both conventions, averages and
+percentiles, their intervals, the paired test over tasks, McNemar's test on task x trial pass/fail pairs, the
 verdicts that flipped between two runs, the noise floor measured from a
 run's repeated trials, and the regression gate built on them.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -90,10 +90,27 @@ def mean(values: Sequence[Fraction]) -> Fraction:
     return sum(values, Fraction(0)) / len(values)
 
 
+def pass_hat_ks(tasks: Sequence[TaskTrials]) -> dict[int, Fraction]:
+    """tau2's pass^k (combinatorial) for k = 1..max_k: the figures tau2's `compute_metrics` reports, exactly."""
+    return {k: mean(task_pass_values(tasks, k, COMBINATORIAL)) for k in range(1, max_k(tasks) + 1)}
+
+
 def average_reward(tasks: Sequence[TaskTrials]) -> Fraction:
     """The mean reward over all simulations, as tau2 computes it (every trial weighs the same)."""
     rewards = [Fraction(r) for t in tasks for r in t.rewards]
     return mean(rewards)
+
+
+def average(values: Iterable[float]) -> float | None:
+    """The mean, summed exactly so that the order of the values cannot change it; None for no values."""
+    exact = [Fraction(v) for v in values]
+    return float(mean(exact)) if exact else None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0-100), interpolated between the two nearest values (NumPy's default, which the
+    metrics file's latencies use too); None for no values."""
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else None
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,2 @@
-"""Reference participants for offline runs: the oracle agent and the scripted user."""
+"""The reference A2A agents: the oracle (golden actions, offline), the baseline LLM agent and ADK agents, and the
+MCP client the agents taking their tools over MCP share."""

@@ -43,6 +43,7 @@ from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
 from starlette.applications import Starlette
 
+from tau2_a2a.litellm_cost_map import use_bundled_cost_map
 from tau2_a2a.protocol.cards import agent_card
 from tau2_a2a.protocol.hosting import a2a_app
 from tau2_a2a.protocol.mcp_tools import declare_mcp_tools, invitation_from_entry
@@ -117,11 +118,17 @@ def build_adk_mcp_agent(model: str, mcp_url: str, api_base: str | None = None,
     return LlmAgent(
         name="tau2_adk_mcp_agent",
         description="A tau2-bench customer service agent built with Google ADK; its tools come over MCP.",
-        model=LiteLlm(model=model, api_base=api_base, **(llm_args or {})),
+        model=lite_llm(model, api_base, llm_args),
         instruction=MCP_INSTRUCTION,
         tools=[toolset],
         before_agent_callback=None if fixed else remember_mcp_headers,
     )
+
+
+def lite_llm(model: str, api_base: str | None, llm_args: dict[str, Any] | None) -> LiteLlm:
+    """ADK's LiteLLM model; LiteLLM (imported by ADK when first used) with its bundled cost map."""
+    use_bundled_cost_map()
+    return LiteLlm(model=model, api_base=api_base, **(llm_args or {}))
 
 
 def build_adk_agent(model: str, api_base: str | None = None, llm_args: dict[str, Any] | None = None) -> LlmAgent:
@@ -129,7 +136,7 @@ def build_adk_agent(model: str, api_base: str | None = None, llm_args: dict[str,
     return LlmAgent(
         name="tau2_adk_agent",
         description="A tau2-bench customer service agent built with Google ADK.",
-        model=LiteLlm(model=model, api_base=api_base, **(llm_args or {})),
+        model=lite_llm(model, api_base, llm_args),
         instruction=INSTRUCTION,
     )
 

@@ -35,13 +35,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import litellm
 from a2a.helpers import new_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import AgentCard, AgentSkill, Part
 from a2a.utils.errors import InternalError, InvalidParamsError
 
+from tau2_a2a.litellm_cost_map import import_litellm
 from tau2_a2a.protocol.hosting import agent_card
 from tau2_a2a.protocol.mcp_tools import (
     CONVERSATION_ENDED,
@@ -54,6 +54,8 @@ from tau2_a2a.protocol.messages import IncomingTurn, read_turn, sent_message, to
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI, ReportedUsage, usage_extension
 from tau2_a2a.reference.mcp_client import call, mcp_session, openai_schemas
+
+litellm = import_litellm()  # now, with its bundled cost map, not on the first request
 
 NEEDS_MCP = "This agent takes its tools over MCP: evaluate it with --a2a-tools mcp or auto."
 

@@ -1,2 +1,2 @@
-"""One evaluation: plan and run its simulations (in this process, over workers, or on Ray), keep the
-results file (resume, merge), report."""
+"""One evaluation: plan and run its simulations (in this process or on Ray), keep the results file (resume),
+and its protocol metrics."""

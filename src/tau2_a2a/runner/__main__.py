@@ -19,9 +19,9 @@ from typing import Any
 
 from tau2_a2a.client import tracing
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.runner.command import run_command
+from tau2_a2a.runner.command import run_as_command
 from tau2_a2a.runner.interrupt import stop_on_sigint
-from tau2_a2a.runner.outcome import report_outcome
+from tau2_a2a.runner.outcome import print_outcome
 from tau2_a2a.runner.outcome_file import ended_by, ended_with, write_outcome
 from tau2_a2a.runner.parent import exit_with_parent
 from tau2_a2a.runner.run import evaluate
@@ -53,7 +53,7 @@ def settings_of(request: dict[str, Any]) -> RunSettings:
 
 @contextmanager
 def outcome_written(path: Path | None) -> Iterator[None]:
-    """Inside, a run that raises has its outcome written to `path` before the error goes on (to run_command,
+    """Inside, a run that raises has its outcome written to `path` before the error goes on (to run_as_command,
     which says it and sets the exit code)."""
     try:
         yield
@@ -75,12 +75,12 @@ def main() -> int:
             tracing.setup()
             with stop_on_sigint(), tracing.continued(tracing.environment_carrier()):  # the starter's trace, if any
                 outcome = evaluate(settings)
-                code = report_outcome(outcome)
+                code = print_outcome(outcome)
             if outcome_file is not None:
                 write_outcome(outcome_file, ended_with(outcome, code))
             return code
 
-    return run_command(run)
+    return run_as_command(run)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from loguru import Record
 
 
-def run_command(command: Callable[[], int], debug: bool = False,
-                resume_hint: Callable[[RunInterrupted], str] | None = None) -> int:
+def run_as_command(command: Callable[[], int], debug: bool = False,
+                   resume_hint: Callable[[RunInterrupted], str] | None = None) -> int:
     """Run `command` with our logging on stderr; its exit code, or the one for what it raised."""
     with command_logging(debug):
         try:

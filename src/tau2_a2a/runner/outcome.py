@@ -27,7 +27,7 @@ from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.interrupt import EXIT_INTERRUPTED
 
 __all__ = ["EXIT_A2A_ERRORS", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "RunOutcome",
-           "RunStopped", "SimulationLost", "exit_code_for", "report_outcome"]
+           "RunStopped", "SimulationLost", "exit_code_for", "print_outcome"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -40,7 +40,7 @@ class RunOutcome:
     results: Any  # tau2's Results
     results_path: Path
     metrics_path: Path | None
-    report: dict[str, Any] | None
+    metrics: dict[str, Any] | None  # the protocol metrics file's content (None for tau2's own agents)
 
 
 class RunStopped(AgentAuthError):
@@ -59,16 +59,16 @@ INFRASTRUCTURE_ERROR = "infrastructure_error"  # upstream's TerminationReason fo
 JUDGE_MODULE = "evaluator_nl_assertions"  # where upstream's judge of natural-language assertions raises
 
 
-def report_outcome(outcome: RunOutcome) -> int:
+def print_outcome(outcome: RunOutcome) -> int:
     """Print the protocol summary and where the files are; the last lines and exit code say if A2A errors
     ended simulations (3) or tau2 could not score some (1: the run is incomplete, and running it again
     retries those)."""
     unscored = infrastructure_error_line(outcome.results)
     failed = None
-    if outcome.report is not None:  # an A2A agent (tau2 printed its metrics for its own agents)
-        print(format_summary(outcome.report))
+    if outcome.metrics is not None:  # an A2A agent (tau2 printed its metrics for its own agents)
+        print(format_summary(outcome.metrics))
         print(f"Results: {outcome.results_path}\nProtocol metrics: {outcome.metrics_path}", flush=True)
-        failed = a2a_error_line(outcome.report, outcome.metrics_path)
+        failed = a2a_error_line(outcome.metrics, outcome.metrics_path)
     for line in (failed, unscored):
         if line:
             print(line, file=sys.stderr, flush=True)
@@ -109,20 +109,20 @@ def exit_code_for(error: BaseException) -> int | None:
     return None
 
 
-def a2a_error_line(report: dict[str, Any], metrics_file: Path | None) -> str | None:
+def a2a_error_line(metrics: dict[str, Any], metrics_file: Path | None) -> str | None:
     """'3 of 10 simulations ended with A2A errors (timeout=2, http=1): ...', or None when none did."""
-    ended = report["run"].get("simulations_ended_by_a2a_errors") or {}
+    ended = metrics["run"].get("simulations_ended_by_a2a_errors") or {}
     if not ended:
         return None
     kinds = ", ".join(f"{kind}={count}" for kind, count in sorted(ended.items(), key=lambda item: (-item[1], item[0])))
     where = f"; see {metrics_file}" if metrics_file else ""
-    return (f"{sum(ended.values())} of {report['run']['simulations']} simulations ended with A2A errors "
+    return (f"{sum(ended.values())} of {metrics['run']['simulations']} simulations ended with A2A errors "
             f"({kinds}): they score 0{where}")
 
 
-def format_summary(report: dict[str, Any]) -> str:
-    """The short summary printed at the end of a run."""
-    run = report["run"]
+def format_summary(metrics: dict[str, Any]) -> str:
+    """The short summary of a run's protocol metrics, printed at its end."""
+    run = metrics["run"]
     latency = run["latency_ms"]
     errors = ", ".join(f"{k}={v}" for k, v in sorted(run["errors_by_category"].items())) or "none"
     return "\n".join(

@@ -195,9 +195,9 @@ def ended_by(error: BaseException) -> RunEnd:
 
 
 def ended_with(outcome: RunOutcome, exit_code: int) -> RunEnd:
-    """How a run that went to its end ended, with `exit_code` (report_outcome's)."""
+    """How a run that went to its end ended, with `exit_code` (print_outcome's)."""
     simulations = list(getattr(outcome.results, "simulations", None) or [])
-    ended = ((outcome.report or {}).get("run") or {}).get("simulations_ended_by_a2a_errors") or {}
+    ended = ((outcome.metrics or {}).get("run") or {}).get("simulations_ended_by_a2a_errors") or {}
     unscored = [s for s in simulations
                 if getattr(s.termination_reason, "value", s.termination_reason) == INFRASTRUCTURE_ERROR]
     status = {EXIT_OK: RunStatus.COMPLETED, EXIT_A2A_ERRORS: RunStatus.A2A_ERRORS}.get(exit_code, RunStatus.INCOMPLETE)

@@ -80,7 +80,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def build_report(results: dict[str, Any], discovery: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def build_metrics(results: dict[str, Any], discovery: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The metrics file's content for a tau2 results file's content (its JSON).
 
     "run" aggregates the requests of all simulations; "discovery" holds the
@@ -196,8 +196,8 @@ def ending_error(simulation: dict[str, Any]) -> str | None:
     return None
 
 
-def write_report(results_path: Path, discovery_records: Iterable[RequestRecord] = ()) -> dict[str, Any]:
-    """Rebuild the metrics file beside a tau2 results file; returns the report.
+def write_metrics(results_path: Path, discovery_records: Iterable[RequestRecord] = ()) -> dict[str, Any]:
+    """Rebuild the metrics file beside a tau2 results file; returns its content.
 
     Discovery records already in the file are kept, and `discovery_records` (the run's session's, not yet
     written) are added.
@@ -211,7 +211,7 @@ def write_report(results_path: Path, discovery_records: Iterable[RequestRecord] 
         except (ValueError, AttributeError):
             discovery = []
     discovery += [record.as_dict() for record in discovery_records]
-    report = build_report(results, discovery=discovery)
-    report[provenance.PROVENANCE_KEY] = results.get(provenance.PROVENANCE_KEY)
-    path.write_text(json.dumps(report, indent=2))
-    return report
+    metrics = build_metrics(results, discovery=discovery)
+    metrics[provenance.PROVENANCE_KEY] = results.get(provenance.PROVENANCE_KEY)
+    path.write_text(json.dumps(metrics, indent=2))
+    return metrics

@@ -50,7 +50,7 @@ from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
 from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.records import current_node, set_node
 from tau2_a2a.client.session import A2ASession
-from tau2_a2a.errors import ConfigError
+from tau2_a2a.errors import ConfigError, first_line
 from tau2_a2a.runner.outcome import RESUME, SimulationLost
 from tau2_a2a.tau2bench.distribution import SimulationRun, mend_import_effects
 from tau2_a2a.tau2bench.environments import install as install_environments
@@ -257,7 +257,7 @@ class ActorPool:
             places = ray.get([actor.where.remote() for actor in actors])  # type: ignore[attr-defined]
         except ray.exceptions.RayError as error:
             raise ConfigError(
-                f"The simulation actors could not start on the Ray cluster ({_first_line(error)}); every node "
+                f"The simulation actors could not start on the Ray cluster ({first_line(error)}); every node "
                 "needs tau2-a2a installed, the same version as here."
             ) from None
         pool = cls(actors, places, per_actor, results_path)
@@ -285,7 +285,7 @@ class ActorPool:
                 try:
                     ray.get([actor.flush.remote() for actor in self.actors], timeout=60)
                 except ray.exceptions.RayError as error:  # an actor gone: its last spans with it
-                    log.warning("Some Ray actors' last spans were not sent: %s", _first_line(error))
+                    log.warning("Some Ray actors' last spans were not sent: %s", first_line(error))
 
     def run_task(self, **arguments: Any) -> SimulationRun:
         """tau2's run_task on the next free slot; raises what the simulation raised there."""
@@ -304,7 +304,7 @@ class ActorPool:
         except ray.exceptions.RayActorError as error:
             raise SimulationLost(
                 f"the simulation of task {arguments['task'].id} (seed {arguments.get('seed')}) was lost: its Ray "
-                f"worker died {RETRIES + 1} times ({_first_line(error)}). The finished simulations are kept in "
+                f"worker died {RETRIES + 1} times ({first_line(error)}). The finished simulations are kept in "
                 f"{self.results_path}; {RESUME}."
             ) from None
         finally:
@@ -316,8 +316,3 @@ def actor_count(cpus: int, nodes: int, concurrency: int, simulations: int) -> in
     run uses every node), at most one per CPU and one per simulation at once."""
     wanted = max(nodes, math.ceil(concurrency / SIMULATIONS_PER_ACTOR))
     return max(1, min(cpus, concurrency, simulations, wanted))
-
-
-def _first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[0][:300] if lines else type(error).__name__

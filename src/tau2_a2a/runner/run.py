@@ -29,7 +29,7 @@ from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.runner.interrupt import RunInterrupted, freeze_writes
 from tau2_a2a.runner.outcome import RESUME, RunOutcome, RunStopped
-from tau2_a2a.runner.protocol_metrics import write_report
+from tau2_a2a.runner.protocol_metrics import write_metrics
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
 from tau2_a2a.tau2bench.environments import environments
 from tau2_a2a.tau2bench.hooks import tau2_hooks
@@ -81,10 +81,10 @@ def evaluate(settings: RunSettings) -> RunOutcome:
         except (AgentAuthError, KeyboardInterrupt) as error:
             freeze_writes()  # after Ctrl-C: no write of an abandoned simulation from now on
             results, ended = None, error
-        report = write_report(path, session.discovery) if session and path.exists() else None
+        metrics = write_metrics(path, session.discovery) if session and path.exists() else None
         if ended is not None:
-            raise ending(ended, path, report, session) from None
-        return RunOutcome(results, path, metrics_path(path) if report else None, report)
+            raise ending(ended, path, metrics, session) from None
+        return RunOutcome(results, path, metrics_path(path) if metrics else None, metrics)
     raise AssertionError("not reached")  # ExitStack does not swallow what the run raises
 
 
@@ -98,12 +98,12 @@ def run_span_attributes(settings: RunSettings) -> dict[str, Any]:
             "server.port": endpoint.port if endpoint else None}
 
 
-def ending(error: BaseException, path: Path, report: dict[str, Any] | None,
+def ending(error: BaseException, path: Path, metrics: dict[str, Any] | None,
            session: A2ASession | None) -> Exception:
     """What stopped the run early, for its caller: the simulations finished before it are kept in `path`."""
-    finished = len(report["simulations"]) if report else simulations_saved(path)
+    finished = len(metrics["simulations"]) if metrics else simulations_saved(path)
     if not isinstance(error, AgentAuthError) or session is None:
-        return RunInterrupted(finished, path, metrics_path(path) if report else None)
+        return RunInterrupted(finished, path, metrics_path(path) if metrics else None)
     return RunStopped(
         f"The agent at {session.config.endpoint} refused our credentials mid-run "
         f"({f'HTTP {error.status}' if error.status else 'gRPC UNAUTHENTICATED'}), so the run stopped; its "

@@ -21,10 +21,11 @@
     report.py           each evaluation's HTML report
     catalog.py          domains, splits, tasks, tools (cached)
     vault.py            keeps a target's token out of every store
-    credentials.py      the user LLMs callers may choose; what a request may leave in the stores
+    argument_policy.py  which arguments a caller may pass (the user LLM and its sampling parameters);
+                        what a request may leave in the stores
     request_limit.py    request bodies over the limit refused before they are read whole
     settings.py         TAU2_EVAL_* environment variables (the flags: cli/serve.py; the target
                         policy: client/targets.py)
-    calls.py            calling the service with the a2a-sdk client
+    caller.py           the caller's side: calling the service with the a2a-sdk client
     wire.py             JsonObject: JSON as it crosses the service's edges
 """

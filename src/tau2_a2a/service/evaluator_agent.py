@@ -39,6 +39,7 @@ from google.adk.tools import BaseTool, ToolContext
 from google.genai import types
 from pydantic import Field
 
+from tau2_a2a.litellm_cost_map import use_bundled_cost_map
 from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import Assessment, AssessmentRejected, from_text, is_assessment, parse
 from tau2_a2a.service.executor import ARTIFACT_KEY, REJECTED, TASK_KEY
@@ -357,6 +358,7 @@ def build_agent(settings: ServiceSettings, tools: EvaluationTools | None = None,
     started: dict[str, list[str]] = {}
     sub_agents: list[BaseAgent] = []
     if settings.model:
+        use_bundled_cost_map()
         from google.adk.agents import LlmAgent
         from google.adk.models.lite_llm import LiteLlm
 

@@ -12,7 +12,7 @@ from typing import Any
 from a2a.types import AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList
 
 from tau2_a2a.protocol.cards import HTTP_BINDINGS, agent_card
-from tau2_a2a.service.credentials import UserLLMPolicy
+from tau2_a2a.service.argument_policy import UserLLMPolicy
 from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
 from tau2_a2a.service.settings import SERVICE_TOKEN_ENV
 from tau2_a2a.service.tool_specs import ALIASES, tool_specs

@@ -36,14 +36,14 @@ from tau2_a2a.client.pricing import check_price_model
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.runner.settings import RunSettings
 from tau2_a2a.service import catalog
-from tau2_a2a.service.assessment import Shard
-from tau2_a2a.service.credentials import (
+from tau2_a2a.service.argument_policy import (
     DEFAULT_USER_LLMS,
     SAMPLING_ARGS,
     ArgumentRefused,
     UserLLMPolicy,
     check_sampling_args,
 )
+from tau2_a2a.service.assessment import Shard
 from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
 from tau2_a2a.service.wire import JsonObject
 from tau2_a2a.tau2bench.distribution import (

@@ -19,6 +19,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from tau2_a2a.compare import stats
 from tau2_a2a.service import catalog, summary
 from tau2_a2a.service.assessment import Assessment
 from tau2_a2a.tau2bench.distribution import DEFAULT_RETRIEVAL_CONFIG, DISTRIBUTION, KNOWLEDGE_DOMAIN, VERSION
@@ -133,7 +134,7 @@ def build_result(record: dict[str, Any], results: dict[str, Any] | None, assessm
             {
                 "task_id": task["task_id"],
                 "rewards": task["rewards"],
-                "successes": [summary.is_success(reward) for reward in task["rewards"]],
+                "successes": [stats.is_success(reward) for reward in task["rewards"]],
                 "termination_reasons": [trial["termination_reason"] for trial in task["trials"]],
                 "avg_reward": task["avg_reward"],
             }

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tau2_a2a.client.config import AgentLimits, ConfigError, McpServing, check_limit, check_timeout, has_userinfo
-from tau2_a2a.service.credentials import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy
+from tau2_a2a.service.argument_policy import DEFAULT_ALLOWED_USER_LLMS, UserLLMPolicy
 from tau2_a2a.service.jobs.child import DEFAULT_NICE, ChildOptions
 from tau2_a2a.service.jobs.database import Database, StoreError
 from tau2_a2a.service.jobs.errors import EvaluationError

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tau2_a2a.compare import stats
+from tau2_a2a.compare.runs import reward_of, scored_tasks
 from tau2_a2a.runner.outcome import left_out_of_metrics, usd
 from tau2_a2a.runner.protocol_metrics import conversation, known_total
 
@@ -24,24 +25,14 @@ def read_results(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _reward(simulation: dict[str, Any]) -> float:
-    reward = (simulation.get("reward_info") or {}).get("reward")
-    return float(reward) if reward is not None else 0.0
-
-
-def is_success(reward: float) -> bool:
-    """A success as tau2 counts one for pass^k: reward 1 (within its tolerance)."""
-    return stats.is_success(reward)
-
-
 def progress(results: dict[str, Any] | None, total: int) -> dict[str, Any]:
     """Simulations done out of `total`, and the average reward so far."""
     simulations = (results or {}).get("simulations") or []
-    rewards = [_reward(s) for s in simulations if not left_out_of_metrics(s)]
+    so_far = stats.average(reward_of(s) for s in simulations if not left_out_of_metrics(s))
     return {
         "simulations_done": len(simulations),
         "simulations_total": total,
-        "avg_reward_so_far": round(sum(rewards) / len(rewards), 6) if rewards else None,
+        "avg_reward_so_far": None if so_far is None else round(so_far, 6),
     }
 
 
@@ -52,17 +43,11 @@ def metrics(simulations: list[dict[str, Any]]) -> dict[str, Any]:
     simulations = [s for s in simulations if not left_out_of_metrics(s)]
     if not simulations:
         return {"avg_reward": None, "pass_hat_k": {}, "num_simulations": 0, "avg_agent_cost": None}
-    by_task: dict[str, list[float]] = {}
-    for simulation in simulations:
-        by_task.setdefault(str(simulation["task_id"]), []).append(_reward(simulation))
-    tasks = [stats.TaskTrials(task, tuple(rewards)) for task, rewards in by_task.items()]
-    pass_hat = {str(k): round(float(stats.mean(stats.task_pass_values(tasks, k, stats.COMBINATORIAL))), 6)
-                for k in range(1, stats.max_k(tasks) + 1)}
+    tasks = list(scored_tasks(simulations).values())
     agent_cost = known_total([s.get("agent_cost") for s in simulations])
-    rewards = [_reward(s) for s in simulations]
     return {
-        "avg_reward": round(sum(rewards) / len(rewards), 6),
-        "pass_hat_k": pass_hat,
+        "avg_reward": round(float(stats.average_reward(tasks)), 6),
+        "pass_hat_k": {str(k): round(float(value), 6) for k, value in stats.pass_hat_ks(tasks).items()},
         "num_simulations": len(simulations),
         "avg_agent_cost": None if agent_cost is None else round(agent_cost / len(simulations), 6),
     }
@@ -88,10 +73,7 @@ def intervals(simulations: list[dict[str, Any]]) -> dict[str, Any] | None:
     numbers agree with a report on the same results file. About 0.2 s for 200
     simulations; computed once, when the evaluation ends.
     """
-    from tau2_a2a.compare import stats
-    from tau2_a2a.compare.runs import DomainRun, task_trials
-
-    tasks = list(task_trials(DomainRun(Path(), {"simulations": simulations}, None)).values())
+    tasks = list(scored_tasks(simulations).values())
     if not tasks:
         return None
 
@@ -115,7 +97,7 @@ def per_task(simulations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         tasks.setdefault(str(simulation["task_id"]), []).append(
             {
                 "trial": simulation.get("trial"),
-                "reward": _reward(simulation),
+                "reward": reward_of(simulation),
                 "termination_reason": simulation.get("termination_reason"),
             }
         )
@@ -123,7 +105,7 @@ def per_task(simulations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {
             "task_id": task_id,
             "rewards": [t["reward"] for t in trials],
-            "avg_reward": round(sum(t["reward"] for t in trials) / len(trials), 6),
+            "avg_reward": round(stats.average(t["reward"] for t in trials) or 0.0, 6),
             "trials": trials,
         }
         for task_id, trials in tasks.items()
@@ -138,14 +120,14 @@ def termination_counts(simulations: list[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def a2a_errors(report: dict[str, Any] | None) -> dict[str, Any]:
-    """Simulations that ended on an A2A error, by kind, as the protocol metrics report counts them."""
-    ended = ((report or {}).get("run") or {}).get("simulations_ended_by_a2a_errors") or {}
+def a2a_errors(protocol_metrics: dict[str, Any] | None) -> dict[str, Any]:
+    """Simulations that ended on an A2A error, by kind, as the protocol metrics count them."""
+    ended = ((protocol_metrics or {}).get("run") or {}).get("simulations_ended_by_a2a_errors") or {}
     by_kind = dict(sorted(ended.items(), key=lambda item: (-item[1], item[0])))
     return {"simulations": sum(by_kind.values()), "by_category": by_kind}
 
 
-def outcome(results: dict[str, Any] | None, report: dict[str, Any] | None) -> dict[str, Any]:
+def outcome(results: dict[str, Any] | None, protocol_metrics: dict[str, Any] | None) -> dict[str, Any]:
     """The result part of an evaluation record: metrics and their 95% intervals, per-task rewards,
     protocol metrics, A2A errors."""
     simulations = (results or {}).get("simulations") or []
@@ -155,8 +137,8 @@ def outcome(results: dict[str, Any] | None, report: dict[str, Any] | None) -> di
         "ci95": intervals(simulations),
         "tasks": per_task(simulations),
         "termination_reasons": termination_counts(simulations),
-        "protocol_metrics": report["run"] if report else None,
-        "a2a_errors": a2a_errors(report),
+        "protocol_metrics": protocol_metrics["run"] if protocol_metrics else None,
+        "a2a_errors": a2a_errors(protocol_metrics),
     }
 
 

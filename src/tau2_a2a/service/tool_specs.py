@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from tau2_a2a.service.credentials import DEFAULT_USER_LLMS, UserLLMPolicy
+from tau2_a2a.service.argument_policy import DEFAULT_USER_LLMS, UserLLMPolicy
 from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
 from tau2_a2a.service.request import TOKEN_ARGUMENT, RequestPolicy, request_schema
 from tau2_a2a.service.wire import JsonObject

@@ -15,8 +15,8 @@ from typing import Any
 
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.service import catalog, summary
+from tau2_a2a.service.argument_policy import ArgumentRefused, UserLLMPolicy
 from tau2_a2a.service.assessment import Assessment, Shard
-from tau2_a2a.service.credentials import ArgumentRefused, UserLLMPolicy
 from tau2_a2a.service.jobs.errors import EvaluationError
 from tau2_a2a.service.jobs.evaluation import EvaluationView
 from tau2_a2a.service.jobs.manager import EvaluationManager

@@ -4,11 +4,12 @@ A structured request may carry `agent_auth_token`. Before anything stores the
 message (the A2A task store keeps a task's history; ADK keeps the session's
 events, in SQLite under `adk api_server` by default), the token is moved into
 this in-memory vault and the message keeps only a one-time reference,
-`agent_auth_token_ref`. `run_tau2_evaluation` takes the token back out and
-hands it to the evaluation's process environment. Unused references expire.
+`agent_auth_token_ref`. `run_tau2_evaluation` takes the token back out; the
+evaluation's process gets it on its stdin (jobs/child.py), never in its
+environment or command line. Unused references expire.
 The same pass removes the values the service refuses and must not keep (an
 `api_key` argument, unknown `user_llm_args`, a password in an endpoint URL;
-see credentials.py), so a refused request leaves no secret in a store either.
+see argument_policy.py), so a refused request leaves no secret in a store either.
 """
 
 from __future__ import annotations
@@ -56,9 +57,9 @@ vault = TokenVault()
 def scrub_request(request: Any, store: TokenVault = vault) -> bool:
     """In place, for a structured request dict (a tool call or an assessment): `arguments.agent_auth_token`
     becomes a reference, and what the service would refuse and must not keep is removed
-    (credentials.py). Whether anything changed."""
+    (argument_policy.py). Whether anything changed."""
+    from tau2_a2a.service.argument_policy import scrub_arguments, scrub_assessment
     from tau2_a2a.service.assessment import CONFIG_KEYS, is_assessment
-    from tau2_a2a.service.credentials import scrub_arguments, scrub_assessment
     from tau2_a2a.service.tool_specs import accepted_arguments
 
     if not isinstance(request, dict):

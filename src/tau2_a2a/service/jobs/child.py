@@ -46,6 +46,7 @@ from typing import IO
 
 from tau2_a2a.client.config import AUTH_TOKEN_ENV, AgentLimits, McpServing
 from tau2_a2a.client.tracing import TRACEPARENT_ENV, TRACESTATE_ENV
+from tau2_a2a.litellm_cost_map import BUNDLED, COST_MAP_ENV
 from tau2_a2a.runner.parent import EXIT_WITH_ENV
 from tau2_a2a.service import summary
 from tau2_a2a.service.jobs.directory import (
@@ -122,7 +123,7 @@ def start_child(request: EvaluationRequest, directory: Path, token: str | None, 
     outcome = outcome_file(directory)
     stdin = json.dumps({"settings": settings.to_dict(), "auth_token": token, "outcome_file": str(outcome)}).encode()
     env = {k: v for k, v in os.environ.items() if k != AUTH_TOKEN_ENV and not k.startswith(SERVICE_ENV_PREFIX)}
-    env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", NO_COLOR="1", TERM="dumb", COLUMNS="120")
+    env.update({COST_MAP_ENV: BUNDLED}, NO_COLOR="1", TERM="dumb", COLUMNS="120")
     env[EXIT_WITH_ENV] = str(os.getpid())
     env.pop(TRACEPARENT_ENV, None), env.pop(TRACESTATE_ENV, None)
     if trace_parent:  # with tracing on (the OTEL_ variables pass on), the run continues this trace

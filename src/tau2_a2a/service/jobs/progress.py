@@ -3,7 +3,7 @@
 tau2 rewrites the results file after every simulation, so progress is read on
 demand and a reading is reused until the file changes. When an evaluation
 ends, its result holds the metrics of the simulations that finished and the
-protocol metrics report beside the results file (the child's, or rebuilt).
+protocol metrics beside the results file (the child's, or rebuilt).
 """
 
 from __future__ import annotations
@@ -68,20 +68,20 @@ def final_result(path: Path, ran_every_simulation: bool) -> JsonObject:
 
 
 def protocol_metrics(path: Path, results: JsonObject | None, ran_every_simulation: bool) -> JsonObject | None:
-    """The protocol metrics report beside the results file (the child's, or rebuilt from them)."""
+    """The protocol metrics beside the results file (the child's, or rebuilt from them)."""
     if results is None or not results.get("simulations"):
         return None
     metrics_file = metrics_path(path)
     if ran_every_simulation and metrics_file.exists():
-        report = summary.read_results(metrics_file)
-        if report is not None:
-            return report
+        metrics = summary.read_results(metrics_file)
+        if metrics is not None:
+            return metrics
     try:  # a canceled or failed run: build the metrics file from what finished
-        from tau2_a2a.runner.protocol_metrics import write_report
+        from tau2_a2a.runner.protocol_metrics import write_metrics
 
-        report = write_report(path)
+        metrics = write_metrics(path)
         metrics_file.chmod(PRIVATE_FILE)
-        return report
+        return metrics
     except Exception as error:  # noqa: BLE001 (a damaged results file must not lose the record)
         log.warning("evaluation %s: no protocol metrics (%s)", path.parent.name, error)
         return None

@@ -12,7 +12,6 @@ import json
 import math
 import os
 import re
-import statistics
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,12 +20,14 @@ from typing import Any
 
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.client.pricing import known_model
+from tau2_a2a.compare import stats
+from tau2_a2a.compare.runs import scored_tasks
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.llm_agent import LLMExecutor, Usage, llm_agent_card
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
-from tau2_a2a.tau2bench.distribution import AssistantMessage, Results, compute_metrics, is_successful
+from tau2_a2a.tau2bench.distribution import AssistantMessage, Results
 from tau2_a2a.tau2bench.fidelity import trajectory_signature
 from tau2_a2a.tau2bench.layout import results_root
 
@@ -103,8 +104,8 @@ def _run_a2a(settings: RunSettings) -> Arm:
         started = time.perf_counter()
         outcome = evaluate(settings.with_changes(agent=A2A_AGENT, a2a=A2AConfig(endpoint=url)))
         wall = time.perf_counter() - started
-    report = outcome.report["run"] if outcome.report else None
-    return Arm(outcome.results, outcome.results_path, wall, _trajectory_usage(outcome.results, model), report)
+    protocol = outcome.metrics["run"] if outcome.metrics else None
+    return Arm(outcome.results, outcome.results_path, wall, _trajectory_usage(outcome.results, model), protocol)
 
 
 def _trajectory_usage(results: Results, model: str | None) -> Usage:
@@ -148,32 +149,36 @@ def _turn_latencies_ms(results: Results) -> list[float]:
     return latencies
 
 
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(round(q / 100.0 * (len(ordered) - 1))))], 1)
+# What a simulation's score is read from (`compare.runs.scored_tasks`).
+SCORE_FIELDS: dict[str, Any] = {"task_id": True, "trial": True, "termination_reason": True, "reward_info": {"reward"}}
+
+
+def _pass_hat_ks(results: Results) -> dict[str, float]:
+    """tau2's pass^k (`compare.stats`), from what the results file keeps of each simulation's score."""
+    scored = [simulation.model_dump(mode="json", include=SCORE_FIELDS) for simulation in results.simulations]
+    return {f"pass^{k}": round(float(value), 4)
+            for k, value in stats.pass_hat_ks(list(scored_tasks(scored).values())).items()}
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def _arm_summary(arm: Arm) -> dict[str, Any]:
-    results = arm.results
-    simulations = results.simulations
-    pass_hat_ks = {f"pass^{k}": round(float(v), 4) for k, v in compute_metrics(results).pass_hat_ks.items()} \
-        if simulations else {}
-    latencies = _turn_latencies_ms(results)
+    simulations = arm.results.simulations
+    latencies = _turn_latencies_ms(arm.results)
     summary = {
         "results": str(arm.results_path),
         "simulations": len(simulations),
-        "average_reward": round(statistics.fmean(_reward(s) for s in simulations), 4) if simulations else None,
-        **pass_hat_ks,
+        "average_reward": _rounded(stats.average(_reward(s) for s in simulations), 4),
+        **_pass_hat_ks(arm.results),
         "agent_llm_calls": arm.usage.calls,
         "agent_prompt_tokens": arm.usage.prompt_tokens,
         "agent_completion_tokens": arm.usage.completion_tokens,
-        "agent_cost_usd": None if arm.usage.cost is None else round(arm.usage.cost, 6),
-        "agent_turn_latency_ms_p50": _percentile(latencies, 50),
-        "agent_turn_latency_ms_p95": _percentile(latencies, 95),
-        "mean_simulation_s": round(statistics.fmean(float(s.duration) for s in simulations), 3)
-        if simulations else None,
+        "agent_cost_usd": _rounded(arm.usage.cost, 6),
+        "agent_turn_latency_ms_p50": _rounded(stats.percentile(latencies, 50), 1),
+        "agent_turn_latency_ms_p95": _rounded(stats.percentile(latencies, 95), 1),
+        "mean_simulation_s": _rounded(stats.average(float(s.duration) for s in simulations), 3),
         "wall_time_s": round(arm.wall_seconds, 3),
     }
     if arm.protocol is not None:
@@ -193,7 +198,7 @@ def compare(native: Arm, a2a: Arm, settings: RunSettings) -> dict[str, Any]:
     agreement = {"both_pass": 0, "both_fail": 0, "differ": 0}
     differing, same_trajectory = [], 0
     for key in shared:
-        passed = is_successful(_reward(left[key])), is_successful(_reward(right[key]))
+        passed = stats.is_success(_reward(left[key])), stats.is_success(_reward(right[key]))
         if passed[0] and passed[1]:
             agreement["both_pass"] += 1
         elif not passed[0] and not passed[1]:

@@ -1,4 +1,5 @@
-"""What a caller may choose about the user LLM, and what a request may leave in the service's stores.
+"""The policy on a caller's arguments: what it may choose about the user LLM, and what a request may leave in
+the service's stores.
 
 The evaluation's process runs the user simulator with the service's own
 provider keys (its environment: OPENAI_API_KEY and the like). Anything that

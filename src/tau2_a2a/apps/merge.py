@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.errors import ConfigError
+from tau2_a2a.errors import ConfigError, first_line
 from tau2_a2a.runner.outcome import format_summary
-from tau2_a2a.runner.protocol_metrics import write_report
+from tau2_a2a.runner.protocol_metrics import write_metrics
 from tau2_a2a.tau2bench import provenance
 from tau2_a2a.tau2bench.distribution import Results
 from tau2_a2a.tau2bench.layout import results_in, results_path, shown
@@ -122,12 +122,12 @@ def merge_files(paths: list[Path], save_to: str, results_dir: Path | None = None
         try:
             parts.append((path, read_results(path)))
         except (ValueError, OSError) as error:
-            raise ConfigError(f"{path} is not a tau2 results file ({str(error).splitlines()[0]}).") from None
+            raise ConfigError(f"{path} is not a tau2 results file ({first_line(error)}).") from None
     merged = merge_results(parts)
     target.parent.mkdir(parents=True, exist_ok=True)
     save_results(merged, target)
     record = next((found for found in (provenance.read(path) for path in paths) if found), None)
     if record is not None:
         provenance.record(target, record)
-    print(format_summary(write_report(target)))
+    print(format_summary(write_metrics(target)))
     return target
