@@ -14,13 +14,14 @@ configured loguru) shows errors only, and warnings and up afterwards.
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib import metadata
 
 from loguru import logger
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from tau2_a2a.litellm_cost_map import use_bundled_cost_map
+
+use_bundled_cost_map()  # before tau2 imports LiteLLM
 
 
 def _quiet_sink() -> int | None:

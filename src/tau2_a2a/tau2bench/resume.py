@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from tau2_a2a.errors import ConfigError
+from tau2_a2a.errors import ConfigError, first_line
 from tau2_a2a.tau2bench import review_record
 from tau2_a2a.tau2bench.distribution import Info, Results, RunConfig
 
@@ -43,7 +43,7 @@ def load_results(path: Path) -> tuple[Results, dict[str, Any]]:
         data = orjson.loads(path.read_bytes())
         results = Results.model_validate(data)
     except (OSError, ValueError, ValidationError) as error:
-        raise ConfigError(f"{path} is not a readable tau2 results file ({_first_line(error)}); delete it, or "
+        raise ConfigError(f"{path} is not a readable tau2 results file ({first_line(error)}); delete it, or "
                           "use another --save-to.") from None
     listed = {task.id for task in results.tasks}
     strays = sorted({sim.task_id for sim in results.simulations} - listed)
@@ -169,8 +169,3 @@ def _redacted(value: Any) -> Any:
     if isinstance(value, list):
         return [_redacted(item) for item in value]
     return value
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return (lines[0] if lines else type(error).__name__)[:300]

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tau2_a2a.errors import ConfigError
+from tau2_a2a.errors import ConfigError, first_line
 from tau2_a2a.tau2bench import provenance, review_record
 from tau2_a2a.tau2bench.distribution import (
     ConsoleDisplay,
@@ -115,7 +115,7 @@ def planned_task_ids(config: RunConfig) -> list[str]:
         tasks = get_tasks(config.task_set_name or config.domain, config.task_split_name,
                           config.task_ids, config.num_tasks)
     except (ValueError, KeyError) as error:
-        raise ConfigError(f"No tasks to run in {config.task_set_name or config.domain}: {_first_line(error)}. "
+        raise ConfigError(f"No tasks to run in {config.task_set_name or config.domain}: {first_line(error)}. "
                           "Check --task-ids and --task-split-name.") from None
     check = agent_task_filter(config.agent)  # tau2 keeps only the tasks some agents can do
     if check is not None:
@@ -155,11 +155,6 @@ def save_results(results: Results, path: Path) -> None:
 def simulations_saved(path: Path) -> int:
     """How many simulations the results file at `path` holds (0 when there is none)."""
     return len(json.loads(path.read_text())["simulations"]) if path.exists() else 0
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return (lines[0] if lines else type(error).__name__)[:300]
 
 
 def seal(results_path: Path, config: RunConfig) -> None:
