@@ -231,7 +231,6 @@ def measure(arm: str, url: str, domain: str, num_tasks: int | None, concurrency:
     helper processes (Ray's), machine CPU every process (`agent_pid`, the
     agent, is left out of PSS only). `name` labels the run in the report
     (default: its arm and concurrency)."""
-    import tau2_a2a.tau2bench  # noqa: F401  (registers the agents and the user)
     from tau2_a2a.runner.run import evaluate
 
     httpx.post(f"{url}{RESET_PATH}").raise_for_status()

@@ -23,7 +23,7 @@ from google.protobuf.json_format import MessageToDict, MessageToJson, Parse
 from tau2.agent.llm_agent import LLMAgent
 from tau2.registry import registry
 
-import tau2_a2a.tau2bench  # noqa: F401  (registers tau2-a2a's agents and user with tau2)
+import tau2_a2a.tau2bench.imports  # noqa: F401  (tau2 imported as tau2-a2a imports it: quietly)
 from tau2_a2a.protocol.messages import (
     KIND,
     IncomingTurn,

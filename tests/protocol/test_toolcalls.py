@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from tau2.registry import registry
 
-import tau2_a2a.tau2bench  # noqa: F401  (registers tau2-a2a's agents and user with tau2)
+import tau2_a2a.tau2bench.imports  # noqa: F401  (tau2 imported as tau2-a2a imports it: quietly)
 from tau2_a2a.protocol.toolcalls import (
     ANSWER_CONVENTION,
     DataPart,

@@ -12,9 +12,9 @@ import threading
 from dataclasses import dataclass
 from functools import cache
 
-import tau2_a2a.tau2bench  # noqa: F401  (registers tau2-a2a's agents and user with tau2)
 from tau2_a2a.service.wire import JsonObject
 from tau2_a2a.tau2bench.distribution import domain_tool_names, load_task_splits, load_tasks, registry
+from tau2_a2a.tau2bench.hooks import register
 
 DEFAULT_SPLIT = "base"  # what `tau2 run` uses when no split is named
 
@@ -49,6 +49,8 @@ def domain_names() -> list[str]:
 
 
 def user_names() -> list[str]:
+    """tau2's users and tau2-a2a's scripted user (registered first), less those an A2A agent cannot meet."""
+    register()
     return [u for u in registry.get_users() if u not in _UNUSABLE_USERS]
 
 
