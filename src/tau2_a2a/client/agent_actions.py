@@ -20,9 +20,14 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tau2_a2a.client.errors import A2AFailure
+
+if TYPE_CHECKING:
+    from tau2_a2a.client.sending import Exchange
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class UserMessageAction:
 class ReplyAction:
     """The agent's A2A request ended with a reply (an `Exchange` of the session)."""
 
-    exchange: Any
+    exchange: Exchange
 
 
 @dataclass
@@ -125,6 +130,6 @@ class ActionQueue:
                 _answer(action.reply, user_text)
 
 
-def _answer(future: Future[Any], value: Any) -> None:
+def _answer(future: Future[T], value: T) -> None:
     if not future.done():
         future.set_result(value)

@@ -11,11 +11,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urlparse, urlsplit
 
 from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.errors import ConfigError
+
+if TYPE_CHECKING:
+    from a2a.types import AgentCard
 
 __all__ = ["A2AConfig", "AgentLimits", "ConfigError", "McpServing", "RetryPolicy", "redact", "validate_endpoint",
            "check_limit", "check_timeout"]
@@ -117,7 +120,7 @@ class RetryPolicy:
 _USERINFO = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):/*[^/?#]*@")
 
 
-def has_userinfo(url: Any) -> TypeGuard[str]:
+def has_userinfo(url: object) -> TypeGuard[str]:
     """Whether a URL carries a user name or password (`http://user:pw@host`)."""
     return isinstance(url, str) and _USERINFO.match(url) is not None
 
@@ -128,7 +131,7 @@ def without_userinfo(url: str) -> str:
     return url if found is None else f"{found.group(1)}://***@{url[found.end():]}"
 
 
-def has_query_or_fragment(url: Any) -> TypeGuard[str]:
+def has_query_or_fragment(url: object) -> TypeGuard[str]:
     """Whether a URL carries a query string or a fragment (`?token=...`, `#...`), which a base URL has not."""
     return isinstance(url, str) and ("?" in url or "#" in url)
 
@@ -329,7 +332,7 @@ def redact_bearer(text: str) -> str:
 MESSAGE, MCP, DRIVEN = "message", "mcp", "driven"
 
 
-def tools_mode_of(config: A2AConfig, card: Any) -> str:
+def tools_mode_of(config: A2AConfig, card: AgentCard) -> str:
     """How the agent of `card` gets its tools under `config`: MESSAGE, MCP or DRIVEN (`auto` asks the card)."""
     from tau2_a2a.protocol.mcp_tools import declares_mcp_tools
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from typing import Any
+from collections.abc import Awaitable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class _OwnLoop:
@@ -30,7 +33,7 @@ _own_loops = threading.local()
 os.register_at_fork(after_in_child=lambda: _own_loops.__dict__.clear())
 
 
-def run_here(coroutine: Any) -> Any:
+def run_here(coroutine: Awaitable[T]) -> T:
     """Run a coroutine to its end on this thread's own event loop."""
     own: _OwnLoop | None = getattr(_own_loops, "own", None)
     if own is None:
@@ -57,7 +60,7 @@ class BackgroundLoop:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def run(self, coroutine: Any) -> Any:
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine to its end on the background loop, and wait for it here."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop()).result()
 

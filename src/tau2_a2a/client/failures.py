@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 from a2a.client.errors import A2AClientTimeoutError, AgentCardResolutionError
@@ -30,6 +30,9 @@ from tau2_a2a.client.errors import (
 from tau2_a2a.client.records import RequestRecord
 from tau2_a2a.protocol.messages import reply_content
 from tau2_a2a.terminal import plain
+
+if TYPE_CHECKING:
+    import grpc.aio
 
 
 class Failed(Exception):
@@ -138,7 +141,7 @@ def _failed_reading_reply(chain: list[BaseException]) -> bool:
     return False
 
 
-def _rpc_error(chain: list[BaseException]) -> Any:
+def _rpc_error(chain: list[BaseException]) -> grpc.aio.AioRpcError | None:
     """The gRPC error in a chain of exceptions, if any (grpc is imported only by gRPC sessions)."""
     import sys
 

@@ -11,10 +11,13 @@ import os
 import socket
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tau2_a2a.litellm_cost_map import use_bundled_cost_map
 from tau2_a2a.protocol.messages import part_size_text
+
+if TYPE_CHECKING:
+    from a2a.types import Part
 
 RAW_DATA_KEY = "a2a"
 TRACE_ID_KEY = "trace_id"  # with tracing on, in the first A2A record of a trajectory: the simulation's trace
@@ -87,17 +90,17 @@ class TokenCounter:
         from litellm.litellm_core_utils.default_encoding import encoding
 
         self._encoding = encoding
-        self._by_content: dict[Any, int] = {}
+        self._by_content: dict[str | bytes, int] = {}
 
     def count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=())) if text else 0
 
-    def count_parts(self, parts: Iterable[Any]) -> int:
+    def count_parts(self, parts: Iterable[Part]) -> int:
         """Tokens of A2A parts, each counted by its content (metadata, such as the trial's seed, aside)."""
         total = 0
         for part in parts:
             if part.HasField("text"):
-                key: Any = part.text
+                key: str | bytes = part.text
             elif part.HasField("data"):
                 key = part.data.SerializeToString(deterministic=True)
             else:
@@ -112,7 +115,7 @@ class TokenCounter:
         return total
 
 
-def trace_id_of(messages: Iterable[Any]) -> str | None:
+def trace_id_of(messages: Iterable[object]) -> str | None:
     """The simulation's trace id kept in its trajectory (messages as tau2's models or as a results file's dicts);
     None when it was not traced."""
     for message in messages:

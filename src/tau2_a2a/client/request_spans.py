@@ -11,7 +11,7 @@ metadata alike, streaming or not.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 from a2a.client import ClientCallContext
@@ -19,6 +19,13 @@ from a2a.client import ClientCallContext
 from tau2_a2a.client import tracing
 from tau2_a2a.client.failures import Failed
 from tau2_a2a.client.records import RequestRecord
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from tau2_a2a.client.session import A2ASession
+
+T = TypeVar("T")
 
 _SENDS = ("SendMessage", "SendStreamingMessage")
 
@@ -32,9 +39,9 @@ def with_trace(context: ClientCallContext | None) -> ClientCallContext | None:
                              service_parameters={**(context.service_parameters or {}), **headers})
 
 
-async def traced(request: Awaitable[tuple[Any, RequestRecord]], session: Any, method: str,
-                 turn: int | None, attempt: int) -> tuple[Any, RequestRecord]:
-    """Await one metered request of `session` (an A2ASession) inside its span; the span ends with what its
+async def traced(request: Awaitable[tuple[T, RequestRecord]], session: A2ASession, method: str,
+                 turn: int | None, attempt: int) -> tuple[T, RequestRecord]:
+    """Await one metered request of `session` inside its span; the span ends with what its
     record says."""
     with tracing.span(f"A2A {method}", _before(session, method, turn, attempt), kind="client") as span:
         try:
@@ -46,7 +53,7 @@ async def traced(request: Awaitable[tuple[Any, RequestRecord]], session: Any, me
         return result, record
 
 
-def _before(session: Any, method: str, turn: int | None, attempt: int) -> dict[str, Any]:
+def _before(session: A2ASession, method: str, turn: int | None, attempt: int) -> dict[str, object]:
     """What a request's span says before it is sent (OpenTelemetry's GenAI and RPC conventions where they fit);
     the agent by its card's name and its endpoint's host and port, never the whole URL."""
     card = session._card
@@ -59,7 +66,7 @@ def _before(session: Any, method: str, turn: int | None, attempt: int) -> dict[s
             "server.address": endpoint.hostname, "server.port": endpoint.port}
 
 
-def _after(span: Any, record: RequestRecord) -> None:
+def _after(span: Span, record: RequestRecord) -> None:
     """A request's span, once it ended: its record's measures, and its failure by category."""
     span.set_attributes(tracing.attributes_of({
         "gen_ai.conversation.id": record.context_id, "http.response.status_code": record.http_status,

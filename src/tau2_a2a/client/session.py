@@ -15,10 +15,10 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.types import (
     AgentCard,
     AgentInterface,
@@ -70,7 +70,11 @@ from tau2_a2a.protocol.messages import answer_parts
 from tau2_a2a.protocol.stream import StreamedReply
 from tau2_a2a.protocol.toolcalls import MalformedReply
 
+if TYPE_CHECKING:
+    import grpc.aio
+
 log = logging.getLogger("tau2_a2a.client")
+T = TypeVar("T")
 
 POLL_SECONDS = 0.2
 _PENDING_STATES = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
@@ -104,9 +108,9 @@ class A2ASession:
         self.streaming = False  # whether messages go out as SendStreamingMessage
         self.refusal: AgentAuthError | None = None  # set when the agent refuses us mid-run: nothing more is sent
         self.discovery: list[RequestRecord] = []  # requests made before any simulation: the card, the access check
-        self._client: Any = None
+        self._client: Any = None  # a2a-sdk's Client, made once the card is read (used only after that)
         self._call_context: ClientCallContext | None = None
-        self._grpc_channel: Any = None
+        self._grpc_channel: grpc.aio.Channel | None = None
         self._discover_lock = threading.Lock()
         self.targets = config.targets or TargetPolicy()
         self._http = make_http(config, self.targets)
@@ -114,7 +118,7 @@ class A2ASession:
         self._tool_server: ToolServer | None = None
         self._tool_server_lock = threading.Lock()
 
-    def _call(self, coroutine: Any) -> Any:
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine for the calling thread, and wait for its end.
 
         Over HTTP the calling thread runs it on its own loop. gRPC's channel
@@ -170,14 +174,14 @@ class A2ASession:
                 self._tool_server = ToolServer(self.config.mcp).start()
             return self._tool_server
 
-    async def _make_client(self, card: AgentCard) -> Any:
+    async def _make_client(self, card: AgentCard) -> Client:
         """a2a-sdk's client for the chosen binding; made on the session's loop, where gRPC needs its channel."""
         config = ClientConfig(streaming=self.streaming, httpx_client=self._http,
                               supported_protocol_bindings=[self.binding],
                               grpc_channel_factory=self._open_grpc_channel)
         return ClientFactory(config).create(card)
 
-    def _open_grpc_channel(self, url: str) -> Any:
+    def _open_grpc_channel(self, url: str) -> grpc.aio.Channel:
         """The gRPC channel, pinned to the addresses the target policy allows; kept to close it with the session."""
         self._grpc_channel = open_grpc_channel(url, self.targets, self.config.max_reply_bytes)
         return self._grpc_channel
@@ -321,7 +325,7 @@ class A2ASession:
 
         message_id = str(uuid.uuid4())  # one per turn: a retry resends the same message, and says so
 
-        def send_once() -> Any:
+        def send_once() -> Coroutine[Any, Any, Message | Task]:
             message = Message(
                 role=Role.ROLE_USER,
                 parts=parts,
@@ -340,7 +344,8 @@ class A2ASession:
         return Exchange(reply=reply, context_id=context_id, task_id=open_task_id(reply), records=records)
 
     async def _with_retries(self, method: str, turn: int, context_id: str | None, input_tokens: int,
-                            make_call: Any, records: list[RequestRecord], options: SendOptions) -> Any:
+                            make_call: Callable[[], Coroutine[Any, Any, T]], records: list[RequestRecord],
+                            options: SendOptions) -> T:
         """One request, retried with backoff while it fails in a way that may pass (and the options allow)."""
         attempt = 0
         while True:
@@ -394,7 +399,7 @@ class A2ASession:
             wire.saw_event(task.ByteSize() if self._grpc else 0)
         return task
 
-    def _get_task(self, task_id: str) -> Any:
+    def _get_task(self, task_id: str) -> Coroutine[Any, Any, Task]:
         return self._get_task_once(GetTaskRequest(id=task_id))
 
     async def _settle(self, reply: Message | Task, turn: int, records: list[RequestRecord],
@@ -418,8 +423,8 @@ class A2ASession:
         return reply
 
     async def _request(self, method: str, turn: int | None, attempt: int, context_id: str | None,
-                       input_tokens: int, call: Any, discovery: bool = False,
-                       options: SendOptions | None = None) -> tuple[Any, RequestRecord]:
+                       input_tokens: int, call: Coroutine[Any, Any, T], discovery: bool = False,
+                       options: SendOptions | None = None) -> tuple[T, RequestRecord]:
         """`_metered_request`, in a client span of its own when tracing is on (see `request_spans`)."""
         metered = self._metered_request(method, turn, attempt, context_id, input_tokens, call, discovery, options)
         if not tracing.enabled():
@@ -427,8 +432,8 @@ class A2ASession:
         return await request_spans.traced(metered, self, method, turn, attempt)
 
     async def _metered_request(self, method: str, turn: int | None, attempt: int, context_id: str | None,
-                               input_tokens: int, call: Any, discovery: bool = False,
-                               options: SendOptions | None = None) -> tuple[Any, RequestRecord]:
+                               input_tokens: int, call: Coroutine[Any, Any, T], discovery: bool = False,
+                               options: SendOptions | None = None) -> tuple[T, RequestRecord]:
         """Run one A2A request under the meter; raise Failed with its record on failure.
 
         Every request gets its record, failed ones too; requests made before
@@ -439,7 +444,7 @@ class A2ASession:
         wire = Wire(deadline=started + timeout)
         if options is not None and options.on_request is not None:
             options.on_request(wire)
-        result: Any = None
+        result: Any = None  # the call's answer (a T), or None when it failed: then Failed is raised below
         cause: BaseException | None = None
         failure: A2AFailure | None = None
         try:
@@ -480,7 +485,7 @@ class A2ASession:
     def __enter__(self) -> A2ASession:
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:

@@ -28,13 +28,15 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import mcp_types as types
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import Message, Receive, Scope, Send
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tau2_a2a.client import tracing
 from tau2_a2a.client.agent_actions import ActionQueue, FailureAction, ToolCallAction, UserMessageAction
@@ -43,6 +45,9 @@ from tau2_a2a.client.errors import AgentMalformedReply
 from tau2_a2a.client.records import RequestRecord
 from tau2_a2a.protocol.hosting import BackgroundServer
 from tau2_a2a.protocol.mcp_tools import SEND_TO_USER, SEND_TO_USER_DESCRIPTION, McpServer
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
 
 log = logging.getLogger("tau2_a2a.mcp")
 
@@ -68,7 +73,8 @@ class SimulationTools:
     records: list[RequestRecord] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     waiting: bool = False  # a message of tau2's waits for the agent's reply: the time for its tool calls
-    trace_context: Any = None  # with tracing on, the simulation's turn that sent the request the agent acts on
+    # with tracing on, the simulation's turn that sent the request the agent acts on
+    trace_context: Context | None = None
 
     def names(self) -> set[str]:
         return {tool.name for tool in self.tools}
@@ -154,7 +160,7 @@ class ToolServer:
 
     # -- the MCP handlers (on the server's event loop) -------------------------------
 
-    def _find(self, request: Any, calling: bool = True) -> SimulationTools:
+    def _find(self, request: Request | None, calling: bool = True) -> SimulationTools:
         """The request's simulation (see _Gate); a call once it is over is refused, a listing is still answered
         (MCP clients list the tools again to check the result of the call that was answered last)."""
         simulation = request.scope.get("tau2_simulation") if request is not None else None
@@ -162,10 +168,12 @@ class ToolServer:
             raise _mcp_error(types.INVALID_REQUEST, "This conversation is over: its tools are closed.")
         return simulation
 
-    async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+    async def _list_tools(self, ctx: ServerRequestContext[object, Request],
+                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self._find(ctx.request, calling=False).tools)
 
-    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call_tool(self, ctx: ServerRequestContext[object, Request],
+                         params: types.CallToolRequestParams) -> types.CallToolResult:
         simulation = self._find(ctx.request)
         if params.name not in simulation.names():
             raise _mcp_error(types.INVALID_PARAMS, f"Unknown tool {params.name[:100]!r}: this server offers "
@@ -200,7 +208,7 @@ class _Gate:
     """In front of the MCP app: the bearer token names the simulation (or the fixed URL's one in flight), and
     every request is metered into that simulation's records."""
 
-    def __init__(self, inner: Any, server: ToolServer) -> None:
+    def __init__(self, inner: ASGIApp, server: ToolServer) -> None:
         self._inner = inner
         self._server = server
 
@@ -284,7 +292,7 @@ class _Meter:
                              error="http" if failed else self.error)
 
 
-def _trace_parent(scope: Scope, simulation: SimulationTools) -> Any:
+def _trace_parent(scope: Scope, simulation: SimulationTools) -> Context | None:
     """With tracing on, the trace an MCP request continues: the agent's, when its headers carry one, else the
     simulation's turn. (The `mcp` SDK's server span then follows a `traceparent` in the request's `_meta`,
     where MCP clients such as ADK's McpToolset put the agent's tool call.)"""

@@ -23,12 +23,22 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any
 
 from tau2_a2a.client.config import redact_bearer
 from tau2_a2a.errors import ConfigError
+
+if TYPE_CHECKING:  # OpenTelemetry is imported only once tracing is on; Starlette and gRPC only by their servers
+    import grpc.aio
+    from opentelemetry.context import Context
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+    from opentelemetry.trace import Span, SpanKind, Tracer
+    from starlette.applications import Starlette
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
     "ContinueTrace", "TRACEPARENT_ENV", "TRACE_URL_ENV", "attributes_of", "carrier", "continue_traces", "continued",
@@ -49,7 +59,7 @@ SERVICE_NAME = "tau2-a2a"
 TRACER_NAME = "tau2_a2a"
 MAX_TEXT = 4096  # the longest text an attribute keeps (a message, a tool's arguments or result)
 
-_tracer: Any = None  # None: tracing is off
+_tracer: Tracer | None = None  # None: tracing is off
 _lock = threading.Lock()
 
 
@@ -105,7 +115,7 @@ def flush(timeout_millis: int = 30000) -> None:
         force_flush(timeout_millis)
 
 
-def _provider() -> Any:
+def _provider() -> TracerProvider:
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -118,7 +128,7 @@ def _provider() -> Any:
     return provider
 
 
-def _ids() -> Any:
+def _ids() -> IdGenerator:
     """Trace and span ids from a generator of their own. The SDK's default draws them from Python's global
     `random`, which tau2 seeds with the run's seed before every run: two runs in one process would then reuse
     the same ids, and their traces would merge."""
@@ -145,9 +155,9 @@ def _ids() -> Any:
     return OwnRandomIds()
 
 
-def _exporters() -> list[Any]:
+def _exporters() -> list[SpanExporter]:
     names = [n.strip().lower() for n in os.environ.get(EXPORTER_ENV, "otlp").split(",") if n.strip()]
-    exporters = []
+    exporters: list[SpanExporter] = []
     for name in names:
         if name == "console":
             from opentelemetry.sdk.trace.export import ConsoleSpanExporter
@@ -161,7 +171,7 @@ def _exporters() -> list[Any]:
     return exporters
 
 
-def _otlp_exporter() -> Any:
+def _otlp_exporter() -> SpanExporter:
     protocol = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
                 or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip().lower()
     try:
@@ -194,8 +204,9 @@ def attributes_of(values: Mapping[str, Any]) -> dict[str, Any]:
 
 @contextmanager
 def span(name: str, attributes: Mapping[str, Any] | None = None, *, kind: str = "internal",
-         context: Any = None, new_trace: bool = False) -> Iterator[Any]:
-    """A span current while inside (None when tracing is off). An exception marks it failed by its type only:
+         context: Context | None = None, new_trace: bool = False) -> Iterator[Any]:
+    """A span current while inside (None when tracing is off; typed Any, not `Span | None`, for the callers that
+    checked `enabled()`). An exception marks it failed by its type only:
     exception messages are not copied, so nothing they hold can leak. `new_trace`: the span starts a trace of
     its own, linked to the current span (a simulation of a run: one trace each, small enough to read)."""
     if _tracer is None:
@@ -221,7 +232,7 @@ def span(name: str, attributes: Mapping[str, Any] | None = None, *, kind: str = 
 
 
 def start_span(name: str, attributes: Mapping[str, Any] | None = None, *, start_time: int | None = None,
-               kind: str = "internal") -> Any:
+               kind: str = "internal") -> Span | None:
     """A span under the current one, ended by the caller (`span.end(end_time=...)`); None when tracing is off."""
     if _tracer is None:
         return None
@@ -229,7 +240,7 @@ def start_span(name: str, attributes: Mapping[str, Any] | None = None, *, start_
                               start_time=start_time)
 
 
-def failed(current: Any, error_type: str, description: str | None = None) -> None:
+def failed(current: Span | None, error_type: str, description: str | None = None) -> None:
     """Mark `current` failed: `error_type` (a category, never a message) and a description the caller vouches
     holds no secret."""
     if current is None:
@@ -240,7 +251,7 @@ def failed(current: Any, error_type: str, description: str | None = None) -> Non
     current.set_status(trace.StatusCode.ERROR, redact_bearer(description or error_type)[:MAX_TEXT])
 
 
-def _kind(kind: str) -> Any:
+def _kind(kind: str) -> SpanKind:
     from opentelemetry.trace import SpanKind
 
     return {"client": SpanKind.CLIENT, "server": SpanKind.SERVER}.get(kind, SpanKind.INTERNAL)
@@ -260,7 +271,7 @@ def carrier() -> dict[str, str]:
     return headers
 
 
-def context_from(headers: Mapping[str, str] | None) -> Any:
+def context_from(headers: Mapping[str, str] | None) -> Context | None:
     """The trace context a W3C carrier names; None without a valid `traceparent` (or with tracing off)."""
     if _tracer is None or not headers or not headers.get("traceparent"):
         return None
@@ -278,7 +289,7 @@ def continued(headers: Mapping[str, str] | None) -> Iterator[None]:
         yield
 
 
-def current_context() -> Any:
+def current_context() -> Context | None:
     """The current OpenTelemetry context, to continue elsewhere (None when tracing is off)."""
     if _tracer is None:
         return None
@@ -288,7 +299,7 @@ def current_context() -> Any:
 
 
 @contextmanager
-def within(context: Any) -> Iterator[None]:
+def within(context: Context | None) -> Iterator[None]:
     """Inside, `context` (from `current_context`) is the current one; nothing changes for None."""
     if context is None:
         yield
@@ -342,10 +353,10 @@ class ContinueTrace:
     With tracing off it passes every request straight through.
     """
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if _tracer is None or scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
@@ -355,7 +366,7 @@ class ContinueTrace:
         with span(f"{method} {path}", {"http.request.method": method, "url.path": path}, kind="server",
                   context=context_from(headers)) as current:
 
-            async def send_seen(message: Any) -> None:
+            async def send_seen(message: Message) -> None:
                 if message.get("type") == "http.response.start":
                     status = int(message.get("status", 0))
                     current.set_attribute("http.response.status_code", status)
@@ -366,7 +377,7 @@ class ContinueTrace:
             await self.app(scope, receive, send_seen)
 
 
-def continue_traces(app: Any) -> Any:
+def continue_traces(app: Starlette) -> Starlette:
     """`app` (made by `protocol.hosting.a2a_app`) continuing the trace each request carries, on every binding:
     ContinueTrace over JSON-RPC and HTTP+JSON, `grpc_continue_trace` over its gRPC server. Add it before the app
     starts; while tracing is off both pass every request straight through."""
@@ -375,7 +386,7 @@ def continue_traces(app: Any) -> Any:
     return app
 
 
-def grpc_continue_trace() -> Any:
+def grpc_continue_trace() -> grpc.aio.ServerInterceptor:
     """A grpc.aio server interceptor, gRPC's ContinueTrace: a call whose metadata carries W3C trace context is
     served in a span of that trace. With tracing off it passes every call straight through."""
     import inspect
@@ -383,7 +394,9 @@ def grpc_continue_trace() -> Any:
     import grpc
 
     class ContinueGrpcTrace(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-        async def intercept_service(self, continuation: Any, details: Any) -> Any:
+        async def intercept_service(
+                self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
+                details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
             handler = await continuation(details)
             if handler is None or _tracer is None or not (handler.unary_unary or handler.unary_stream):
                 return handler
@@ -391,14 +404,14 @@ def grpc_continue_trace() -> Any:
                        if name in ("traceparent", "tracestate")}
             method = details.method
 
-            def served() -> Any:
+            def served() -> AbstractContextManager[Span | None]:
                 return span(f"gRPC {method}", {"rpc.system": "grpc", "rpc.method": method.rsplit("/", 1)[-1]},
                             kind="server", context=context_from(headers))
 
             if handler.unary_stream:
                 inner = handler.unary_stream
 
-                async def stream(request: Any, context: Any) -> Any:
+                async def stream(request: object, context: grpc.aio.ServicerContext) -> AsyncIterator[object]:
                     with served():
                         answered = inner(request, context)
                         if inspect.isasyncgen(answered):
@@ -411,7 +424,7 @@ def grpc_continue_trace() -> Any:
                                                             handler.response_serializer)
             inner_unary = handler.unary_unary
 
-            async def unary(request: Any, context: Any) -> Any:
+            async def unary(request: object, context: grpc.aio.ServicerContext) -> object:
                 with served():
                     return await inner_unary(request, context)
 

@@ -24,8 +24,9 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpcore
 import httpx
@@ -41,6 +42,13 @@ from tau2_a2a.client.httpcore_transport import HttpcoreTransport
 from tau2_a2a.client.limits import request_over_limit
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable, grpc_host_port
 from tau2_a2a.protocol.timestamps import event_lines_as_utc, naive_status_times_as_utc
+
+if TYPE_CHECKING:
+    import ssl
+
+    import grpc.aio
+
+T = TypeVar("T")
 
 wire_log = logging.getLogger("tau2_a2a.wire")
 
@@ -62,9 +70,9 @@ class Wire:
     deadline: float | None = None  # perf_counter() by which the reply must be in
     aborted: bool = False
     finished: bool = False  # the request is over: its connection may serve another one now
-    _stream: Any = field(default=None, repr=False)  # the connection serving the request (HTTP)
-    _task: Any = field(default=None, repr=False)  # the task awaiting the call, and its loop (gRPC)
-    _loop: Any = field(default=None, repr=False)
+    _stream: httpcore.NetworkStream | None = field(default=None, repr=False)  # the connection serving it (HTTP)
+    _task: asyncio.Task[object] | None = field(default=None, repr=False)  # the task awaiting the call (gRPC)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)  # and the task's loop
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def saw_event(self, size: int) -> None:
@@ -97,12 +105,12 @@ class Wire:
             except RuntimeError:
                 pass  # the loop is closed: nothing awaits the call any more
 
-    def _cancel(self, task: Any) -> None:
+    def _cancel(self, task: asyncio.Task[object]) -> None:
         """On the call's loop: cancel `task` if it still awaits this request."""
         if self._task is task:
             task.cancel()
 
-    def _serving(self, stream: Any) -> None:
+    def _serving(self, stream: httpcore.NetworkStream) -> None:
         """`stream` serves the request now (the connection's reads and writes say so)."""
         with self._lock:
             self._stream = stream
@@ -110,7 +118,7 @@ class Wire:
         if aborted:
             raise _aborted()
 
-    def _awaited_by(self, task: Any, loop: Any) -> None:
+    def _awaited_by(self, task: asyncio.Task[object] | None, loop: asyncio.AbstractEventLoop) -> None:
         with self._lock:
             self._task, self._loop = task, loop
             aborted = self.aborted
@@ -122,7 +130,7 @@ def _aborted() -> AgentRequestAborted:
     return AgentRequestAborted("the request was aborted before its reply came (its simulation ended)")
 
 
-def _shut(stream: Any) -> None:
+def _shut(stream: httpcore.NetworkStream) -> None:
     """Shut a connection's socket, which ends any read or write on it at once, in whatever thread."""
     sock = stream.get_extra_info("socket")
     if sock is None:
@@ -138,7 +146,7 @@ current_wire: contextvars.ContextVar[Wire | None] = contextvars.ContextVar(
 )
 
 
-async def metered(call: Any, wire: Wire, timeout: float | None) -> Any:
+async def metered(call: Coroutine[Any, Any, T], wire: Wire, timeout: float | None) -> T:
     """Await a request's coroutine with `wire` current, so that the transport under a2a-sdk counts into it.
 
     `timeout`: the time the reply has, for a transport that cannot keep to it
@@ -179,7 +187,7 @@ class _CountedStream(httpx.AsyncByteStream):
     Events pass on line by line, each line whole (see `protocol.timestamps.event_lines_as_utc`).
     """
 
-    def __init__(self, inner: Any, wire: Wire | None, log_chunk: Any, max_bytes: int,
+    def __init__(self, inner: Any, wire: Wire | None, log_chunk: Callable[[bytes], None], max_bytes: int,
                  request: httpx.Request) -> None:
         self._inner = inner
         self._wire = wire
@@ -187,7 +195,7 @@ class _CountedStream(httpx.AsyncByteStream):
         self._max_bytes = max_bytes
         self._request = request
 
-    async def __aiter__(self) -> Any:
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         received = 0
         partial_line = bytearray()  # events are read line by line: a chunk may end inside a line
         for chunk in self._inner:
@@ -263,7 +271,7 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                   timeout: float | None = None) -> httpcore.NetworkStream:
         return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
 
@@ -291,7 +299,7 @@ class _PolicyBackend(httpcore.SyncBackend):
         self._policy = policy
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> httpcore.NetworkStream:
+                    socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None) -> httpcore.NetworkStream:
         try:
             addresses = self._policy.addresses(host, f"A connection to {host}:{port}")
         except TargetUnresolvable as error:
@@ -451,7 +459,7 @@ def make_http(config: A2AConfig, targets: TargetPolicy) -> httpx.AsyncClient:
     return httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport)
 
 
-def open_grpc_channel(url: str, targets: TargetPolicy, max_reply_bytes: int) -> Any:
+def open_grpc_channel(url: str, targets: TargetPolicy, max_reply_bytes: int) -> grpc.aio.Channel:
     """A channel to the addresses of the card's gRPC target that the policy allows, resolved now.
 
     gRPC would resolve the name itself, and again on every reconnect; the

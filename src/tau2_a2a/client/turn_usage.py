@@ -8,8 +8,6 @@ no cost (see `pricing`). An agent that reports nothing leaves both unknown:
 
 from __future__ import annotations
 
-from typing import Any
-
 from a2a.types import Message, Task
 
 from tau2_a2a.client.pricing import turn_cost
@@ -20,14 +18,14 @@ PROMPT_TOKENS = "prompt_tokens"
 COMPLETION_TOKENS = "completion_tokens"
 
 
-def tau2_usage_and_cost(reply: Message | Task, price_model: str | None = None) -> tuple[dict[str, Any] | None,
+def tau2_usage_and_cost(reply: Message | Task, price_model: str | None = None) -> tuple[dict[str, object] | None,
                                                                                          float | None]:
     """tau2's `usage` and `cost` for the agent's reply: (None, None) when it reported no usage."""
     usage = reported_usage(reply)
     if usage is None:
         return None, None
     cost, priced_with = turn_cost(usage, price_model)
-    record: dict[str, Any] = {
+    record: dict[str, object] = {
         PROMPT_TOKENS: usage.input_tokens,
         COMPLETION_TOKENS: usage.output_tokens,
         "cached_prompt_tokens": usage.cached_input_tokens,

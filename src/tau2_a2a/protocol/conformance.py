@@ -27,9 +27,19 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from tau2_a2a.protocol.cards import CARD_PATHS
+
+if TYPE_CHECKING:  # gRPC and a2a-sdk's servers are imported only where they serve
+    import grpc.aio
+    from a2a.server.context import ServerCallContext
+    from a2a.server.request_handlers.grpc_handler import GrpcServerCallContextBuilder
+    from starlette.middleware import Middleware
+    from starlette.responses import JSONResponse
+    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import Message as AsgiMessage
 
 __all__ = [
     "A2A_JSON",
@@ -74,7 +84,7 @@ def _not_supported_message(value: str | None, expected: str) -> str:
             f"send the metadata 'a2a-version: {expected}' or use an interface the agent card declares.")
 
 
-def grpc_context_builder(expected: str) -> Any:
+def grpc_context_builder(expected: str) -> GrpcServerCallContextBuilder:
     """The call-context builder for a gRPC servicer of A2A version `expected` ("1.0" or "0.3")."""
     return _version_checking_builder_class()(expected)
 
@@ -96,7 +106,7 @@ def _version_checking_builder_class() -> type:
         def __init__(self, expected: str) -> None:
             self.expected = expected
 
-        def build(self, context: Any) -> Any:
+        def build(self, context: grpc.aio.ServicerContext) -> ServerCallContext:
             value = _metadata_value(context, "a2a-version")
             if not version_supported(value, self.expected):
                 raise VersionNotSupportedError(message=_not_supported_message(value, self.expected))
@@ -105,7 +115,7 @@ def _version_checking_builder_class() -> type:
     return VersionCheckingBuilder
 
 
-def _metadata_value(context: Any, key: str) -> str | None:
+def _metadata_value(context: grpc.aio.ServicerContext, key: str) -> str | None:
     for name, value in context.invocation_metadata() or ():
         if name.lower() == key:
             return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
@@ -114,25 +124,25 @@ def _metadata_value(context: Any, key: str) -> str | None:
 
 # -- HTTP ------------------------------------------------------------------------------------
 
-def conformance_middleware(jsonrpc_path: str = "/") -> list[Any]:
+def conformance_middleware(jsonrpc_path: str = "/") -> list[Middleware]:
     """The Starlette middleware list entry; put it innermost (last), after auth and size limits."""
     from starlette.middleware import Middleware
 
     return [Middleware(HttpConformance, jsonrpc_path=jsonrpc_path)]
 
 
-def _header(scope: dict[str, Any], name: bytes) -> bytes | None:
+def _header(scope: Scope, name: bytes) -> bytes | None:
     return next((value for key, value in scope.get("headers", []) if key == name), None)
 
 
-def _has_body(scope: dict[str, Any]) -> bool:
+def _has_body(scope: Scope) -> bool:
     length = _header(scope, b"content-length")
     if length is not None:
         return length.strip() not in (b"", b"0")
     return _header(scope, b"transfer-encoding") is not None
 
 
-def _media_type(scope: dict[str, Any]) -> str:
+def _media_type(scope: Scope) -> str:
     value = (_header(scope, b"content-type") or b"").decode("latin-1")
     return value.split(";", 1)[0].strip().lower()
 
@@ -140,11 +150,11 @@ def _media_type(scope: dict[str, Any]) -> str:
 class HttpConformance:
     """ASGI middleware around a2a-sdk's JSON-RPC and HTTP+JSON routes (see the module docstring)."""
 
-    def __init__(self, app: Any, jsonrpc_path: str = "/") -> None:
+    def __init__(self, app: ASGIApp, jsonrpc_path: str = "/") -> None:
         self.app = app
         self.jsonrpc_path = jsonrpc_path
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -169,7 +179,7 @@ class HttpConformance:
             send = _relabel_json(send)
         await self.app(scope, receive, send)
 
-    def _body_error(self, scope: dict[str, Any], body: bytes, jsonrpc: bool, rest_1_0: bool) -> Any:
+    def _body_error(self, scope: Scope, body: bytes, jsonrpc: bool, rest_1_0: bool) -> JSONResponse | None:
         """The response for a body the SDK would answer wrongly, or None."""
         try:
             body.decode("utf-8")
@@ -184,7 +194,7 @@ class HttpConformance:
                                       "and 0.3); send 'A2A-Version: 1.0'.")
         return None
 
-    async def _refuse_media_type(self, send: Any, jsonrpc: bool, rest_1_0: bool, message: str) -> None:
+    async def _refuse_media_type(self, send: Send, jsonrpc: bool, rest_1_0: bool, message: str) -> None:
         from a2a.server.jsonrpc_models import InvalidRequestError
 
         if jsonrpc:
@@ -197,7 +207,7 @@ class HttpConformance:
         await _send_json(send, 415, body, media_type)
 
 
-async def _read_body(receive: Any) -> tuple[bytes, bool]:
+async def _read_body(receive: Receive) -> tuple[bytes, bool]:
     """The whole request body, and whether the client went away first."""
     chunks = []
     while True:
@@ -209,11 +219,11 @@ async def _read_body(receive: Any) -> tuple[bytes, bool]:
             return b"".join(chunks), False
 
 
-def _replay(body: bytes, receive: Any) -> Any:
+def _replay(body: bytes, receive: Receive) -> Receive:
     """A receive that hands the app the body once, then waits on the client as before."""
     sent = False
 
-    async def replay() -> dict[str, Any]:
+    async def replay() -> AsgiMessage:
         nonlocal sent
         if sent:
             return await receive()
@@ -223,10 +233,10 @@ def _replay(body: bytes, receive: Any) -> Any:
     return replay
 
 
-def _relabel_json(send: Any) -> Any:
+def _relabel_json(send: Send) -> Send:
     """A send that labels an `application/json` response `application/a2a+json`."""
 
-    async def relabel(message: dict[str, Any]) -> None:
+    async def relabel(message: AsgiMessage) -> None:
         if message["type"] == "http.response.start":
             headers = [(name, A2A_JSON.encode()) if name == b"content-type"
                        and value.split(b";", 1)[0].strip().lower() == b"application/json" else (name, value)
@@ -245,7 +255,7 @@ def _request_id(body: bytes) -> str | int | None:
     return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
 
 
-def _jsonrpc_error(request_id: str | int | None, kind: str, message: str) -> Any:
+def _jsonrpc_error(request_id: str | int | None, kind: str, message: str) -> JSONResponse:
     from a2a.server.jsonrpc_models import JSONParseError
     from a2a.server.request_handlers.response_helpers import build_error_response
     from a2a.utils.errors import VersionNotSupportedError
@@ -255,7 +265,7 @@ def _jsonrpc_error(request_id: str | int | None, kind: str, message: str) -> Any
     return JSONResponse(build_error_response(request_id, error))  # JSON-RPC errors travel with 200
 
 
-def _rest_parse_error(message: str, rest_1_0: bool) -> Any:
+def _rest_parse_error(message: str, rest_1_0: bool) -> JSONResponse:
     """The answer a2a-sdk gives a body that is not JSON: 400, INVALID_ARGUMENT, reason INVALID_REQUEST."""
     from a2a.utils.error_handlers import build_rest_error_payload
     from google.protobuf.json_format import ParseError
@@ -266,7 +276,7 @@ def _rest_parse_error(message: str, rest_1_0: bool) -> Any:
                         media_type=A2A_JSON if rest_1_0 else "application/json")
 
 
-async def _send_json(send: Any, status: int, body: dict[str, Any], media_type: str) -> None:
+async def _send_json(send: Send, status: int, body: Mapping[str, object], media_type: str) -> None:
     data = json.dumps(body).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", media_type.encode()), (b"content-length", str(len(data)).encode())]})

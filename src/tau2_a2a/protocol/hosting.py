@@ -24,7 +24,7 @@ import asyncio
 import socket
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor
@@ -34,9 +34,15 @@ from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import AgentCard
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
+from starlette.types import ASGIApp
 
 from tau2_a2a.protocol.cards import CARD_PATHS, agent_card
 from tau2_a2a.protocol.conformance import CARD_CACHE_CONTROL, conformance_middleware, grpc_context_builder
+
+if TYPE_CHECKING:
+    import subprocess
+
+    import grpc.aio
 
 __all__ = [
     "BackgroundServer",
@@ -73,7 +79,7 @@ def a2a_app(executor: AgentExecutor, card: AgentCard, **starlette_args: Any) -> 
     return app
 
 
-def grpc_server(app: Starlette, address: str) -> Any:
+def grpc_server(app: ASGIApp, address: str) -> grpc.aio.Server:
     """A grpc.aio server on `address` (host:port), A2A 1.0 and 0.3, sharing `app`'s request handler.
 
     Create and start it inside the event loop that serves `app`.
@@ -98,7 +104,7 @@ def grpc_server(app: Starlette, address: str) -> Any:
     return server
 
 
-async def _serve(server: uvicorn.Server, app: Any, grpc_address: str | None) -> None:
+async def _serve(server: uvicorn.Server, app: ASGIApp, grpc_address: str | None) -> None:
     """uvicorn and, when asked, the gRPC server beside it in the same event loop."""
     grpc = grpc_server(app, grpc_address) if grpc_address else None
     if grpc is not None:
@@ -110,14 +116,14 @@ async def _serve(server: uvicorn.Server, app: Any, grpc_address: str | None) -> 
             await grpc.stop(GRPC_GRACE_SECONDS)
 
 
-def _uvicorn(app: Any, host: str, port: int, log_level: str,
+def _uvicorn(app: ASGIApp, host: str, port: int, log_level: str,
              graceful_seconds: int | None = None) -> uvicorn.Server:
     # The plain asyncio loop: grpc.aio shares it.
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="auto",
                                          loop="asyncio", timeout_graceful_shutdown=graceful_seconds))
 
 
-def serve_forever(app: Any, host: str, port: int, grpc_port: int | None = None,
+def serve_forever(app: ASGIApp, host: str, port: int, grpc_port: int | None = None,
                   log_level: str = "warning") -> None:
     """Serve `app` on host:port (and gRPC on host:grpc_port) until interrupted (Ctrl-C, SIGTERM)."""
     grpc_address = f"{host}:{grpc_port}" if grpc_port else None
@@ -137,7 +143,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 class BackgroundServer:
     """An ASGI app (and, with `grpc_port`, its gRPC server) in a daemon thread; for tests, demos, benchmarks."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int | None = None,
+    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int | None = None,
                  grpc_port: int | None = None) -> None:
         self.host = host
         self.port = port or free_port(host)
@@ -184,8 +190,9 @@ class BackgroundServer:
         self.stop()
 
 
-def wait_for_card(url: str, process: Any = None, timeout: float = 120.0) -> None:
-    """Block until `url` serves its agent card; fail early if `process` (a Popen) exits."""
+def wait_for_card(url: str, process: subprocess.Popen[bytes] | subprocess.Popen[str] | None = None,
+                  timeout: float = 120.0) -> None:
+    """Block until `url` serves its agent card; fail early if `process` exits."""
     import httpx
 
     deadline = time.monotonic() + timeout

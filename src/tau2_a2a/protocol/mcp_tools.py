@@ -15,8 +15,8 @@ its card (`capabilities.extensions`); `--a2a-tools auto` looks for it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import AgentCard, AgentExtension, Message, Part
@@ -51,9 +51,9 @@ class McpServer:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
-    def entry(self) -> dict[str, Any]:
+    def entry(self) -> dict[str, object]:
         """The `mcpServers` entry MCP clients are configured with (Claude, Cursor, VS Code, ADK recipes)."""
-        server: dict[str, Any] = {"type": "http", "url": self.url}
+        server: dict[str, object] = {"type": "http", "url": self.url}
         if self.headers:
             server["headers"] = self.headers
         return {"mcpServers": {SERVER_NAME: server}}
@@ -72,7 +72,7 @@ def tools_text(server: McpServer, driven: bool) -> str:
 
 
 def mcp_conversation_start(system_prompt: str, server: McpServer, driven: bool, turn_parts: list[Part],
-                           history: list[dict[str, Any]], seed: int | None = None) -> list[Part]:
+                           history: list[dict[str, object]], seed: int | None = None) -> list[Part]:
     """Parts of a simulation's first message in an MCP tools mode: the system prompt (instructions and
     policy, the trial's seed in its metadata), the MCP server as text and as an `mcpServers` data part, the
     conversation so far, then the turn itself (the user's words)."""
@@ -109,7 +109,7 @@ def read_mcp_invitation(message: Message) -> McpInvitation | None:
     return None
 
 
-def invitation_from_entry(data: dict[str, Any]) -> McpInvitation | None:
+def invitation_from_entry(data: Mapping[str, object]) -> McpInvitation | None:
     """An invitation from the JSON of the data part `mcp_conversation_start` writes."""
     servers = data.get("mcpServers")
     server = servers.get(SERVER_NAME) if isinstance(servers, dict) else None

@@ -9,8 +9,9 @@ never mixed into the user's words.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.helpers import get_text_parts, new_data_part, new_text_part
 from a2a.server.agent_execution import RequestContext
@@ -28,6 +29,9 @@ from tau2_a2a.protocol.toolcalls import (
     describe_tools,
     restore_arguments,
 )
+
+if TYPE_CHECKING:
+    from google.protobuf.struct_pb2 import Value
 
 KIND = "tau2_kind"
 SYSTEM = "system"
@@ -75,9 +79,9 @@ def mark(kind: str, part: Part) -> Part:
 
 def conversation_start(
     system_prompt: str,
-    tool_schemas: list[dict[str, Any]],
+    tool_schemas: list[dict[str, object]],
     turn_parts: list[Part],
-    history: list[dict[str, Any]],
+    history: list[dict[str, object]],
     seed: int | None = None,
 ) -> list[Part]:
     """Parts of a simulation's first message.
@@ -204,7 +208,7 @@ def restore_schema_numbers(value: Any) -> Any:
     }
 
 
-def _restore_history(history: list[Any], tools: list[dict[str, Any]]) -> list[Any]:
+def _restore_history(history: list[Any], tools: Sequence[object]) -> list[Any]:
     """Tool-call arguments in the history, typed again by their tools' schemas."""
     parameters = {
         t["function"]["name"]: t["function"].get("parameters", {})
@@ -263,7 +267,7 @@ def answer_parts(reply: Message | Task) -> list[Part]:
     return parts
 
 
-def _plain(data: Any) -> Any:
+def _plain(data: Value) -> object:
     """A data part's value as plain JSON values."""
     try:
         return MessageToDict(data)
@@ -271,7 +275,7 @@ def _plain(data: Any) -> Any:
         raise MalformedReply(f"expected data parts JSON can carry, got one it cannot ({error})") from None
 
 
-def reply_content(reply: Message | Task) -> tuple[list[str], list[Any]]:
+def reply_content(reply: Message | Task) -> tuple[list[str], list[object]]:
     """Text and data of an agent's reply without part metadata: what its size and logs count."""
     texts, data_parts = reply_parts(reply)
     return texts, [part.data for part in data_parts]

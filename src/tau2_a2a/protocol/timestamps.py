@@ -39,7 +39,7 @@ def naive_status_times_as_utc(body: bytes) -> bytes:
     return json.dumps(reply, ensure_ascii=False).encode() if changed else body
 
 
-def _status_holders(reply: Any) -> Iterator[dict[str, Any]]:
+def _status_holders(reply: object) -> Iterator[dict[str, Any]]:
     """The objects of a reply that carry a task status: the task or status update it is, or holds."""
     result = reply.get("result", reply) if isinstance(reply, dict) else None
     if not isinstance(result, dict):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard
 
@@ -63,8 +64,8 @@ class ToolCallRequest:
 class DataPart:
     """A data part of a reply with its metadata, which tells an ADK function call from other data."""
 
-    data: Any
-    metadata: dict[str, Any] = field(default_factory=dict)
+    data: object
+    metadata: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,7 +76,7 @@ class ParsedReply:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
 
 
-def describe_tools(schemas: list[dict[str, Any]]) -> str:
+def describe_tools(schemas: Sequence[Mapping[str, object]]) -> str:
     """The tools for agents that read text only: how to answer, then every schema exactly as
     tau2's own agent gets it (OpenAI function schemas), one JSON array, one tool per line."""
     listed = ",\n".join(json.dumps(schema) for schema in schemas)
@@ -115,7 +116,7 @@ def _calls_from_data_part(part: DataPart) -> list[ToolCallRequest]:
     return _calls_from_data(part.data)
 
 
-def _calls_from_data(data: Any) -> list[ToolCallRequest]:
+def _calls_from_data(data: object) -> list[ToolCallRequest]:
     """Tool calls from one data part or JSON text; data without tool calls is ignored."""
     if not isinstance(data, dict):
         return []
@@ -153,7 +154,7 @@ def _calls_from_text(text: str) -> list[ToolCallRequest] | None:
     return calls
 
 
-def _json_value(text: str) -> Any:
+def _json_value(text: str) -> object:
     """The JSON value `text` holds, or None when it holds none (too deep, too long a number)."""
     try:
         return json.loads(text)
@@ -161,23 +162,23 @@ def _json_value(text: str) -> Any:
         return None
 
 
-def _holds_calls(value: Any) -> bool:
+def _holds_calls(value: object) -> TypeGuard[dict[str, Any]]:
     """Whether JSON found in text is meant as tool calls (then it must be well formed)."""
     if not isinstance(value, dict):
         return False
     return _is_keyed(value) or (("name" in value or "tool_name" in value) and "arguments" in value)
 
 
-def _is_keyed(value: dict[str, Any]) -> bool:
+def _is_keyed(value: Mapping[str, object]) -> bool:
     return any(key in value for key in _CALL_KEYS)
 
 
-def _calls_from_json(value: dict[str, Any]) -> list[ToolCallRequest]:
+def _calls_from_json(value: Mapping[str, object]) -> list[ToolCallRequest]:
     """Calls from JSON text: the keyed forms, as in a data part, or one bare call."""
     return _calls_from_data(value) if _is_keyed(value) else [_call(value)]
 
 
-def _call(raw: Any) -> ToolCallRequest:
+def _call(raw: object) -> ToolCallRequest:
     """One entry of "tool_calls" (or the "tool_call"): ours, or OpenAI's when it has a "function"."""
     if not isinstance(raw, dict):
         raise MalformedReply(f"expected a tool call object, got {_described(raw)}")
@@ -194,7 +195,7 @@ def _call(raw: Any) -> ToolCallRequest:
                            form="tau2", exact_numbers=isinstance(arguments, str))
 
 
-def _openai_call(raw: dict[str, Any]) -> ToolCallRequest:
+def _openai_call(raw: Mapping[str, object]) -> ToolCallRequest:
     function = raw["function"]
     if not isinstance(function, dict) or not _is_name(function.get("name")):
         raise MalformedReply(
@@ -206,7 +207,7 @@ def _openai_call(raw: dict[str, Any]) -> ToolCallRequest:
                            form="openai", exact_numbers=isinstance(arguments, str))
 
 
-def _legacy_openai_call(raw: Any) -> ToolCallRequest:
+def _legacy_openai_call(raw: object) -> ToolCallRequest:
     if not isinstance(raw, dict) or not _is_name(raw.get("name")):
         raise MalformedReply(
             f'expected "function_call" to be {{"name": ..., "arguments": ...}}, got {_described(raw)}'
@@ -216,7 +217,7 @@ def _legacy_openai_call(raw: Any) -> ToolCallRequest:
                            exact_numbers=isinstance(arguments, str))
 
 
-def _adk_call(data: Any) -> ToolCallRequest:
+def _adk_call(data: object) -> ToolCallRequest:
     if not isinstance(data, dict) or not _is_name(data.get("name")):
         raise MalformedReply(
             'expected an ADK function call {"name": ..., "args": {...}, "id": ...}, '
@@ -229,11 +230,11 @@ def _adk_call(data: Any) -> ToolCallRequest:
     )
 
 
-def _is_name(value: Any) -> TypeGuard[str]:
+def _is_name(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(value)
 
 
-def _arguments(name: str, value: Any) -> dict[str, Any]:
+def _arguments(name: str, value: object) -> dict[str, Any]:
     """A call's arguments: an object, or (OpenAI style) that object as a JSON string."""
     if isinstance(value, str):
         if not value.strip():
@@ -252,7 +253,7 @@ def _arguments(name: str, value: Any) -> dict[str, Any]:
     return value
 
 
-def _call_id(value: Any) -> str | None:
+def _call_id(value: object) -> str | None:
     """The call's id as a string; a numeric id from a data part arrives as a double (7.0)."""
     if value is None or value == "":
         return None
@@ -261,12 +262,12 @@ def _call_id(value: Any) -> str | None:
     return str(value)
 
 
-def _described(value: Any) -> str:
+def _described(value: object) -> str:
     """What came, for error messages: its JSON type, then the value itself."""
     return "null" if value is None else f"{_kind(value)} {_snippet(value)}"
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     """The JSON name of a value's type."""
     if isinstance(value, bool):
         return "boolean"
@@ -281,7 +282,7 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _snippet(value: Any) -> str:
+def _snippet(value: object) -> str:
     """A value as compact JSON, cut to a readable length."""
     try:
         text = json.dumps(value)
@@ -292,7 +293,7 @@ def _snippet(value: Any) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def restore_types(value: Any, schema: Any, defs: Any) -> Any:
+def restore_types(value: Any, schema: object, defs: object) -> Any:
     """Undo the double-only numbers of data parts, guided by the JSON schema.
 
     An integral 2.0 becomes 2 where the schema says integer (or says nothing);
@@ -320,12 +321,12 @@ def restore_types(value: Any, schema: Any, defs: Any) -> Any:
     return value
 
 
-def _object(value: Any) -> dict[str, Any]:
+def _object(value: object) -> dict[str, object]:
     """A schema keyword's value when it is an object; a tuple `items` or `additionalProperties: true` say nothing."""
     return value if isinstance(value, dict) else {}
 
 
-def _follow_refs(schema: Any, defs: Any, seen: frozenset[str]) -> tuple[dict[str, Any], frozenset[str]]:
+def _follow_refs(schema: object, defs: object, seen: frozenset[str]) -> tuple[dict[str, object], frozenset[str]]:
     """The schema a chain of $refs ends at, and the refs followed; a ref seen before (a cycle) says nothing."""
     while isinstance(schema, dict) and "$ref" in schema:
         ref = schema["$ref"]
@@ -336,7 +337,7 @@ def _follow_refs(schema: Any, defs: Any, seen: frozenset[str]) -> tuple[dict[str
     return _object(schema), seen
 
 
-def _resolve(schema: Any, defs: Any, seen: frozenset[str] = frozenset()) -> dict[str, Any]:
+def _resolve(schema: object, defs: object, seen: frozenset[str] = frozenset()) -> dict[str, object]:
     schema, seen = _follow_refs(schema, defs, seen)
     options = schema.get("anyOf")
     if isinstance(options, list):
@@ -352,7 +353,7 @@ def _resolve(schema: Any, defs: Any, seen: frozenset[str] = frozenset()) -> dict
     return schema
 
 
-def _kinds(schema: Any, defs: Any, seen: frozenset[str] = frozenset()) -> set[str]:
+def _kinds(schema: object, defs: object, seen: frozenset[str] = frozenset()) -> set[str]:
     """The JSON types a schema allows (empty: it does not say)."""
     schema, seen = _follow_refs(schema, defs, seen)
     options = schema.get("anyOf")
@@ -363,12 +364,12 @@ def _kinds(schema: Any, defs: Any, seen: frozenset[str] = frozenset()) -> set[st
     return {k for k in kinds if isinstance(k, str)}
 
 
-def restore_arguments(arguments: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:
+def restore_arguments(arguments: dict[str, Any], parameters: Mapping[str, object]) -> dict[str, Any]:
     """`restore_types` for one tool's arguments against its parameters schema."""
     return restore_types(arguments, parameters, parameters.get("$defs", {}))
 
 
-def call_arguments(call: ToolCallRequest, parameters: dict[str, Any]) -> dict[str, Any]:
+def call_arguments(call: ToolCallRequest, parameters: Mapping[str, object]) -> dict[str, Any]:
     """A call's arguments with the number types the agent meant: exactly as written when they came as JSON text
     (tau2's own agents parse the model's JSON text the same way, so 2.0 for an integer stays 2.0 and 2 for a
     number stays 2, and tau2 scores them as it scores its own agents'), else restored from the tool's schema."""

@@ -31,10 +31,14 @@ a continued task keeps earlier turns there.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from a2a.types import AgentExtension, Message, StreamResponse, Task
+
+if TYPE_CHECKING:
+    from google.protobuf.struct_pb2 import Struct, Value
 
 USAGE_EXTENSION_URI = "https://tau2-a2a.dev/extensions/usage/v1"
 LLM_USAGE_KEY = "llm_usage"  # the baseline agent's metadata before the extension
@@ -62,6 +66,24 @@ def usage_extension() -> AgentExtension:
                                       "status message or artifact, under this URI.")
 
 
+class UsagePayload(TypedDict):
+    """The usage extension's payload, as this project's agents write it (docs/protocol.md)."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    reasoning_tokens: int
+    llm_calls: int
+    cost_usd: NotRequired[float]
+    model: NotRequired[str]
+
+
+class AssembledUsage(UsagePayload):
+    """The usage an assembled reply keeps, with the shape it came in."""
+
+    source: str
+
+
 @dataclass(frozen=True)
 class ReportedUsage:
     """What an agent said one turn cost it: tokens (input includes cached), USD cost and model when it said.
@@ -87,9 +109,9 @@ class ReportedUsage:
                        reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
                        cost_usd=cost, model=self.model or other.model, llm_calls=self.llm_calls + other.llm_calls)
 
-    def as_extension(self) -> dict[str, Any]:
+    def as_extension(self) -> UsagePayload:
         """The extension's payload for this usage (what an agent puts under USAGE_EXTENSION_URI)."""
-        payload: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+        payload: UsagePayload = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                                    "cached_input_tokens": self.cached_input_tokens,
                                    "reasoning_tokens": self.reasoning_tokens, "llm_calls": self.llm_calls}
         if self.cost_usd is not None:
@@ -102,24 +124,24 @@ class ReportedUsage:
         return asdict(self)
 
 
-def _count(value: Any) -> int | None:
+def _count(value: object) -> int | None:
     """A token count: a finite number at least 0 (A2A data carries numbers as doubles), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         return None
     return int(round(value))
 
 
-def _money(value: Any) -> float | None:
+def _money(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         return None
     return float(value)
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def from_extension(payload: Any) -> ReportedUsage | None:
+def from_extension(payload: object) -> ReportedUsage | None:
     """The extension's payload; None when it holds no token count."""
     if not isinstance(payload, dict):
         return None
@@ -133,7 +155,7 @@ def from_extension(payload: Any) -> ReportedUsage | None:
                          llm_calls=_count(payload.get("llm_calls")) or 1, source=EXTENSION)
 
 
-def from_llm_usage(payload: Any) -> ReportedUsage | None:
+def from_llm_usage(payload: object) -> ReportedUsage | None:
     """The baseline agent's former `llm_usage`: prompt and completion tokens, cost."""
     if not isinstance(payload, dict):
         return None
@@ -144,7 +166,7 @@ def from_llm_usage(payload: Any) -> ReportedUsage | None:
                          cost_usd=_money(payload.get("cost")), model=_text(payload.get("model")), source=LLM_USAGE)
 
 
-def from_genai(payload: Any, source: str = ADK) -> ReportedUsage | None:
+def from_genai(payload: object, source: str = ADK) -> ReportedUsage | None:
     """genai's UsageMetadata (ADK, kagent): one LLM call.
 
     Output is `candidatesTokenCount`, plus `thoughtsTokenCount` when the total
@@ -172,9 +194,10 @@ class UsageCollector:
     def __init__(self) -> None:
         self._assembled: ReportedUsage | None = None  # what the client kept of a stream's events
         self._totals: dict[str, ReportedUsage] = {}  # per shape: the last turn total read
-        self._calls: dict[str, dict[Any, ReportedUsage]] = {ADK: {}, KAGENT: {}}  # per shape: one entry a call
+        # per shape: one entry a call, by its event id (or, without one, by the usage itself)
+        self._calls: dict[str, dict[str | ReportedUsage, ReportedUsage]] = {ADK: {}, KAGENT: {}}
 
-    def add_metadata(self, metadata: dict[str, Any]) -> None:
+    def add_metadata(self, metadata: Mapping[str, object]) -> None:
         if not metadata:
             return
         assembled = metadata.get(ASSEMBLED_USAGE_KEY)
@@ -257,25 +280,25 @@ def reported_usage(reply: Message | Task) -> ReportedUsage | None:
     return collector.usage()
 
 
-def assembled_note(usage: ReportedUsage) -> dict[str, Any]:
+def assembled_note(usage: ReportedUsage) -> AssembledUsage:
     """What an assembled reply keeps under ASSEMBLED_USAGE_KEY: the usage, with the shape it came in."""
     return {**usage.as_extension(), "source": usage.source}
 
 
-def _from_assembled(note: dict[str, Any]) -> ReportedUsage | None:
+def _from_assembled(note: Mapping[str, object]) -> ReportedUsage | None:
     usage = from_extension(note)
     if usage is None:
         return None
     source = note.get("source")
-    return replace(usage, source=source if source in _PRIORITY else EXTENSION)
+    return replace(usage, source=source if isinstance(source, str) and source in _PRIORITY else EXTENSION)
 
 
-def _plain(struct: Any) -> dict[str, Any]:
+def _plain(struct: Struct) -> dict[str, object]:
     """A protobuf Struct as a dict; NaN and infinities kept as floats (json_format refuses them)."""
     return {key: _plain_value(value) for key, value in struct.fields.items()}
 
 
-def _plain_value(value: Any) -> Any:
+def _plain_value(value: Value) -> object:
     kind = value.WhichOneof("kind")
     if kind == "struct_value":
         return _plain(value.struct_value)

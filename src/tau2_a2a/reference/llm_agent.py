@@ -31,7 +31,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,7 +97,7 @@ class Usage:
 class Conversation:
     """One A2A context: the chat so far, as tau2's LLMAgent would send it."""
 
-    messages: list[dict[str, Any]]
+    messages: list[dict[str, object]]  # as LiteLLM takes them; never read back
     tools: list[dict[str, Any]]
     last_used: float
     seed: int | None = None
@@ -160,7 +160,7 @@ class LLMExecutor(AgentExecutor):
         self.conversations.pop(context.context_id or "", None)
 
     async def _over_mcp(self, conversation: Conversation,
-                        messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]], Usage]:
+                        messages: list[dict[str, object]]) -> tuple[str | None, list[dict[str, object]], Usage]:
         """One turn in an MCP tools mode: the model's calls run over MCP until it has words for the user (in the
         agent-driven mode, until the user ends the conversation); the turn's words, messages and usage."""
         invitation = conversation.mcp
@@ -216,7 +216,7 @@ class LLMExecutor(AgentExecutor):
                 del self.conversations[context_id]
 
     async def _complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], seed: int | None
+        self, messages: list[dict[str, object]], tools: list[dict[str, Any]], seed: int | None
     ) -> tuple[str | None, list[ToolCallRequest], Usage]:
         """The model's next turn, asked for as tau2's `generate` asks: an empty reply is asked again."""
         usage = Usage()
@@ -250,7 +250,7 @@ class LLMExecutor(AgentExecutor):
             log.warning("Empty reply from %s; asking again (%d/%d)", self.model, attempt, retries)
 
 
-def _usage(response: Any) -> Usage:
+def _usage(response: litellm.ModelResponse) -> Usage:
     usage = Usage(calls=1, cost=_cost(response), model=getattr(response, "model", None) or None)
     reported = response.get("usage")
     if reported is not None:
@@ -262,9 +262,9 @@ def _usage(response: Any) -> Usage:
     return usage
 
 
-def _incoming_messages(turn: IncomingTurn) -> list[dict[str, Any]]:
+def _incoming_messages(turn: IncomingTurn) -> list[dict[str, object]]:
     """The user's words or the tool results of one turn, as chat messages."""
-    messages: list[dict[str, Any]] = []
+    messages: list[dict[str, object]] = []
     if turn.user_text is not None:
         messages.append({"role": "user", "content": turn.user_text})
     for result in turn.tool_results:
@@ -272,7 +272,7 @@ def _incoming_messages(turn: IncomingTurn) -> list[dict[str, Any]]:
     return messages
 
 
-def _assistant_message(content: str | None, calls: list[ToolCallRequest]) -> dict[str, Any]:
+def _assistant_message(content: str | None, calls: list[ToolCallRequest]) -> dict[str, object]:
     """An assistant turn in the shape tau2's `to_litellm_messages` gives it."""
     tool_calls = [
         {"id": c.id, "name": c.name, "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
@@ -282,7 +282,7 @@ def _assistant_message(content: str | None, calls: list[ToolCallRequest]) -> dic
     return {"role": "assistant", "content": content, "tool_calls": tool_calls or None}
 
 
-def _history_message(entry: dict[str, Any]) -> dict[str, Any]:
+def _history_message(entry: dict[str, Any]) -> dict[str, object]:
     """A message of the conversation so far (tau2's greeting, or a task's prior history)."""
     role, content = entry.get("role"), entry.get("content")
     if role == "assistant":
@@ -294,7 +294,7 @@ def _history_message(entry: dict[str, Any]) -> dict[str, Any]:
     return {"role": "user", "content": content}
 
 
-def _cost(response: Any) -> float | None:
+def _cost(response: litellm.ModelResponse) -> float | None:
     """LiteLLM's price for the call; None (unknown, not free) for a model its cost map does not price."""
     from tau2_a2a.client.pricing import known_model
 
@@ -306,7 +306,7 @@ def _cost(response: Any) -> float | None:
         return None
 
 
-def _redact(text: str, llm_args: dict[str, Any]) -> str:
+def _redact(text: str, llm_args: Mapping[str, object]) -> str:
     key = llm_args.get("api_key")
     return text.replace(key, "***") if isinstance(key, str) and key else text
 
