@@ -33,7 +33,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.helpers import new_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -54,6 +54,9 @@ from tau2_a2a.protocol.messages import IncomingTurn, read_turn, sent_message, to
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI, ReportedUsage, usage_extension
 from tau2_a2a.reference.mcp_client import call, mcp_session, openai_schemas
+
+if TYPE_CHECKING:
+    from litellm import ModelResponse
 
 litellm = import_litellm()  # now, with its bundled cost map, not on the first request
 
@@ -250,7 +253,7 @@ class LLMExecutor(AgentExecutor):
             log.warning("Empty reply from %s; asking again (%d/%d)", self.model, attempt, retries)
 
 
-def _usage(response: litellm.ModelResponse) -> Usage:
+def _usage(response: ModelResponse) -> Usage:
     usage = Usage(calls=1, cost=_cost(response), model=getattr(response, "model", None) or None)
     reported = response.get("usage")
     if reported is not None:
@@ -294,7 +297,7 @@ def _history_message(entry: dict[str, Any]) -> dict[str, object]:
     return {"role": "user", "content": content}
 
 
-def _cost(response: litellm.ModelResponse) -> float | None:
+def _cost(response: ModelResponse) -> float | None:
     """LiteLLM's price for the call; None (unknown, not free) for a model its cost map does not price."""
     from tau2_a2a.client.pricing import known_model
 
