@@ -37,8 +37,8 @@ from tau2_a2a.client.records import RAW_DATA_KEY  # noqa: E402
 from tau2_a2a.protocol.hosting import free_port  # noqa: E402
 from tau2_a2a.runner.run import evaluate  # noqa: E402
 from tau2_a2a.runner.settings import RunSettings  # noqa: E402
-from tau2_a2a.tau2bench.distribution import load_tasks  # noqa: E402
-from tau2_a2a.tau2bench.runs import domains as known_domains  # noqa: E402
+from tau2_a2a.tau2bench.run.runs import domains as known_domains  # noqa: E402
+from tau2_a2a.tau2bench.seam.distribution import load_tasks  # noqa: E402
 
 KNOWLEDGE_DOMAIN = "banking_knowledge"
 KNOWLEDGE_CONFIGS = ("bm25_grep", "full_kb", "golden_retrieval")

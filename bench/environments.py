@@ -4,7 +4,7 @@ One process, one thread, per domain: N simulations of the native oracle
 (`oracle_agent`, an instant agent) with the scripted user, each made and
 scored as the installed tau2's run makes one (the conversation and tau2's
 scoring, which builds two more environments and hashes both databases), first with stock environments, then
-with `tau2_a2a.tau2bench.environments` installed. It prints the process CPU
+with `tau2_a2a.tau2bench.speed.environments` installed. It prints the process CPU
 time per simulation (time.process_time), simulations per second of wall time,
 and the memory one more live environment holds (allocated bytes, tracemalloc,
 after replaying a task's golden actions in it), and checks that both arms scored the same.
@@ -32,11 +32,11 @@ import tempfile  # noqa: E402
 from loguru import logger  # noqa: E402
 
 from tau2_a2a.runner.settings import RunSettings  # noqa: E402
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION, Task, load_tasks, registry, simulate  # noqa: E402
-from tau2_a2a.tau2bench.environments import environments  # noqa: E402
-from tau2_a2a.tau2bench.hooks import tau2_hooks  # noqa: E402
-from tau2_a2a.tau2bench.oracle_script import judged_by_llm  # noqa: E402
-from tau2_a2a.tau2bench.runs import RunPlan, plan_run  # noqa: E402
+from tau2_a2a.tau2bench.participants.oracle_script import judged_by_llm  # noqa: E402
+from tau2_a2a.tau2bench.run.runs import RunPlan, plan_run  # noqa: E402
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION, Task, load_tasks, registry, simulate  # noqa: E402
+from tau2_a2a.tau2bench.seam.hooks import tau2_hooks  # noqa: E402
+from tau2_a2a.tau2bench.speed.environments import environments  # noqa: E402
 
 RESULTS_DIR = tempfile.mkdtemp(prefix="bench-environments-")
 

@@ -73,10 +73,10 @@ from tau2_a2a.client.config import TRANSPORTS, A2AConfig  # noqa: E402
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port  # noqa: E402
 from tau2_a2a.runner.run import evaluate  # noqa: E402
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings  # noqa: E402
-from tau2_a2a.tau2bench.distribution import load_tasks  # noqa: E402
-from tau2_a2a.tau2bench.fidelity import differences  # noqa: E402
-from tau2_a2a.tau2bench.oracle_script import judged_by_llm  # noqa: E402
-from tau2_a2a.tau2bench.runs import domains as known_domains  # noqa: E402
+from tau2_a2a.tau2bench.participants.oracle_script import judged_by_llm  # noqa: E402
+from tau2_a2a.tau2bench.run.fidelity import differences  # noqa: E402
+from tau2_a2a.tau2bench.run.runs import domains as known_domains  # noqa: E402
+from tau2_a2a.tau2bench.seam.distribution import load_tasks  # noqa: E402
 
 NATIVE_AGENTS = {"oracle": "oracle_agent", "llm": "llm_agent"}
 TOOLS_MODES = ("message", "mcp", "driven")  # the A2A arms: how the agent gets its tools

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import oracle_process  # noqa: E402
 
-import tau2_a2a.tau2bench.imports  # noqa: E402,F401  (tau2 imported as tau2-a2a imports it: quietly)
+import tau2_a2a.tau2bench.seam.imports  # noqa: E402,F401  (tau2 imported as tau2-a2a imports it: quietly)
 from tau2_a2a.client.config import A2AConfig  # noqa: E402
 from tau2_a2a.compare.output import write  # noqa: E402
 from tau2_a2a.protocol.hosting import free_port  # noqa: E402

@@ -54,7 +54,7 @@ from google.protobuf.json_format import MessageToDict  # noqa: E402
 from tau2.agent.llm_agent import AGENT_INSTRUCTION, SYSTEM_PROMPT  # noqa: E402
 from tau2.registry import registry  # noqa: E402
 
-import tau2_a2a.tau2bench.imports  # noqa: E402,F401  (tau2 imported as tau2-a2a imports it: quietly)
+import tau2_a2a.tau2bench.seam.imports  # noqa: E402,F401  (tau2 imported as tau2-a2a imports it: quietly)
 from tau2_a2a.client.bindings import BINDINGS, READABLE  # noqa: E402
 from tau2_a2a.client.config import A2AConfig  # noqa: E402
 from tau2_a2a.client.session import A2ASession  # noqa: E402

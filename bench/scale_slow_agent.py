@@ -183,8 +183,8 @@ class SlowNativeOracle:
 
     @classmethod
     def register(cls) -> None:
-        from tau2_a2a.tau2bench.distribution import registry
-        from tau2_a2a.tau2bench.native_oracle import NativeOracleAgent
+        from tau2_a2a.tau2bench.participants.native_oracle import NativeOracleAgent
+        from tau2_a2a.tau2bench.seam.distribution import registry
 
         class Agent(NativeOracleAgent):
             def generate_next_message(self, message, state):  # type: ignore[no-untyped-def]

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from service_common import BIN, call, peak_rss_mb, service_process
 
 from tau2_a2a.protocol.hosting import free_port
-from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.run.layout import results_path
 
 
 def oracle_arguments(endpoint: str, num_tasks: int) -> dict:

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "tau2_a2a"
 MAX_LINES = 500
-SEAM = ["tau2_a2a.tau2bench.imports"]
+SEAM = ["tau2_a2a.tau2bench.seam.imports"]
 
 
 def module_name(path: Path) -> str:

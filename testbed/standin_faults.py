@@ -33,8 +33,8 @@ from enum import Enum
 from functools import cache, lru_cache
 from typing import Any
 
-from tau2_a2a.tau2bench.distribution import registry
-from tau2_a2a.tau2bench.oracle_script import OracleStep, find_task, oracle_steps, user_runs
+from tau2_a2a.tau2bench.participants.oracle_script import OracleStep, find_task, oracle_steps, user_runs
+from tau2_a2a.tau2bench.seam.distribution import registry
 
 KNOWLEDGE_DOMAIN = "banking_knowledge"
 TRANSFER_TOOL = "transfer_to_human_agents"

@@ -68,8 +68,8 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SEND_TO_USER
-from tau2_a2a.tau2bench.distribution import STOP
-from tau2_a2a.tau2bench.oracle_script import find_marker, find_task, task_marker
+from tau2_a2a.tau2bench.participants.oracle_script import find_marker, find_task, task_marker
+from tau2_a2a.tau2bench.seam.distribution import STOP
 from testbed.standin_faults import FaultPlan, agent_plan, hashed_plan, no_faults
 
 MODEL = "openai/standin"
@@ -252,7 +252,7 @@ def user_scenario_task(messages: list[dict[str, Any]]) -> tuple[str, str] | None
 @lru_cache(maxsize=1)
 def scenarios() -> dict[tuple[str, str], str]:
     """Every recognised task's scenario as tau2 writes it into the user simulator's prompt."""
-    from tau2_a2a.tau2bench.distribution import load_tasks
+    from tau2_a2a.tau2bench.seam.distribution import load_tasks
 
     return {(domain, task.id): str(task.user_scenario) for domain in USER_DOMAINS for task in load_tasks(domain)}
 

@@ -24,7 +24,7 @@ hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port  # noqa: E402
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card  # noqa: E402
-from tau2_a2a.tau2bench.distribution import mend_import_effects  # noqa: E402
+from tau2_a2a.tau2bench.seam.distribution import mend_import_effects  # noqa: E402
 from tests.support.paths import REPO  # noqa: E402
 
 mend_import_effects()  # this process hosts agents and runs tau2, as tau2-a2a's own commands do

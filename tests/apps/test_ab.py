@@ -10,9 +10,9 @@ import pytest
 from tau2.data_model.simulation import Results
 
 from tau2_a2a.cli import main
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
-from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.run.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.run.layout import results_path
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA
 from testbed.standin_llm import MODEL, StandinLLM
 
 SECRET = "sk-standin-secret-0123456789"

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from tau2_a2a.cli import main
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, VERSION
-from tau2_a2a.tau2bench.layout import metrics_path, results_path, shown
-from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY, task_set_sha256
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path, shown
+from tau2_a2a.tau2bench.run.provenance import PROVENANCE_KEY, task_set_sha256
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA, VERSION
 from tests.support.cli import run_cli
 from tests.support.runs import run_a2a
 

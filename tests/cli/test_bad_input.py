@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tau2_a2a.cli import parse_run_args
 from tau2_a2a.client.config import ConfigError
-from tau2_a2a.tau2bench.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path
 from testbed.hostile_agent import HostileAgent, Hostility
 from tests.support.cli import run_cli
 from tests.support.distributions import DOMAIN_LIST

@@ -10,7 +10,7 @@ from starlette.middleware import Middleware
 from tau2_a2a.cli import main
 from tau2_a2a.protocol.hosting import free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor
-from tau2_a2a.tau2bench.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path
 from tests.support.executors import agent_app
 from tests.support.middleware import RequireBearer
 

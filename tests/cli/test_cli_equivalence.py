@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.tau2bench.distribution import DATA_DIR, DISTRIBUTION, NVIDIA
-from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY
+from tau2_a2a.tau2bench.run.provenance import PROVENANCE_KEY
+from tau2_a2a.tau2bench.seam.distribution import DATA_DIR, DISTRIBUTION, NVIDIA
 
 BIN = Path(sys.executable).parent
 VOLATILE = {"timestamp", "start_time", "end_time", "duration", "id", "git_commit", "created"}  # created: an LLM reply's time

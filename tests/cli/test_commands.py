@@ -21,8 +21,8 @@ from tau2.data_model.simulation import Results, TerminationReason
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.cards import agent_card
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port, wait_for_card
-from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_AGENT
-from tau2_a2a.tau2bench.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.seam.distribution import DEFAULT_LLM_AGENT
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.cli import run_cli
 from tests.support.executors import SlowOnTask, StreamsChunks, agent_app

@@ -11,7 +11,7 @@ from starlette.types import ASGIApp
 from tau2.data_model.simulation import Results
 
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tau2_a2a.tau2bench.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, agent_app
 from tests.support.middleware import HttpExchange, _BodyMiddleware, _send_response

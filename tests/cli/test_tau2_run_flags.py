@@ -22,8 +22,8 @@ from tau2_a2a.cli import build_parser, tau2_flags
 from tau2_a2a.cli.run import settings_from_args
 from tau2_a2a.cli.tau2_flags import ACCEPTED, REFUSED, SETTINGS
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
-from tau2_a2a.tau2bench.runs import plan_run
+from tau2_a2a.tau2bench.run.runs import plan_run
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA
 
 BASE = ["--domain", "airline", "--agent", "llm_agent"]
 

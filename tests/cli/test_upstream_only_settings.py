@@ -14,7 +14,7 @@ from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA
 from tests.support.cli import run_cli
 
 UPSTREAM_ONLY = {"retrieval_config": "bm25_grep", "retrieval_config_kwargs": {"top_k": 3}, "timeout": 30.0,

@@ -32,7 +32,7 @@ from tau2_a2a.client.errors import (
 )
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.runner.outcome import format_summary
-from tau2_a2a.tau2bench.oracle_script import oracle_steps
+from tau2_a2a.tau2bench.participants.oracle_script import oracle_steps
 from tests.support.cli import run_cli
 from tests.support.executors import (
     CARD_PATH,

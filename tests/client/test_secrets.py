@@ -24,8 +24,8 @@ from tau2_a2a.client.errors import (
 )
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
-from tau2_a2a.tau2bench.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA
 from tests.support.cli import run_cli
 from tests.support.executors import CARD_PATH, OracleLike, agent_app
 from tests.support.middleware import EchoAuthorization, FailWhen, HttpExchange, RequireBearer, WireLog, middleware

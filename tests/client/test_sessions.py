@@ -18,7 +18,7 @@ from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.protocol.messages import user_turn
-from tau2_a2a.tau2bench.oracle_script import oracle_steps
+from tau2_a2a.tau2bench.participants.oracle_script import oracle_steps
 from tests.support.executors import AsksForInput, FinishesLater, Seen, WaitsForPeers, agent_app
 from tests.support.middleware import HttpExchange, WireLog, middleware
 from tests.support.records import by_task, records_of

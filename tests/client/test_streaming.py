@@ -27,7 +27,7 @@ from tau2_a2a.client.session import A2ASession
 from tau2_a2a.protocol.cards import agent_card
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.protocol.messages import user_turn
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.run.fidelity import trajectory_differences
 from tests.support.executors import FinishesLater, OracleLike, Seen, StreamsChunks
 from tests.support.records import by_task
 from tests.support.runs import FAST, run_a2a, run_native_oracle

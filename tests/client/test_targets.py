@@ -30,7 +30,7 @@ from tau2_a2a.client.targets import TargetPolicy, TargetRefused, address_class
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.settings import ServiceSettings
-from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.run.layout import results_path
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, ReplyOnTask, agent_app, card_app, card_json
 from tests.support.middleware import HttpExchange, _BodyMiddleware

@@ -26,7 +26,7 @@ from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.distribution import Results
+from tau2_a2a.tau2bench.seam.distribution import Results
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.cli import run_cli
 from tests.support.middleware import GrpcMetadataLog, HttpExchange, RequireBearer, WireLog

@@ -17,7 +17,7 @@ from tau2_a2a.client.errors import AgentAuthError, AgentUnreachable
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.run.fidelity import trajectory_differences
 from tests.support.runs import FAST, run_a2a, run_native_oracle
 
 SUBSETS = {"airline": ["0", "1", "20"], "retail": ["0", "5"]}

@@ -21,8 +21,8 @@ from tau2_a2a.compare import runs as runs_module
 from tau2_a2a.compare.output import write
 from tau2_a2a.compare.report import schema
 from tau2_a2a.compare.runs import ReportError, parse_runs
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
-from tau2_a2a.tau2bench.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA
 from testbed.browser import Browser
 from tests.support.runs import run_native_oracle
 

@@ -22,7 +22,7 @@ from tau2_a2a.protocol.cards import agent_card, card_json, interfaces
 from tau2_a2a.protocol.hosting import BackgroundServer
 from tau2_a2a.reference.oracle_agent import NO_MARKER
 from tau2_a2a.service.caller import request_message, result_data
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, UPSTREAM
 from tests.support.distributions import structured, with_installed_tau2
 from tests.support.paths import REPO
 from tests.support.service import SERVICE_TOKEN

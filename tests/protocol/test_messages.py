@@ -23,7 +23,7 @@ from google.protobuf.json_format import MessageToDict, MessageToJson, Parse
 from tau2.agent.llm_agent import LLMAgent
 from tau2.registry import registry
 
-import tau2_a2a.tau2bench.imports  # noqa: F401  (tau2 imported as tau2-a2a imports it: quietly)
+import tau2_a2a.tau2bench.seam.imports  # noqa: F401  (tau2 imported as tau2-a2a imports it: quietly)
 from tau2_a2a.protocol.messages import (
     KIND,
     IncomingTurn,
@@ -46,7 +46,7 @@ from tau2_a2a.protocol.toolcalls import (
     parse_reply,
     restore_arguments,
 )
-from tau2_a2a.tau2bench.distribution import load_tasks
+from tau2_a2a.tau2bench.seam.distribution import load_tasks
 from tests.support.executors import AsksForInput, agent_app
 from tests.support.runs import Serve, run_a2a
 from tests.support.values import typed
@@ -202,8 +202,8 @@ def test_history_keeps_the_floats_of_number_arguments() -> None:
 
 def test_real_task_history_round_trip() -> None:
     """The mock domain ships tasks that start mid-conversation, with tool calls and results."""
-    from tau2_a2a.tau2bench.a2a_agent import _history_entry
-    from tau2_a2a.tau2bench.distribution import load_tasks
+    from tau2_a2a.tau2bench.participants.a2a_agent import _history_entry
+    from tau2_a2a.tau2bench.seam.distribution import load_tasks
 
     task = next(t for t in load_tasks("mock") if t.initial_state and t.initial_state.message_history)
     history = [_history_entry(m) for m in task.initial_state.message_history]

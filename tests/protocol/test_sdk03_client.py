@@ -17,7 +17,7 @@ from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app
 from tau2_a2a.protocol.messages import conversation_start, user_turn
 from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
 from tau2_a2a.reference.oracle_agent import NO_MARKER
-from tau2_a2a.tau2bench.oracle_script import oracle_steps
+from tau2_a2a.tau2bench.participants.oracle_script import oracle_steps
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.service import SERVICE_TOKEN
 

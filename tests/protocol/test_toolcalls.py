@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from tau2.registry import registry
 
-import tau2_a2a.tau2bench.imports  # noqa: F401  (tau2 imported as tau2-a2a imports it: quietly)
+import tau2_a2a.tau2bench.seam.imports  # noqa: F401  (tau2 imported as tau2-a2a imports it: quietly)
 from tau2_a2a.protocol.toolcalls import (
     ANSWER_CONVENTION,
     DataPart,
@@ -551,7 +551,7 @@ def test_union_of_a_model_and_a_free_object_follows_the_model() -> None:
 
 def test_every_golden_action_survives_the_data_part_round_trip() -> None:
     """For all airline and telecom golden actions: doubles restored give back the exact arguments."""
-    from tau2_a2a.tau2bench.distribution import load_tasks
+    from tau2_a2a.tau2bench.seam.distribution import load_tasks
 
     seen: set[tuple[str, str, str]] = set()
     for domain in ("airline", "telecom"):

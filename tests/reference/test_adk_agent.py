@@ -19,7 +19,7 @@ from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.client.pricing import price_tokens
 from tau2_a2a.protocol.hosting import free_port, wait_for_card
 from tau2_a2a.reference.adk_agent import INSTRUCTION, adk_app
-from tau2_a2a.tau2bench.distribution import load_tasks
+from tau2_a2a.tau2bench.seam.distribution import load_tasks
 from testbed.standin_llm import MODEL, StandinLLM, content_text
 from tests.support.adk_apps import BINDINGS, adk_agent_on_every_binding, adk_api_server
 from tests.support.cli import run_cli

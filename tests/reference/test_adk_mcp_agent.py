@@ -15,7 +15,7 @@ import pytest
 from tau2_a2a.client.config import A2AConfig, McpServing
 from tau2_a2a.protocol.hosting import free_port
 from tau2_a2a.reference.adk_agent import adk_app
-from tau2_a2a.tau2bench.oracle_script import oracle_steps
+from tau2_a2a.tau2bench.participants.oracle_script import oracle_steps
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.reference.test_adk_agent import golden_calls, trajectory_calls
 from tests.support.runs import FAST, Serve, run_a2a

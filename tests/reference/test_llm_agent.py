@@ -24,8 +24,8 @@ from tau2_a2a.protocol.messages import conversation_start, user_turn
 from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI
 from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
-from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.run.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.run.layout import results_path
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.runs import FAST, Serve, run_a2a
 

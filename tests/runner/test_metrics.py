@@ -22,8 +22,8 @@ from tau2.data_model.simulation import Results
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.runner.protocol_metrics import write_metrics
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, ConsoleDisplay, compute_metrics
-from tau2_a2a.tau2bench.hooks import tau2_hooks
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA, ConsoleDisplay, compute_metrics
+from tau2_a2a.tau2bench.seam.hooks import tau2_hooks
 from tests.support.executors import CARD_PATH, OracleLike, agent_app
 from tests.support.middleware import FailFirst, HttpExchange, WireLog, middleware
 from tests.support.runs import FAST, run_a2a

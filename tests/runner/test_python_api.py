@@ -9,9 +9,9 @@ import pytest
 
 from tau2_a2a import api
 from tau2_a2a.runner.protocol_metrics import metrics_path
-from tau2_a2a.tau2bench import hooks
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, RunConfig, registry, run_domain
-from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.run.layout import results_path
+from tau2_a2a.tau2bench.seam import hooks
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA, RunConfig, registry, run_domain
 
 
 def test_registering_twice_registers_once() -> None:

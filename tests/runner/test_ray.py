@@ -33,9 +33,9 @@ from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.service.request import EvaluationRequest
 from tau2_a2a.service.settings import ServiceSettings
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA, compute_metrics
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
-from tau2_a2a.tau2bench.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.run.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA, compute_metrics
 from tests.support.executors import FailsTask, agent_app
 from tests.support.middleware import RequireBearer
 from tests.support.processes import wait_until

@@ -22,8 +22,8 @@ from tau2.data_model.simulation import Results
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
-from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.run.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.run.layout import results_path
 from tests.support.executors import agent_app
 from tests.support.middleware import RequireBearer
 from tests.support.processes import wait_until

@@ -18,9 +18,9 @@ from tau2.data_model.simulation import Results
 
 from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.tau2bench.distribution import DEFAULT_LLM_USER, DISTRIBUTION, NVIDIA
-from tau2_a2a.tau2bench.hooks import tau2_hooks
-from tau2_a2a.tau2bench.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.seam.distribution import DEFAULT_LLM_USER, DISTRIBUTION, NVIDIA
+from tau2_a2a.tau2bench.seam.hooks import tau2_hooks
 from tests.support.cli import run_cli
 from tests.support.runs import Serve, saved_simulations
 

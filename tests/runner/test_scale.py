@@ -18,7 +18,7 @@ from a2a.server.events import EventQueue
 from tau2_a2a.protocol.hosting import a2a_app, free_port
 from tau2_a2a.protocol.messages import read_turn
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.tau2bench.oracle_script import find_marker
+from tau2_a2a.tau2bench.participants.oracle_script import find_marker
 from tests.support.runs import run_a2a
 
 TASKS = ["1", "3", "5"]

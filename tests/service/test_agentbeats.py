@@ -24,9 +24,9 @@ from tau2_a2a.service.assessment import AssessmentRejected, Shard, parse
 from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.result import ARTIFACT_NAME, schema
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION
-from tau2_a2a.tau2bench.layout import metrics_path, results_path, shown
-from tau2_a2a.tau2bench.provenance import task_set_sha256
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path, shown
+from tau2_a2a.tau2bench.run.provenance import task_set_sha256
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION
 from tests.support.assessments import assess, request, result_of
 from tests.support.distributions import DEFAULT_USER_LLM, DOMAIN_LIST
 from tests.support.service import final_task, served_card, start_service, stream_message

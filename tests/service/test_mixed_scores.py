@@ -33,7 +33,7 @@ from tau2.metrics.agent_metrics import compute_metrics
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.service.jobs.limits import Limits
-from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.run.layout import results_path
 from tests.support.assessments import assess, request, result_of
 from tests.support.cli import run_cli
 from tests.support.executors import GetsTasksWrong, agent_app

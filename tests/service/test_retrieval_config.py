@@ -26,7 +26,7 @@ from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.service.tool_specs import RUN
 from tau2_a2a.service.tools import EvaluationTools
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, UPSTREAM
 from tests.support.assessments import assess, result_of
 from tests.support.service import LOOPBACK_TARGETS, ask, call_tool, start_service
 

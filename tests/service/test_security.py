@@ -31,7 +31,7 @@ from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.tool_specs import accepted_arguments
 from tau2_a2a.service.vault import TokenVault, scrub_request
-from tau2_a2a.tau2bench.layout import metrics_path
+from tau2_a2a.tau2bench.run.layout import metrics_path
 from tests.support.service import ask, assessment_message, final_task, result_data, result_text, start_service
 
 RUN = "run_tau2_evaluation"

@@ -25,7 +25,7 @@ from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.service.public_card import ADK_BINDINGS, service_card
 from tau2_a2a.service.tools import EvaluationTools, ToolError
 from tau2_a2a.service.vault import TokenVault, scrub_a2a_message, scrub_genai_content
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, UPSTREAM
 from tests.support.distributions import DOMAIN_LIST, DOMAINS, structured, with_installed_tau2
 from tests.support.service import child_given
 
@@ -172,7 +172,7 @@ def test_banking_knowledge_is_listed_without_an_openai_key_with_its_default_retr
         tools: EvaluationTools, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its default retrieval (alltools) would embed the knowledge base with OpenAI and start a shell sandbox
     if its environment were built; the listing needs neither, and names the tools a default run offers."""
-    from tau2_a2a.tau2bench.distribution import domain_tool_names
+    from tau2_a2a.tau2bench.seam.distribution import domain_tool_names
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     banking = next(d for d in tools.call("list_domains")["domains"] if d["domain"] == "banking_knowledge")
@@ -191,8 +191,8 @@ def test_banking_knowledge_is_listed_without_an_openai_key_with_its_default_retr
 @pytest.mark.parametrize("variant", ["no_knowledge", "bm25", "grep_only", "bm25_grep", "golden_retrieval"])
 def test_banking_knowledges_unbuilt_tool_names_are_its_built_environments(variant: str) -> None:
     """The offline retrieval variants, built for real, name the tools their unbuilt toolkit classes name."""
-    from tau2_a2a.tau2bench.distribution import registry
-    from tau2_a2a.tau2bench.upstream import knowledge_tool_names
+    from tau2_a2a.tau2bench.seam.distribution import registry
+    from tau2_a2a.tau2bench.seam.upstream import knowledge_tool_names
 
     environment = registry.get_env_constructor("banking_knowledge")(retrieval_variant=variant)
     built = (sorted(t.name for t in environment.get_tools()), sorted(t.name for t in environment.get_user_tools()))

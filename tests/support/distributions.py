@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA
 
 _NVIDIA_DOMAINS = ["mock", "airline", "retail", "telecom", "telecom-workflow"]
 

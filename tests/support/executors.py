@@ -39,7 +39,7 @@ from starlette.routing import Route
 from tau2_a2a.protocol.hosting import a2a_app, agent_card
 from tau2_a2a.protocol.messages import IncomingTurn, read_turn
 from tau2_a2a.reference.oracle_agent import NO_MARKER, step_parts
-from tau2_a2a.tau2bench.oracle_script import (
+from tau2_a2a.tau2bench.participants.oracle_script import (
     OracleStep,
     find_marker,
     oracle_steps,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tau2_a2a.tau2bench.distribution import load_tasks
+from tau2_a2a.tau2bench.seam.distribution import load_tasks
 
 
 def golden_calls(domain: str, task_ids: list[str]) -> dict[str, list[tuple[str, dict]]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tau2_a2a.tau2bench.oracle_script import task_marker
+from tau2_a2a.tau2bench.participants.oracle_script import task_marker
 
 
 def marker(task: str) -> str:

@@ -12,9 +12,9 @@ from tau2_a2a.protocol.hosting import BackgroundServer
 from tau2_a2a.runner.outcome import RunOutcome
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.distribution import RunConfig, load_tasks, run_to
-from tau2_a2a.tau2bench.hooks import tau2_hooks
-from tau2_a2a.tau2bench.layout import results_path, run_directory
+from tau2_a2a.tau2bench.run.layout import results_path, run_directory
+from tau2_a2a.tau2bench.seam.distribution import RunConfig, load_tasks, run_to
+from tau2_a2a.tau2bench.seam.hooks import tau2_hooks
 
 Serve = Callable[[Callable[[str], Any]], BackgroundServer]
 FAST = RetryPolicy(max_attempts=3, backoff_seconds=0.05)  # retries without slow tests

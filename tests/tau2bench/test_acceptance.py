@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.run.fidelity import trajectory_differences
 from tests.support.runs import run_a2a, run_native_oracle
 
 SUBSETS = {

@@ -31,17 +31,17 @@ from tau2.utils import get_dict_hash
 
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.copy_on_access import CopyOnAccess
-from tau2_a2a.tau2bench.distribution import load_tasks
-from tau2_a2a.tau2bench.environments import (
+from tau2_a2a.tau2bench.participants.oracle_script import judged_by_llm
+from tau2_a2a.tau2bench.run.layout import results_path
+from tau2_a2a.tau2bench.seam.distribution import load_tasks
+from tau2_a2a.tau2bench.speed.copy_on_access import CopyOnAccess
+from tau2_a2a.tau2bench.speed.environments import (
     VERIFY_ENV,
     CachedEnvironments,
     environments,
     registry_tables,
     template_for,
 )
-from tau2_a2a.tau2bench.layout import results_path
-from tau2_a2a.tau2bench.oracle_script import judged_by_llm
 from tests.support.paths import REPO
 from tests.support.runs import run_native_oracle
 from tests.support.values import typed
@@ -203,7 +203,7 @@ def test_two_concurrent_simulations_change_the_same_record_apart() -> None:
 
 def test_tau2_a2a_run_uses_them_while_it_runs_and_importing_does_not(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    probe = ("import tau2_a2a.tau2bench.environments; from tau2.registry import registry; "
+    probe = ("import tau2_a2a.tau2bench.speed.environments; from tau2.registry import registry; "
              "print(type(registry.get_env_constructor('airline')).__name__)")
     imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONPATH": str(REPO / "src")})

@@ -35,8 +35,8 @@ from tau2_a2a.protocol.hosting import a2a_app
 from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, Results
-from tau2_a2a.tau2bench.fidelity import differences
+from tau2_a2a.tau2bench.run.fidelity import differences
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, UPSTREAM, Results
 from testbed.standin_faults import Fault, applicable_faults, explicit_plan, hashed_plan
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.runs import FAST, Serve

@@ -1,5 +1,5 @@
 """Importing tau2-a2a changes nothing in tau2 nor in the process; a run puts its parts inside tau2 and takes them
-out again (`tau2bench.hooks`); each half of the seam gives what `seam.Tau2Seam` names."""
+out again (`tau2bench.seam.hooks`); each half of the seam gives what `protocol.Tau2Seam` names."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import sys
 import threading
 from pathlib import Path
 
-from tau2_a2a.tau2bench import distribution
-from tau2_a2a.tau2bench.hooks import entered, tau2_hooks
-from tau2_a2a.tau2bench.orchestration import A2AOrchestrator
-from tau2_a2a.tau2bench.seam import SEAM_NAMES, Tau2Seam
+from tau2_a2a.tau2bench.run.orchestration import A2AOrchestrator
+from tau2_a2a.tau2bench.seam import distribution
+from tau2_a2a.tau2bench.seam.hooks import entered, tau2_hooks
+from tau2_a2a.tau2bench.seam.protocol import SEAM_NAMES, Tau2Seam
 from tests.support.paths import REPO
 from tests.support.runs import run_a2a
 
@@ -54,7 +54,7 @@ for name in ("tau2.registry", "tau2.evaluator.evaluator_nl_assertions", "tau2.ut
 
 IMPORT_EVERYTHING = """
 import importlib, pkgutil, tau2_a2a
-from tau2_a2a.tau2bench.imports import DISTRIBUTION, NVIDIA
+from tau2_a2a.tau2bench.seam.imports import DISTRIBUTION, NVIDIA
 other_half = "tau2_a2a.tau2bench." + ("upstream" if DISTRIBUTION == NVIDIA else "nvidia")  # for the other tau2
 for module in pkgutil.walk_packages(tau2_a2a.__path__, "tau2_a2a."):
     if not module.name.endswith("__main__") and module.name != other_half:
@@ -120,7 +120,7 @@ def test_hooks_nest_and_stay_until_the_last_exit_from_any_thread() -> None:
 
 
 def test_the_installed_half_of_the_seam_gives_what_the_protocol_names_with_its_parameters() -> None:
-    half = sys.modules[f"tau2_a2a.tau2bench.{'nvidia' if distribution.DISTRIBUTION == distribution.NVIDIA else 'upstream'}"]
+    half = sys.modules[f"tau2_a2a.tau2bench.seam.{'nvidia' if distribution.DISTRIBUTION == distribution.NVIDIA else 'upstream'}"]
     assert sorted(half.__all__) == SEAM_NAMES
     for name in SEAM_NAMES:
         promised = vars(Tau2Seam).get(name)

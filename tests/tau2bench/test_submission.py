@@ -21,8 +21,8 @@ import pytest
 
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.runner.outcome import RunOutcome
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, VERSION, compute_metrics, load_tasks
-from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY, provenance
+from tau2_a2a.tau2bench.run.provenance import PROVENANCE_KEY, provenance
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, UPSTREAM, VERSION, compute_metrics, load_tasks
 from tests.support.executors import GetsTasksWrong, agent_app
 from tests.support.runs import run_a2a
 

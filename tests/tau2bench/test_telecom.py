@@ -24,7 +24,8 @@ from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.protocol.messages import read_turn
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
-from tau2_a2a.tau2bench.distribution import (
+from tau2_a2a.tau2bench.run.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.seam.distribution import (
     AssistantMessage,
     LLMAgent,
     Task,
@@ -34,7 +35,6 @@ from tau2_a2a.tau2bench.distribution import (
     load_tasks,
     registry,
 )
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
 from tests.support.runs import run_a2a, run_native_oracle
 from tests.support.service import ask, result_data, start_service
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, VERSION, Results
-from tau2_a2a.tau2bench.environments import VERIFY_ENV, environments
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
-from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY, task_set_sha256
+from tau2_a2a.tau2bench.run.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.run.provenance import PROVENANCE_KEY, task_set_sha256
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, UPSTREAM, VERSION, Results
+from tau2_a2a.tau2bench.speed.environments import VERIFY_ENV, environments
 from tests.support.runs import run_a2a, run_native_oracle, telecom_sample
 
 pytestmark = [

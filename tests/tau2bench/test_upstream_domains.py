@@ -23,8 +23,8 @@ from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, Results, load_tasks
-from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.run.layout import results_path
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, UPSTREAM, Results, load_tasks
 from tests.support.cli import run_cli
 from tests.support.executors import OracleLike, Seen, agent_app
 from tests.support.runs import FAST, Serve, run_a2a

@@ -26,11 +26,11 @@ from tau2_a2a.compare.output import write
 from tau2_a2a.compare.report import schema
 from tau2_a2a.protocol.hosting import a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import oracle_card
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, Results, compute_metrics, load_tasks
-from tau2_a2a.tau2bench.environments import VERIFY_ENV, environments
-from tau2_a2a.tau2bench.fidelity import trajectory_differences
-from tau2_a2a.tau2bench.layout import metrics_path, results_path
-from tau2_a2a.tau2bench.oracle_script import judged_by_llm, oracle_steps
+from tau2_a2a.tau2bench.participants.oracle_script import judged_by_llm, oracle_steps
+from tau2_a2a.tau2bench.run.fidelity import trajectory_differences
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, UPSTREAM, Results, compute_metrics, load_tasks
+from tau2_a2a.tau2bench.speed.environments import VERIFY_ENV, environments
 from testbed.standin_llm import StandinLLM, judge_prompt
 from tests.support.cli import run_cli
 from tests.support.executors import ReplyOnTask

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, UPSTREAM, Results, load_tasks
-from tau2_a2a.tau2bench.layout import results_path
-from tau2_a2a.tau2bench.review_record import REVIEW_KEY
+from tau2_a2a.tau2bench.run.layout import results_path
+from tau2_a2a.tau2bench.run.review_record import REVIEW_KEY
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, UPSTREAM, Results, load_tasks
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.cli import run_cli
 from tests.support.executors import GetsTasksWrong, agent_app

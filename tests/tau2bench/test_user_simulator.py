@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from a2a.types import TaskState
 
-from tau2_a2a.tau2bench.distribution import STOP, Results
-from tau2_a2a.tau2bench.layout import results_path
-from tau2_a2a.tau2bench.oracle_script import oracle_steps
+from tau2_a2a.tau2bench.participants.oracle_script import oracle_steps
+from tau2_a2a.tau2bench.run.layout import results_path
+from tau2_a2a.tau2bench.seam.distribution import STOP, Results
 from testbed.standin_llm import MODEL, StandinLLM, user_opening
 from tests.support.cli import run_cli
 from tests.support.service import ask, result_data, start_service

@@ -27,9 +27,9 @@ from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.llm_agent import LLMExecutor, Usage, llm_agent_card
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
-from tau2_a2a.tau2bench.distribution import AssistantMessage, Results
-from tau2_a2a.tau2bench.fidelity import trajectory_signature
-from tau2_a2a.tau2bench.layout import results_root
+from tau2_a2a.tau2bench.run.fidelity import trajectory_signature
+from tau2_a2a.tau2bench.run.layout import results_root
+from tau2_a2a.tau2bench.seam.distribution import AssistantMessage, Results
 
 NATIVE_AGENT = "llm_agent"
 ARM_TITLES = {"native": "native llm_agent", "a2a": "baseline agent over A2A"}

@@ -5,7 +5,7 @@ Merged, they are one tau2 results file, scored by tau2 as if one run had made
 it (pass^k over every task), with its summary files and one protocol metrics
 file beside it. Files that were not made with the same domain, agent, user
 and settings are refused, naming what differs, and so are files whose task
-sets differ (by the sha256 each records, see `tau2bench.provenance`, or by a
+sets differ (by the sha256 each records, see `tau2bench.run.provenance`, or by a
 task whose content differs between two files), naming both.
 
 A task met in several files keeps all its simulations; trials are numbered
@@ -20,11 +20,11 @@ from typing import Any
 from tau2_a2a.errors import ConfigError, first_line
 from tau2_a2a.runner.outcome import format_summary
 from tau2_a2a.runner.protocol_metrics import write_metrics
-from tau2_a2a.tau2bench import provenance
-from tau2_a2a.tau2bench.distribution import Results
-from tau2_a2a.tau2bench.layout import results_in, results_path, shown
-from tau2_a2a.tau2bench.results_file import read_results
-from tau2_a2a.tau2bench.runs import save_results
+from tau2_a2a.tau2bench.run import provenance
+from tau2_a2a.tau2bench.run.layout import results_in, results_path, shown
+from tau2_a2a.tau2bench.run.results_file import read_results
+from tau2_a2a.tau2bench.run.runs import save_results
+from tau2_a2a.tau2bench.seam.distribution import Results
 
 # What must be equal for simulations to be scored together (the seed and git commit may differ).
 SETTINGS = {

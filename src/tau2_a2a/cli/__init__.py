@@ -36,7 +36,7 @@ from tau2_a2a.cli.run import add_run_command, resume_command, settings_from_args
 from tau2_a2a.cli.serve import add_serve_command  # noqa: E402
 from tau2_a2a.runner.command import run_as_command  # noqa: E402
 from tau2_a2a.runner.outcome import EXIT_USAGE  # noqa: E402
-from tau2_a2a.tau2bench.distribution import mend_import_effects  # noqa: E402
+from tau2_a2a.tau2bench.seam.distribution import mend_import_effects  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

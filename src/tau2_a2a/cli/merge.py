@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tau2_a2a.apps.merge import merge_files
-from tau2_a2a.tau2bench.layout import metrics_path
+from tau2_a2a.tau2bench.run.layout import metrics_path
 
 
 def add_merge_command(commands: Any) -> None:

@@ -34,9 +34,9 @@ from tau2_a2a.runner.outcome import print_outcome
 from tau2_a2a.runner.parent import exit_with_parent
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
-from tau2_a2a.tau2bench.distribution import DEFAULT_AGENT_IMPLEMENTATION
-from tau2_a2a.tau2bench.layout import run_name
-from tau2_a2a.tau2bench.runs import domains
+from tau2_a2a.tau2bench.run.layout import run_name
+from tau2_a2a.tau2bench.run.runs import domains
+from tau2_a2a.tau2bench.seam.distribution import DEFAULT_AGENT_IMPLEMENTATION
 
 # Largest values the counting flags take: beyond them no run is meant, and some overflow tau2's arithmetic.
 MAX_COUNT = 1_000_000

@@ -18,8 +18,8 @@ from typing import Any
 
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.distribution import add_run_args
-from tau2_a2a.tau2bench.hooks import register
+from tau2_a2a.tau2bench.seam.distribution import add_run_args
+from tau2_a2a.tau2bench.seam.hooks import register
 
 # RunSettings' fields a flag of the same name sets; `a2a` is made from the --a2a-* flags (see cli/run.py).
 SETTINGS = tuple(item.name for item in fields(RunSettings) if item.name != "a2a")

@@ -11,23 +11,33 @@ metadata alike, streaming or not.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from a2a.client import ClientCallContext
+from a2a.types import AgentCard
 
 from tau2_a2a.client import tracing
+from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.client.failures import Failed
 from tau2_a2a.client.records import RequestRecord
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-    from tau2_a2a.client.session import A2ASession
-
 T = TypeVar("T")
 
 _SENDS = ("SendMessage", "SendStreamingMessage")
+
+
+class TracedSession(Protocol):
+    """What a request's span says of the session sending it (`session.A2ASession`)."""
+
+    config: A2AConfig
+    _card: AgentCard | None
+    binding: str
+    protocol_version: str
+    streaming: bool
 
 
 def with_trace(context: ClientCallContext | None) -> ClientCallContext | None:
@@ -39,7 +49,7 @@ def with_trace(context: ClientCallContext | None) -> ClientCallContext | None:
                              service_parameters={**(context.service_parameters or {}), **headers})
 
 
-async def traced(request: Awaitable[tuple[T, RequestRecord]], session: A2ASession, method: str,
+async def traced(request: Awaitable[tuple[T, RequestRecord]], session: TracedSession, method: str,
                  turn: int | None, attempt: int) -> tuple[T, RequestRecord]:
     """Await one metered request of `session` inside its span; the span ends with what its
     record says."""
@@ -53,7 +63,7 @@ async def traced(request: Awaitable[tuple[T, RequestRecord]], session: A2ASessio
         return result, record
 
 
-def _before(session: A2ASession, method: str, turn: int | None, attempt: int) -> dict[str, object]:
+def _before(session: TracedSession, method: str, turn: int | None, attempt: int) -> dict[str, object]:
     """What a request's span says before it is sent (OpenTelemetry's GenAI and RPC conventions where they fit);
     the agent by its card's name and its endpoint's host and port, never the whole URL."""
     card = session._card

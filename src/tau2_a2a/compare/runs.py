@@ -23,8 +23,8 @@ from tau2_a2a.compare import stats
 from tau2_a2a.errors import first_line
 from tau2_a2a.runner.outcome import left_out_of_metrics
 from tau2_a2a.runner.protocol_metrics import conversation
-from tau2_a2a.tau2bench import layout
-from tau2_a2a.tau2bench.resume import CARD_KEY
+from tau2_a2a.tau2bench.run import layout
+from tau2_a2a.tau2bench.run.resume import CARD_KEY
 
 SCHEMA_ID = "https://tau2-a2a.dev/schemas/report-2.json"
 SCHEMA_PREFIX = "https://tau2-a2a.dev/schemas/report-"  # every version's: a folder's older reports are skipped too

@@ -35,7 +35,7 @@ from tau2_a2a.protocol.mcp_tools import (
 from tau2_a2a.protocol.messages import read_turn, sent_message, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.reference.mcp_client import call, mcp_session
-from tau2_a2a.tau2bench.oracle_script import NO_MARKER, OracleStep, find_marker, oracle_steps
+from tau2_a2a.tau2bench.participants.oracle_script import NO_MARKER, OracleStep, find_marker, oracle_steps
 
 NEEDS_MCP = ("This agent takes its tools over MCP (its card declares the extension " + MCP_TOOLS_EXTENSION
              + "): evaluate it with --a2a-tools mcp or auto.")

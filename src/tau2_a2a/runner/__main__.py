@@ -26,7 +26,7 @@ from tau2_a2a.runner.outcome_file import ended_by, ended_with, write_outcome
 from tau2_a2a.runner.parent import exit_with_parent
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.distribution import mend_import_effects
+from tau2_a2a.tau2bench.seam.distribution import mend_import_effects
 
 _REQUEST_FORM = '{"settings": RunSettings.to_dict(), "auth_token": TOKEN or null, "outcome_file": PATH or null}'
 

@@ -8,7 +8,7 @@ simulations not yet started and leaves those in flight to be abandoned. The
 run freezes its results file (no write starts after that, and every write is
 atomic), writes the metrics for what the file holds, and the process ends
 without waiting for the abandoned threads. A second SIGINT ends the process
-at once. Inside tau2, the pool that stops is `tau2bench.stopping`.
+at once. Inside tau2, the pool that stops is `tau2bench.run.stopping`.
 
 SIGTERM (what `kill`, a container runtime or a job scheduler sends) is taken
 exactly so; the process then exits 143 (128 + 15), the code that says
@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.tau2bench.stopping import freeze_writes, stopping
+from tau2_a2a.tau2bench.run.stopping import freeze_writes, stopping
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM

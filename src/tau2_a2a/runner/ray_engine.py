@@ -3,7 +3,7 @@
 The driver runs tau2's own run, as a run in one process does: it
 plans the simulations (tasks x trials, tau2's seeds), resumes from the results
 file, prints tau2's progress and saves each simulation as it arrives (whole
-files only, see `tau2bench.results_file`). Only tau2's call for one
+files only, see `tau2bench.run.results_file`). Only tau2's call for one
 simulation goes to a Ray actor, which runs the conversation and scores it
 there and sends the finished SimulationRun back. So the results file is the
 one tau2 writes in one process, and the latencies are measured in the actor.
@@ -52,10 +52,10 @@ from tau2_a2a.client.records import current_node, set_node
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.errors import ConfigError, first_line
 from tau2_a2a.runner.outcome import RESUME, SimulationLost
-from tau2_a2a.tau2bench.distribution import SimulationRun, mend_import_effects
-from tau2_a2a.tau2bench.environments import install as install_environments
-from tau2_a2a.tau2bench.hooks import tau2_hooks
-from tau2_a2a.tau2bench.orchestration import on_session, run_task, simulations_by
+from tau2_a2a.tau2bench.run.orchestration import on_session, run_task, simulations_by
+from tau2_a2a.tau2bench.seam.distribution import SimulationRun, mend_import_effects
+from tau2_a2a.tau2bench.seam.hooks import tau2_hooks
+from tau2_a2a.tau2bench.speed.environments import install as install_environments
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ evaluation processes, `demo`, `ab` and Python callers, so all behave alike:
 the agent's card is checked before any simulation, the results file and its
 protocol metrics file sit side by side, an existing results file of a run
 with the same settings is resumed without a prompt (one of another run is
-refused, see `tau2bench.resume`), and no secret is left in the results.
+refused, see `tau2bench.run.resume`), and no secret is left in the results.
 
 An A2A run makes one A2A session from its config and closes it at the end:
 every simulation in this process talks over it, and its discovery records go
@@ -31,12 +31,12 @@ from tau2_a2a.runner.interrupt import RunInterrupted, freeze_writes
 from tau2_a2a.runner.outcome import RESUME, RunOutcome, RunStopped
 from tau2_a2a.runner.protocol_metrics import write_metrics
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
-from tau2_a2a.tau2bench.environments import environments
-from tau2_a2a.tau2bench.hooks import tau2_hooks
-from tau2_a2a.tau2bench.layout import metrics_path
-from tau2_a2a.tau2bench.orchestration import on_session
-from tau2_a2a.tau2bench.resume import CARD_KEY, TOOLS_KEY
-from tau2_a2a.tau2bench.runs import plan_run, simulations_saved
+from tau2_a2a.tau2bench.run.layout import metrics_path
+from tau2_a2a.tau2bench.run.orchestration import on_session
+from tau2_a2a.tau2bench.run.resume import CARD_KEY, TOOLS_KEY
+from tau2_a2a.tau2bench.run.runs import plan_run, simulations_saved
+from tau2_a2a.tau2bench.seam.hooks import tau2_hooks
+from tau2_a2a.tau2bench.speed.environments import environments
 from tau2_a2a.terminal import plain
 
 log = logging.getLogger("tau2_a2a.runner")
@@ -49,7 +49,7 @@ def evaluate(settings: RunSettings) -> RunOutcome:
     this process on its one session (or on Ray's actors), and writes the protocol metrics of what finished,
     however it ended. A Ctrl-C (see `interrupt`) raises RunInterrupted once what finished is saved; the A2A
     agent refusing our credentials mid-run raises RunStopped, also keeping what finished. tau2 is as it was
-    when it returns (see `tau2bench.hooks`).
+    when it returns (see `tau2bench.seam.hooks`).
     """
     tracing.setup()  # on only when OpenTelemetry's variables ask for it
     with ExitStack() as run:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tau2_a2a.service.wire import JsonObject
-from tau2_a2a.tau2bench.distribution import (
+from tau2_a2a.tau2bench.seam.distribution import (
     DEFAULT_LLM_TEMPERATURE_USER,
     DEFAULT_LLM_USER,
     DEFAULT_MAX_STEPS,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import cache
 
 from tau2_a2a.service.wire import JsonObject
-from tau2_a2a.tau2bench.distribution import domain_tool_names, load_task_splits, load_tasks, registry
-from tau2_a2a.tau2bench.hooks import register
+from tau2_a2a.tau2bench.seam.distribution import domain_tool_names, load_task_splits, load_tasks, registry
+from tau2_a2a.tau2bench.seam.hooks import register
 
 DEFAULT_SPLIT = "base"  # what `tau2 run` uses when no split is named
 

@@ -46,7 +46,7 @@ from tau2_a2a.service.argument_policy import (
 from tau2_a2a.service.assessment import Shard
 from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
 from tau2_a2a.service.wire import JsonObject
-from tau2_a2a.tau2bench.distribution import (
+from tau2_a2a.tau2bench.seam.distribution import (
     DEFAULT_LLM_TEMPERATURE_USER,
     DEFAULT_LLM_USER,
     DEFAULT_MAX_CONCURRENCY,

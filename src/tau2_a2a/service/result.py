@@ -22,8 +22,8 @@ from typing import Any
 from tau2_a2a.compare import stats
 from tau2_a2a.service import catalog, summary
 from tau2_a2a.service.assessment import Assessment
-from tau2_a2a.tau2bench.distribution import DEFAULT_RETRIEVAL_CONFIG, DISTRIBUTION, KNOWLEDGE_DOMAIN, VERSION
-from tau2_a2a.tau2bench.provenance import PROVENANCE_KEY
+from tau2_a2a.tau2bench.run.provenance import PROVENANCE_KEY
+from tau2_a2a.tau2bench.seam.distribution import DEFAULT_RETRIEVAL_CONFIG, DISTRIBUTION, KNOWLEDGE_DOMAIN, VERSION
 
 SCHEMA_PATH = Path(__file__).with_name("result_schema.json")
 ARTIFACT_NAME = "Result"

@@ -15,7 +15,7 @@ from pathlib import Path
 from tau2_a2a.runner.outcome_file import OUTCOME_SUFFIX
 from tau2_a2a.service.jobs.evaluation import ID_PATTERN, TERMINAL, EvaluationRecord
 from tau2_a2a.service.jobs.store import EvaluationStore
-from tau2_a2a.tau2bench.layout import results_path
+from tau2_a2a.tau2bench.run.layout import results_path
 
 log = logging.getLogger("tau2_a2a.service")
 

@@ -16,7 +16,7 @@ from tau2_a2a.service import summary
 from tau2_a2a.service.jobs.directory import PRIVATE_FILE
 from tau2_a2a.service.jobs.evaluation import Progress
 from tau2_a2a.service.wire import JsonObject
-from tau2_a2a.tau2bench.layout import metrics_path
+from tau2_a2a.tau2bench.run.layout import metrics_path
 
 log = logging.getLogger("tau2_a2a.service")
 

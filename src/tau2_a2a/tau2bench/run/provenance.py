@@ -16,8 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.tau2bench.distribution import DISTRIBUTION, VERSION, load_tasks
-from tau2_a2a.tau2bench.results_file import atomic_open
+from tau2_a2a.tau2bench.run.results_file import atomic_open
+from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION, load_tasks
 
 PROVENANCE_KEY = "tau2_a2a_provenance"
 

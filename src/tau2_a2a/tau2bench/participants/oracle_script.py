@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from tau2_a2a.tau2bench.distribution import Action, Task, load_tasks
+from tau2_a2a.tau2bench.seam.distribution import Action, Task, load_tasks
 
 MARKER_FORMAT = "[tau2-task domain={domain} id={task_id}]"
 # Telecom ids hold brackets ("[mms_issue]...[PERSONA:Easy]"): the id runs to the last "]" of the line.

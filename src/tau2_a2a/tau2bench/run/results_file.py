@@ -38,9 +38,9 @@ from typing import IO, Any
 
 import orjson
 
-from tau2_a2a.tau2bench.distribution import Results, results_io_patches
-from tau2_a2a.tau2bench.patches import Patch
-from tau2_a2a.tau2bench.stopping import writes
+from tau2_a2a.tau2bench.run.stopping import writes
+from tau2_a2a.tau2bench.seam.distribution import Results, results_io_patches
+from tau2_a2a.tau2bench.seam.patches import Patch
 
 _ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 _APPENDED = "simulations"  # the list tau2 appends to, the last key of its results document

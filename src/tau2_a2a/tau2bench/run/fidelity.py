@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tau2_a2a.tau2bench.accounting import CONVERSATION_KEY
-from tau2_a2a.tau2bench.distribution import AssistantMessage, ToolMessage, UserMessage
+from tau2_a2a.tau2bench.run.accounting import CONVERSATION_KEY
+from tau2_a2a.tau2bench.seam.distribution import AssistantMessage, ToolMessage, UserMessage
 
 
 def trajectory_signature(simulation: Any) -> list[tuple[Any, ...]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tau2_a2a.tau2bench.distribution import DATA_DIR, run_results_file
+from tau2_a2a.tau2bench.seam.distribution import DATA_DIR, run_results_file
 
 RESULTS_FILE = "results.json"  # a run's results file in its own directory (upstream's layout)
 METRICS_SUFFIX = "_a2a_metrics.json"

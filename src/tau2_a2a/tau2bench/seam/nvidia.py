@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.tau2bench.imports import (
+from tau2_a2a.tau2bench.seam.imports import (
     OUT_OF_SCOPE,
     STOP,
     TRANSFER,
@@ -36,11 +36,11 @@ from tau2_a2a.tau2bench.imports import (
     save_termination_summary,
     tau2_run,
 )
-from tau2_a2a.tau2bench.imports import Tau2RunConfig as RunConfig
-from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_nvidia_run_args
-from tau2_a2a.tau2bench.patches import Patch
+from tau2_a2a.tau2bench.seam.imports import Tau2RunConfig as RunConfig
+from tau2_a2a.tau2bench.seam.imports import tau2_add_run_args as _add_nvidia_run_args
+from tau2_a2a.tau2bench.seam.patches import Patch
 
-__all__ = [  # what `seam.Tau2Seam` names, no more (a test checks)
+__all__ = [  # what `protocol.Tau2Seam` names, no more (a test checks)
     "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "RunConfig", "STOP", "TRANSFER", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "commit_hash_patches", "domain_tool_names", "evaluator_patches", "executor_patches",

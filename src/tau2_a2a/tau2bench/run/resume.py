@@ -27,8 +27,8 @@ import orjson
 from pydantic import ValidationError
 
 from tau2_a2a.errors import ConfigError, first_line
-from tau2_a2a.tau2bench import review_record
-from tau2_a2a.tau2bench.distribution import Info, Results, RunConfig
+from tau2_a2a.tau2bench.run import review_record
+from tau2_a2a.tau2bench.seam.distribution import Info, Results, RunConfig
 
 CARD_KEY = "a2a_card"  # where the agent card's identity is kept in the agent's llm_args
 TOOLS_KEY = "a2a_tools_used"  # how the agent got its tools: message, mcp or driven (the card decides `auto`)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from tau2_a2a.tau2bench.distribution import (
+from tau2_a2a.tau2bench.participants.oracle_script import handover_text, task_marker, user_done_text, user_runs
+from tau2_a2a.tau2bench.seam.distribution import (
     OUT_OF_SCOPE,
     STOP,
     TRANSFER,
@@ -25,7 +26,6 @@ from tau2_a2a.tau2bench.distribution import (
     UserState,
     ValidUserInputMessage,
 )
-from tau2_a2a.tau2bench.oracle_script import handover_text, task_marker, user_done_text, user_runs
 
 USER_NAME = "scripted_user"
 _ENDING_TOKENS = (STOP, TRANSFER, OUT_OF_SCOPE)  # any of them in a user's text ends the conversation (tau2)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tau2_a2a.client.pricing import known_model, price_tokens
-from tau2_a2a.tau2bench.distribution import (
+from tau2_a2a.tau2bench.seam.distribution import (
     AssistantMessage,
     ConsoleDisplay,
     SimulationRun,
@@ -44,7 +44,7 @@ from tau2_a2a.tau2bench.distribution import (
     simulation_notes,
     simulation_user_llm,
 )
-from tau2_a2a.tau2bench.patches import Patch
+from tau2_a2a.tau2bench.seam.patches import Patch
 
 CONVERSATION_KEY = "tau2_a2a_conversation"
 AGENT, USER, TOOLS, JUDGE = "agent", "user", "tools", "judge"

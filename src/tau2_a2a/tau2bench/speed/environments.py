@@ -47,8 +47,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from tau2_a2a.tau2bench.copy_on_access import CopyOnAccess
-from tau2_a2a.tau2bench.distribution import (
+from tau2_a2a.tau2bench.seam.distribution import (
     AIRLINE_DB_PATH,
     MOCK_DB_PATH,
     RETAIL_DB_PATH,
@@ -67,10 +66,11 @@ from tau2_a2a.tau2bench.distribution import (
     list_tools,
     registry,
 )
-from tau2_a2a.tau2bench.distribution import airline_environment as airline
-from tau2_a2a.tau2bench.distribution import mock_environment as mock
-from tau2_a2a.tau2bench.distribution import retail_environment as retail
-from tau2_a2a.tau2bench.distribution import telecom_environment as telecom
+from tau2_a2a.tau2bench.seam.distribution import airline_environment as airline
+from tau2_a2a.tau2bench.seam.distribution import mock_environment as mock
+from tau2_a2a.tau2bench.seam.distribution import retail_environment as retail
+from tau2_a2a.tau2bench.seam.distribution import telecom_environment as telecom
+from tau2_a2a.tau2bench.speed.copy_on_access import CopyOnAccess
 
 VERIFY_ENV = "TAU2_A2A_VERIFY_DB_HASH"
 """Set to 1 to compute tau2's own hash beside every fast one and fail on a difference (tests)."""

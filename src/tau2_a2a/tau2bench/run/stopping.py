@@ -20,8 +20,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from tau2_a2a.tau2bench.distribution import executor_patches
-from tau2_a2a.tau2bench.patches import Patch
+from tau2_a2a.tau2bench.seam.distribution import executor_patches
+from tau2_a2a.tau2bench.seam.patches import Patch
 
 stopping = threading.Event()  # set by the first Ctrl-C of this process's run
 writes = threading.RLock()  # held by every results file write (see results_file.atomic_open)

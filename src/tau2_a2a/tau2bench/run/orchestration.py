@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from tau2_a2a.client.errors import A2AFailure, AgentAuthError
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.tau2bench import accounting, traces
-from tau2_a2a.tau2bench.distribution import (
+from tau2_a2a.tau2bench.run import accounting, traces
+from tau2_a2a.tau2bench.seam.distribution import (
     AssistantMessage,
     Orchestrator,
     SimulationRun,
@@ -44,7 +44,7 @@ from tau2_a2a.tau2bench.distribution import (
     simulation_patches,
     stock_simulation,
 )
-from tau2_a2a.tau2bench.patches import Patch, applied
+from tau2_a2a.tau2bench.seam.patches import Patch, applied
 
 if TYPE_CHECKING:
     from tau2_a2a.client.session import A2ASession

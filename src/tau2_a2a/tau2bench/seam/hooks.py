@@ -17,12 +17,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tau2_a2a.tau2bench import accounting, orchestration, results_file, stopping
-from tau2_a2a.tau2bench.a2a_agent import AGENT_NAME, A2AAgent
-from tau2_a2a.tau2bench.distribution import commit_hash_patches, register_agent, registry
-from tau2_a2a.tau2bench.native_oracle import NATIVE_ORACLE_NAME, NativeOracleAgent
-from tau2_a2a.tau2bench.patches import Patch, apply_all, restore_all
-from tau2_a2a.tau2bench.scripted_user import USER_NAME, ScriptedUser
+from tau2_a2a.tau2bench.participants.a2a_agent import AGENT_NAME, A2AAgent
+from tau2_a2a.tau2bench.participants.native_oracle import NATIVE_ORACLE_NAME, NativeOracleAgent
+from tau2_a2a.tau2bench.participants.scripted_user import USER_NAME, ScriptedUser
+from tau2_a2a.tau2bench.run import accounting, orchestration, results_file, stopping
+from tau2_a2a.tau2bench.seam.distribution import commit_hash_patches, register_agent, registry
+from tau2_a2a.tau2bench.seam.patches import Patch, apply_all, restore_all
 
 _lock = threading.Lock()
 _entered = 0

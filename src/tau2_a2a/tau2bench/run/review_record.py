@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tau2_a2a.tau2bench.results_file import atomic_open
+from tau2_a2a.tau2bench.run.results_file import atomic_open
 
 REVIEW_KEY = "tau2_a2a_review"
 FULL, USER_ONLY = "full", "user"

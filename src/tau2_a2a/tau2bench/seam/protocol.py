@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from tau2_a2a.tau2bench.patches import Patch
+    from tau2_a2a.tau2bench.seam.patches import Patch
 
 
 class Tau2Seam(Protocol):
@@ -70,7 +70,7 @@ SEAM_NAMES = sorted(name for name in (*Tau2Seam.__annotations__, *vars(Tau2Seam)
 
 
 if TYPE_CHECKING:  # mypy: each half of the seam is a Tau2Seam
-    from tau2_a2a.tau2bench import nvidia, upstream
+    from tau2_a2a.tau2bench.seam import nvidia, upstream
 
     _nvidia: Tau2Seam = nvidia
     _upstream: Tau2Seam = upstream

@@ -17,8 +17,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from tau2_a2a.errors import ConfigError, first_line
-from tau2_a2a.tau2bench import provenance, review_record
-from tau2_a2a.tau2bench.distribution import (
+from tau2_a2a.tau2bench.run import provenance, review_record
+from tau2_a2a.tau2bench.run.layout import results_path, results_root, run_directory
+from tau2_a2a.tau2bench.run.orchestration import RunRefused
+from tau2_a2a.tau2bench.run.results_file import atomic_open, scrub_secrets
+from tau2_a2a.tau2bench.run.resume import refuse_changed_resume
+from tau2_a2a.tau2bench.run.traces import numbered_trials
+from tau2_a2a.tau2bench.seam.distribution import (
     ConsoleDisplay,
     Results,
     RunConfig,
@@ -31,11 +36,6 @@ from tau2_a2a.tau2bench.distribution import (
     run_to,
     save_summaries,
 )
-from tau2_a2a.tau2bench.layout import results_path, results_root, run_directory
-from tau2_a2a.tau2bench.orchestration import RunRefused
-from tau2_a2a.tau2bench.results_file import atomic_open, scrub_secrets
-from tau2_a2a.tau2bench.resume import refuse_changed_resume
-from tau2_a2a.tau2bench.traces import numbered_trials
 
 # RunSettings' names for RunConfig's fields, where they differ.
 _FIELD_NAMES = {"agent_llm": "llm_agent", "agent_llm_args": "llm_args_agent", "user_llm": "llm_user",

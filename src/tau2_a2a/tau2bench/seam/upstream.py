@@ -24,7 +24,7 @@ import litellm
 
 from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS
 from tau2_a2a.errors import ConfigError
-from tau2_a2a.tau2bench.imports import (
+from tau2_a2a.tau2bench.seam.imports import (
     DEFAULT_RETRIEVAL_VARIANT,
     DISCOVERABLE_ATTR,
     OUT_OF_SCOPE,
@@ -55,11 +55,11 @@ from tau2_a2a.tau2bench.imports import (
     tau2_llm_utils,
     tau2_simulation,
 )
-from tau2_a2a.tau2bench.imports import Tau2RunConfig as TextRunConfig
-from tau2_a2a.tau2bench.imports import tau2_add_run_args as _add_upstream_run_args
-from tau2_a2a.tau2bench.patches import Patch
+from tau2_a2a.tau2bench.seam.imports import Tau2RunConfig as TextRunConfig
+from tau2_a2a.tau2bench.seam.imports import tau2_add_run_args as _add_upstream_run_args
+from tau2_a2a.tau2bench.seam.patches import Patch
 
-__all__ = [  # what `seam.Tau2Seam` names, no more (a test checks)
+__all__ = [  # what `protocol.Tau2Seam` names, no more (a test checks)
     "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "RunConfig", "STOP", "TRANSFER", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
     "check_run_fields", "commit_hash_patches", "domain_tool_names", "evaluator_patches", "executor_patches",

@@ -38,7 +38,7 @@ from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.tool_server import SimulationTools
 from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SIMULATION_ENDED, McpServer
 from tau2_a2a.protocol.messages import reply_parts, user_turn
-from tau2_a2a.tau2bench.distribution import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from tau2_a2a.tau2bench.seam.distribution import AssistantMessage, ToolCall, ToolMessage, UserMessage
 
 log = logging.getLogger("tau2_a2a.client")
 

@@ -32,7 +32,9 @@ from tau2_a2a.protocol.messages import (
     user_turn,
 )
 from tau2_a2a.protocol.toolcalls import CallForm, MalformedReply, call_arguments, parse_reply
-from tau2_a2a.tau2bench.distribution import (
+from tau2_a2a.tau2bench.participants.mcp_conversation import ENDED_KEY, McpConversation
+from tau2_a2a.tau2bench.run.orchestration import AGENT_NAME, current_session
+from tau2_a2a.tau2bench.seam.distribution import (
     AssistantMessage,
     LLMAgent,
     Message,
@@ -43,8 +45,6 @@ from tau2_a2a.tau2bench.distribution import (
     UserMessage,
     ValidAgentInputMessage,
 )
-from tau2_a2a.tau2bench.mcp_conversation import ENDED_KEY, McpConversation
-from tau2_a2a.tau2bench.orchestration import AGENT_NAME, current_session
 
 __all__ = ["AGENT_NAME", "A2AAgent"]
 

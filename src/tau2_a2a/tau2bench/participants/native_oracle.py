@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tau2_a2a.tau2bench.distribution import (
+from tau2_a2a.tau2bench.participants.oracle_script import NO_MARKER, OracleStep, find_marker, oracle_steps
+from tau2_a2a.tau2bench.seam.distribution import (
     AssistantMessage,
     LLMAgent,
     Message,
@@ -12,7 +13,6 @@ from tau2_a2a.tau2bench.distribution import (
     UserMessage,
     ValidAgentInputMessage,
 )
-from tau2_a2a.tau2bench.oracle_script import NO_MARKER, OracleStep, find_marker, oracle_steps
 
 NATIVE_ORACLE_NAME = "oracle_agent"
 
