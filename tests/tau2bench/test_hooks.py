@@ -55,7 +55,7 @@ for name in ("tau2.registry", "tau2.evaluator.evaluator_nl_assertions", "tau2.ut
 IMPORT_EVERYTHING = """
 import importlib, pkgutil, tau2_a2a
 from tau2_a2a.tau2bench.seam.imports import DISTRIBUTION, NVIDIA
-other_half = "tau2_a2a.tau2bench." + ("upstream" if DISTRIBUTION == NVIDIA else "nvidia")  # for the other tau2
+other_half = "tau2_a2a.tau2bench.seam." + ("upstream" if DISTRIBUTION == NVIDIA else "nvidia")  # for the other tau2
 for module in pkgutil.walk_packages(tau2_a2a.__path__, "tau2_a2a."):
     if not module.name.endswith("__main__") and module.name != other_half:
         importlib.import_module(module.name)
