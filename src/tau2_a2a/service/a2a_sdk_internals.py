@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import inspect
 from importlib.metadata import version
-from typing import Any
+from typing import TYPE_CHECKING
 
 from a2a.server.agent_execution import RequestContext
 from a2a.server.agent_execution.active_task import ActiveTask
 from a2a.server.cluster import StoredTask
 from a2a.server.context import ServerCallContext
 from a2a.types import Message, SendMessageRequest, Task
+
+if TYPE_CHECKING:
+    from a2a.server.agent_execution.active_task_registry import ActiveTaskRegistry
+    from a2a.server.request_handlers import DefaultRequestHandler
 
 REGISTRY = "_active_task_registry"  # a2a-sdk's ActiveTaskRegistry: the tasks whose agent runs in this process
 # What the service calls on it, each with the parameters it passes.
@@ -33,7 +37,7 @@ class A2aSdkChanged(RuntimeError):
     """The installed a2a-sdk no longer has what this module reaches into."""
 
 
-def missing(handler: Any) -> list[str]:
+def missing(handler: DefaultRequestHandler) -> list[str]:
     """What the service reaches into that `handler` (a2a-sdk's DefaultRequestHandler) or a2a-sdk lacks; empty
     when all is there."""
     registry = getattr(handler, REGISTRY, None)
@@ -54,7 +58,7 @@ def _missing_methods(owner: type, methods: dict[str, tuple[str, ...]]) -> list[s
     return lacking
 
 
-def _registry(handler: Any) -> Any:
+def _registry(handler: DefaultRequestHandler) -> ActiveTaskRegistry:
     registry = getattr(handler, REGISTRY, None)
     if registry is None:
         raise A2aSdkChanged(f"a2a-sdk {version('a2a-sdk')}'s DefaultRequestHandler has no {REGISTRY} any more: "
@@ -62,18 +66,18 @@ def _registry(handler: Any) -> Any:
     return registry
 
 
-async def runs_here(handler: Any, task_id: str) -> bool:
+async def runs_here(handler: DefaultRequestHandler, task_id: str) -> bool:
     """Whether the agent of task `task_id` runs in this process (a task another replica runs does not)."""
     return await _registry(handler).get(task_id) is not None
 
 
-async def stored_task(handler: Any, task_id: str, context: ServerCallContext) -> Task | None:
+async def stored_task(handler: DefaultRequestHandler, task_id: str, context: ServerCallContext) -> Task | None:
     """The task as the handler's task store keeps it (a2a-sdk's published `task_store`, versioned or not)."""
     stored = await handler.task_store.get(task_id, context)
     return stored.task if isinstance(stored, StoredTask) else stored
 
 
-async def run_again(handler: Any, task: Task, message: Message, context: ServerCallContext) -> None:
+async def run_again(handler: DefaultRequestHandler, task: Task, message: Message, context: ServerCallContext) -> None:
     """Run the agent of `task`, a stored task, again on `message`, in this process, the way a new message to
     the task runs it: its events reach the task store and every subscriber."""
     active = await _registry(handler).get_or_create(

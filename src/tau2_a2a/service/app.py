@@ -27,7 +27,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from a2a.server.cluster import DatabaseTaskEventStream, VersionedDatabaseTaskStore
@@ -54,10 +54,15 @@ from tau2_a2a.service.request_limit import RequestSizeLimit
 from tau2_a2a.service.settings import ServiceSettings
 from tau2_a2a.service.vault import adk_plugin
 
+if TYPE_CHECKING:
+    from a2a.server.cluster import VersionedTaskStore
+    from a2a.server.tasks import TaskStore
+    from google.adk.agents import BaseAgent
+
 log = logging.getLogger("tau2_a2a.service")
 
 
-def build_runner(agent: Any) -> Any:
+def build_runner(agent: BaseAgent) -> Runner:
     """An ADK runner with in-memory sessions and the token-scrubbing plugin."""
     return Runner(app=App(name=agent.name, root_agent=agent, plugins=[adk_plugin()]),
                   session_service=InMemorySessionService())
@@ -69,7 +74,7 @@ def replica_name_for(url: str) -> str:
 
 
 def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, grpc_url: str | None = None,
-              task_store: Any = None) -> Any:
+              task_store: TaskStore | VersionedTaskStore | None = None) -> Starlette:
     """The Starlette app of `tau2-a2a serve`; `app.state.tools` holds the service's tools.
 
     The A2A tasks live in the service's database unless `task_store` is given
@@ -109,9 +114,9 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
     )
 
     @asynccontextmanager
-    async def lifespan(app: Any) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         warm = asyncio.create_task(asyncio.to_thread(catalog.domains))  # first list_domains is then quick
-        if event_stream is not None:
+        if event_stream is not None and isinstance(task_store, VersionedDatabaseTaskStore):  # made above
             await task_store.initialize()
             await event_stream.initialize()
         loop = asyncio.get_running_loop()

@@ -27,7 +27,7 @@ import math
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeGuard
 
 from tau2_a2a.client.config import has_query_or_fragment, origin, without_userinfo
 from tau2_a2a.service.wire import JsonObject
@@ -45,28 +45,28 @@ class ArgumentRefused(ValueError):
     """An argument the service refuses; the message names it, never its value."""
 
 
-def _number(low: float, high: float) -> Callable[[Any], bool]:
-    def check(value: Any) -> bool:
+def _number(low: float, high: float) -> Callable[[object], TypeGuard[float]]:
+    def check(value: object) -> TypeGuard[float]:
         return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
                 and low <= value <= high)
     return check
 
 
-def _whole(low: int, high: int) -> Callable[[Any], bool]:
-    def check(value: Any) -> bool:
+def _whole(low: int, high: int) -> Callable[[object], bool]:
+    def check(value: object) -> bool:
         return _number(low, high)(value) and float(value).is_integer()
     return check
 
 
-def _stop(value: Any) -> bool:
-    def one(text: Any) -> bool:
+def _stop(value: object) -> bool:
+    def one(text: object) -> bool:
         return isinstance(text, str) and 0 < len(text) <= 100
 
     return one(value) or (isinstance(value, list) and 0 < len(value) <= 4 and all(map(one, value)))
 
 
 # name -> (what it accepts, its check). Sampling only: nothing here picks an endpoint, header or credential.
-SAMPLING_ARGS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+SAMPLING_ARGS: dict[str, tuple[str, Callable[[object], bool]]] = {
     "temperature": ("a number from 0 to 2", _number(0, 2)),
     "top_p": ("a number from 0 to 1", _number(0, 1)),
     "max_tokens": (f"a whole number from 1 to {_MAX_TOKENS}", _whole(1, _MAX_TOKENS)),
@@ -79,12 +79,12 @@ SAMPLING_ARGS: dict[str, tuple[str, Callable[[Any], bool]]] = {
 }
 
 
-def secret_looking(name: Any) -> bool:
+def secret_looking(name: object) -> bool:
     """Whether an argument's name says it holds a credential (api_key, password, token, ...)."""
     return isinstance(name, str) and bool(_SECRET_KEY.search(name))
 
 
-def check_sampling_args(args: Any) -> JsonObject:
+def check_sampling_args(args: object) -> JsonObject:
     """`user_llm_args` as the evaluation uses it, or ArgumentRefused naming the first bad key."""
     if not isinstance(args, dict):
         raise ArgumentRefused("user_llm_args must be a JSON object of sampling parameters "

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 from tau2_a2a.service.wire import JsonObject
 from tau2_a2a.tau2bench.seam.distribution import (
@@ -84,7 +83,7 @@ class Assessment:
     ignored: tuple[str, ...] = ()
 
 
-def is_assessment(value: Any) -> bool:
+def is_assessment(value: object) -> bool:
     """An object with `participants` is an assessment request (a tool request has `tool`)."""
     return isinstance(value, dict) and PARTICIPANTS in value and "tool" not in value
 
@@ -101,7 +100,7 @@ def from_text(text: str) -> JsonObject | None:
     return value if is_assessment(value) else None
 
 
-def parse(request: Any) -> Assessment:
+def parse(request: object) -> Assessment:
     """The Assessment in `request`, or AssessmentRejected naming the first bad key."""
     if not isinstance(request, dict):
         raise AssessmentRejected(f"An assessment request is a JSON object with {PARTICIPANTS} and {CONFIG}.")
@@ -119,9 +118,9 @@ def parse(request: Any) -> Assessment:
         raise AssessmentRejected(f"Unknown config key {unknown[0]!r}. Accepted keys: {', '.join(CONFIG_KEYS)}.")
     if "domain" not in config:
         raise AssessmentRejected(f"config.domain is required: {CONFIG_KEYS['domain']}.")
-    values = {key: _checked(key, value) for key, value in config.items()}
+    values: JsonObject = {key: _checked(key, value) for key, value in config.items()}
     shard = _shard(values.get("shard_index"), values.get("num_shards"))
-    arguments = {
+    arguments: JsonObject = {
         "domain": values["domain"],
         "agent_endpoint": endpoint,
         "user": values.get("user", DEFAULT_USER_IMPLEMENTATION),
@@ -137,7 +136,7 @@ def parse(request: Any) -> Assessment:
                       ignored=tuple(key for key in IGNORED_KEYS if key in config))
 
 
-def _participant(participants: Any) -> tuple[str, str]:
+def _participant(participants: object) -> tuple[str, str]:
     if not isinstance(participants, dict):
         raise AssessmentRejected(f"{PARTICIPANTS} must be a JSON object of one role and its agent's URL, "
                                  f'e.g. {{"agent": "http://host:port"}}; got {type(participants).__name__}.')
@@ -153,7 +152,7 @@ def _participant(participants: Any) -> tuple[str, str]:
     return role, endpoint.strip()
 
 
-def _checked(key: str, value: Any) -> Any:
+def _checked(key: str, value: object) -> int | str | bool | list[str] | JsonObject:
     """The config value with its JSON type checked (whole doubles count as whole numbers)."""
     wrong = AssessmentRejected(f"config.{key} must be {CONFIG_KEYS[key]}; got {json.dumps(value)}.")
     if key in _WHOLE_KEYS:
@@ -182,7 +181,7 @@ def _checked(key: str, value: Any) -> Any:
     raise AssertionError(f"no check for config key {key}")
 
 
-def _is_task_id(value: Any) -> bool:
+def _is_task_id(value: object) -> bool:
     if isinstance(value, str):
         return bool(value)
     if isinstance(value, float):

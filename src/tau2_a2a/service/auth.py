@@ -7,7 +7,7 @@ Each evaluation's HTML report (report.py) sits behind the same check.
 from __future__ import annotations
 
 import hmac
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import grpc
 from starlette.responses import JSONResponse
@@ -45,7 +45,7 @@ class BearerAuth:
         return bearer_matches(value, self._token)
 
 
-async def _refuse(request: Any, context: Any) -> None:
+async def _refuse(request: object, context: grpc.aio.ServicerContext) -> None:
     await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHORIZED)
 
 
@@ -55,7 +55,9 @@ class GrpcBearerAuth(grpc.aio.ServerInterceptor):
     def __init__(self, token: str) -> None:
         self._token = token.encode()
 
-    async def intercept_service(self, continuation: Any, details: Any) -> Any:
+    async def intercept_service(
+            self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
+            details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         handler = await continuation(details)
         value = next((v for name, v in details.invocation_metadata or () if name == "authorization"), "")
         if handler is None or bearer_matches(value.encode(), self._token):

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
@@ -40,8 +39,8 @@ def _parts(reply: Task | Message) -> list[Part]:
     return parts
 
 
-def result_data(reply: Task | Message) -> Any:
-    """The data part of the reply (the task's artifact, or its status message)."""
+def result_data(reply: Task | Message) -> JsonObject | None:
+    """The data part of the reply (the task's artifact, or its status message); None when it has none."""
     datas = get_data_parts(_parts(reply))
     return datas[-1] if datas else None
 

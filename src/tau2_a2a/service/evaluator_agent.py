@@ -29,7 +29,7 @@ import json
 import re
 import warnings
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from google.adk.agents import BaseAgent
 from google.adk.agents.invocation_context import InvocationContext
@@ -37,7 +37,7 @@ from google.adk.agents.llm_agent import ToolUnion
 from google.adk.events import Event, EventActions
 from google.adk.tools import BaseTool, ToolContext
 from google.genai import types
-from pydantic import Field
+from pydantic import Field, SkipValidation
 
 from tau2_a2a.litellm_cost_map import use_bundled_cost_map
 from tau2_a2a.service import summary
@@ -54,6 +54,9 @@ from tau2_a2a.service.tools import EvaluationTools, ToolError, describe
 from tau2_a2a.service.vault import DATA_PART_END, DATA_PART_START
 from tau2_a2a.service.wire import JsonObject
 
+if TYPE_CHECKING:
+    from google.adk.agents.readonly_context import ReadonlyContext
+
 warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]", category=UserWarning)
 
 AGENT_NAME = "tau2_eval"
@@ -67,7 +70,7 @@ class BadRequest(ValueError):
     """The message is not a request the service understands."""
 
 
-def data_part(data: Any) -> types.Part:
+def data_part(data: JsonObject) -> types.Part:
     """A genai part that ADK's A2A converter turns into an A2A data part."""
     payload = json.dumps(data).encode()
     return types.Part(inline_data=types.Blob(mime_type="text/plain", data=DATA_PART_START + payload + DATA_PART_END))
@@ -123,10 +126,11 @@ def help_reply(tools: EvaluationTools) -> tuple[str, JsonObject]:
 class EvaluationServiceAgent(BaseAgent):
     """Routes each request: structured -> tool; text -> LLM assistant (if any) or help."""
 
-    tools: Any = Field(exclude=True)  # EvaluationTools
+    # SkipValidation: pydantic keeps the very object given, neither checked nor copied.
+    tools: SkipValidation[EvaluationTools] = Field(exclude=True)
     poll_seconds: float = 0.5
-    # Evaluations the LLM assistant started, by invocation: followed after its turn.
-    started: Any = Field(default_factory=dict, exclude=True)  # shared with the tools, not copied
+    # Evaluations the LLM assistant started, by invocation: followed after its turn. Shared with the model's tools.
+    started: SkipValidation[dict[str, list[str]]] = Field(default_factory=dict, exclude=True)
 
     @property
     def assistant(self) -> BaseAgent | None:
@@ -256,7 +260,7 @@ class EvaluationServiceAgent(BaseAgent):
         final.custom_metadata = {ARTIFACT_KEY: ARTIFACT_NAME}
         return final
 
-    def _reply(self, ctx: InvocationContext, text: str, data: Any = None, *, partial: bool = False,
+    def _reply(self, ctx: InvocationContext, text: str, data: JsonObject | None = None, *, partial: bool = False,
                state: JsonObject | None = None) -> Event:
         parts = [types.Part(text=text)] + ([data_part(data)] if data is not None else [])
         return Event(
@@ -266,7 +270,7 @@ class EvaluationServiceAgent(BaseAgent):
             actions=EventActions(state_delta=state or {}),
         )
 
-    def _error(self, ctx: InvocationContext, message: str, data: Any = None, *,
+    def _error(self, ctx: InvocationContext, message: str, data: JsonObject | None = None, *,
                code: str = "INVALID_ARGUMENT") -> Event:
         """Ends the task `failed` (`rejected` for code REJECTED under `tau2-a2a serve`) with `message`."""
         content = types.Content(role="model", parts=[data_part(data)]) if data is not None else None
@@ -300,7 +304,7 @@ def progress_data(view: EvaluationView) -> JsonObject:
 
 # -- the LLM path ------------------------------------------------------------------------
 
-def _instruction(context: Any) -> str:
+def _instruction(context: ReadonlyContext) -> str:
     last = context.state.get(LAST_EVALUATION)
     return (
         "You run tau2-bench evaluations of A2A agents for the user, with your tools. "

@@ -24,13 +24,22 @@ continued after a restart (the evaluation still is); the parts are the same.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from google.adk.a2a.converters.request_converter import convert_a2a_request_to_agent_run_request
 from google.adk.a2a.converters.utils import ADK_METADATA_KEY_PREFIX
 from google.adk.a2a.executor.config import A2aAgentExecutorConfig, ExecuteInterceptor
 
 from tau2_a2a.service.request_limit import CUT_KEY
+
+if TYPE_CHECKING:
+    from a2a.server.agent_execution import RequestContext
+    from a2a.server.events import Event as A2AEvent
+    from a2a.types import TaskStatusUpdateEvent
+    from google.adk.a2a.converters.part_converter import A2APartToGenAIPartConverter
+    from google.adk.a2a.converters.request_converter import AgentRunRequest
+    from google.adk.a2a.executor.executor_context import ExecutorContext
+    from google.adk.events import Event
 
 ARTIFACT_KEY = "tau2_a2a_artifact"
 TASK_KEY = "tau2_eval_task"  # run config custom metadata: {"task_id", "context_id", "resume", "cut"}
@@ -39,7 +48,8 @@ REJECTED = "REJECTED"
 _ERROR_CODE_KEY = f"{ADK_METADATA_KEY_PREFIX}error_code"
 
 
-async def _named_artifact(executor_context: Any, a2a_event: Any, adk_event: Any) -> Any:
+async def _named_artifact(executor_context: ExecutorContext, a2a_event: A2AEvent,
+                          adk_event: Event) -> A2AEvent | list[A2AEvent]:
     from a2a.types import Artifact, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent
 
     name = (getattr(adk_event, "custom_metadata", None) or {}).get(ARTIFACT_KEY)
@@ -54,7 +64,7 @@ async def _named_artifact(executor_context: Any, a2a_event: Any, adk_event: Any)
     return [artifact, cleared]
 
 
-async def _rejected(executor_context: Any, final_event: Any) -> Any:
+async def _rejected(executor_context: ExecutorContext, final_event: TaskStatusUpdateEvent) -> TaskStatusUpdateEvent:
     from a2a.types import TaskState
 
     status = final_event.status
@@ -65,7 +75,7 @@ async def _rejected(executor_context: Any, final_event: Any) -> Any:
     return final_event
 
 
-def _request_with_task(request: Any, part_converter: Any) -> Any:
+def _request_with_task(request: RequestContext, part_converter: A2APartToGenAIPartConverter) -> AgentRunRequest:
     """ADK's own conversion, plus the A2A task the agent serves and whether it continues one."""
     run_request = convert_a2a_request_to_agent_run_request(request, part_converter)
     state = request.call_context.state if request.call_context is not None else {}

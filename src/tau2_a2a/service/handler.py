@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
 from a2a.server.context import ServerCallContext
@@ -34,8 +34,15 @@ from tau2_a2a.service.reads import read_only_reply
 from tau2_a2a.service.request_limit import DEFAULT_MAX_MESSAGE_BYTES, cut_message
 from tau2_a2a.service.vault import scrub_a2a_message
 
+if TYPE_CHECKING:
+    from a2a.server.cluster import VersionedTaskStore
+    from a2a.server.events import Event
+    from a2a.types import CancelTaskRequest, GetTaskRequest, Message, SendMessageRequest, Task
 
-def _scrubbed(message: Any, max_bytes: int) -> None:
+    from tau2_a2a.service.tools import EvaluationTools
+
+
+def _scrubbed(message: Message, max_bytes: int) -> None:
     """The message's secrets moved out before anything stores it, and a message over `max_bytes` cut (it is then
     rejected: request_limit.py); one it cannot read is the caller's error."""
     if cut_message(message, max_bytes) is not None:
@@ -52,7 +59,8 @@ class ServiceRequestHandler(DefaultRequestHandler):
     a read-only tool call is answered with a Message (reads.py), and a task whose execution stopped
     with its service can be continued by another."""
 
-    def __init__(self, *args: Any, tools: Any, task_reader: Any = None,
+    # *args and **kwargs: DefaultRequestHandler's own parameters, passed on as they are.
+    def __init__(self, *args: Any, tools: EvaluationTools, task_reader: VersionedTaskStore | None = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.tools = tools
@@ -60,7 +68,7 @@ class ServiceRequestHandler(DefaultRequestHandler):
         self.max_message_bytes = max_message_bytes
 
     @validate_request_params
-    async def on_get_task(self, params: Any, context: Any) -> Any:
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         if self.task_reader is None:
             return await super().on_get_task(params, context)
         validate_history_length(params)
@@ -70,7 +78,7 @@ class ServiceRequestHandler(DefaultRequestHandler):
         return apply_history_length(stored.task, params)
 
     @validate_request_params
-    async def on_message_send(self, params: Any, context: Any) -> Any:
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         _scrubbed(params.message, self.max_message_bytes)
         reply = await read_only_reply(self.tools, params.message)
         if reply is not None:
@@ -78,7 +86,8 @@ class ServiceRequestHandler(DefaultRequestHandler):
         return await super().on_message_send(params, context)
 
     @validate_request_params
-    async def on_message_send_stream(self, params: Any, context: Any) -> AsyncIterator[Any]:
+    async def on_message_send_stream(self, params: SendMessageRequest,
+                                     context: ServerCallContext) -> AsyncIterator[Event]:
         _scrubbed(params.message, self.max_message_bytes)
         reply = await read_only_reply(self.tools, params.message)
         if reply is not None:
@@ -88,7 +97,7 @@ class ServiceRequestHandler(DefaultRequestHandler):
             yield event
 
     @validate_request_params
-    async def on_cancel_task(self, params: Any, context: Any) -> Any:
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
         elsewhere = not await runs_here(self, params.id)
         task = await super().on_cancel_task(params, context)
         if elsewhere:  # here, canceling the agent's coroutine cancels the evaluation (evaluator_agent.py)

@@ -7,9 +7,8 @@ the card declares the bearer scheme.
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from a2a.types import AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList
+from a2a.types import AgentCard, AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList
 
 from tau2_a2a.protocol.cards import HTTP_BINDINGS, agent_card
 from tau2_a2a.service.argument_policy import UserLLMPolicy
@@ -29,7 +28,7 @@ _NATURAL_EXAMPLES = {
 
 
 def service_card(url: str, limits: Limits = DEFAULT_LIMITS, auth: bool = False, grpc_url: str | None = None,
-                 http_bindings: tuple[str, ...] = HTTP_BINDINGS, user_llms: Any = None) -> Any:
+                 http_bindings: tuple[str, ...] = HTTP_BINDINGS, user_llms: UserLLMPolicy | None = None) -> AgentCard:
     """The card: one skill per tool with its JSON Schema and examples; a bearer scheme when auth is on.
 
     It declares `http_bindings` at `url` and gRPC at `grpc_url` (host:port), each for A2A 1.0 and 0.3.

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from a2a.utils.errors import InternalError
 from google.protobuf.json_format import MessageToDict
@@ -31,11 +31,14 @@ from tau2_a2a.service.tool_specs import ALIASES, GET, LIST, LIST_DOMAINS
 from tau2_a2a.service.tools import EvaluationTools, ToolError, describe
 from tau2_a2a.service.wire import JsonObject
 
+if TYPE_CHECKING:
+    from a2a.types import Message
+
 READ_ONLY = frozenset({LIST_DOMAINS, GET, LIST})
 log = logging.getLogger("tau2_a2a.service")
 
 
-def read_only_call(message: Any) -> tuple[str, JsonObject] | None:
+def read_only_call(message: Message) -> tuple[str, JsonObject] | None:
     """The read-only tool and arguments `message` asks for, when it is one such call outside a conversation."""
     if message.task_id or message.context_id or len(message.parts) != 1:
         return None
@@ -51,7 +54,7 @@ def read_only_call(message: Any) -> tuple[str, JsonObject] | None:
     return tool, arguments
 
 
-async def read_only_reply(tools: EvaluationTools, message: Any) -> Any:
+async def read_only_reply(tools: EvaluationTools, message: Message) -> Message | None:
     """The Message answering a read-only call; None when the agent should answer (see the module doc)."""
     from a2a.helpers import new_data_part, new_text_part
     from a2a.types import Message, Role

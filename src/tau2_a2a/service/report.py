@@ -17,13 +17,18 @@ import os
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tau2_a2a.service import summary
 from tau2_a2a.service.jobs.directory import PRIVATE_FILE
 from tau2_a2a.service.jobs.errors import EvaluationError, EvaluationNotFound
 from tau2_a2a.service.jobs.evaluation import ID_PATTERN, TERMINAL
 from tau2_a2a.service.jobs.manager import EvaluationManager
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
 
 REPORT_PATH = "/evaluations/{evaluation_id}/report"
 REPORT_NAME = "report.html"
@@ -92,12 +97,12 @@ def write_private(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
-def report_route(manager: EvaluationManager) -> Any:
+def report_route(manager: EvaluationManager) -> Route:
     """The Starlette route answering the page, or a JSON error naming what is missing."""
     from starlette.responses import HTMLResponse, JSONResponse
     from starlette.routing import Route
 
-    async def report(request: Any) -> Any:
+    async def report(request: Request) -> Response:
         try:
             page = await asyncio.to_thread(report_page, manager, request.path_params["evaluation_id"])
         except ReportUnavailable as error:

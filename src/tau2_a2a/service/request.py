@@ -80,6 +80,7 @@ class RequestPolicy:
 Schema = Callable[[RequestPolicy], JsonObject]  # a JSON Schema made for a service's policy
 
 
+# default, default_factory and the result are Any, as in dataclasses.field: a field of any type.
 def argument(schema: JsonObject | Schema, default: Any = MISSING, *, setting: str | None = "",
              default_factory: Any = MISSING) -> Any:
     """A field that is an argument of run_tau2_evaluation: its JSON Schema (fixed, or made for a service's
@@ -167,7 +168,7 @@ class EvaluationRequest:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> EvaluationRequest:
+    def from_json(cls, data: JsonObject) -> EvaluationRequest:
         """The request as `to_json` stored it (and as earlier versions stored it: the same names)."""
         return cls(**{item.name: data[item.name] for item in fields(cls) if item.name in data})
 
@@ -192,12 +193,12 @@ class EvaluationRequest:
                            results_dir=str(results_dir), save_to=save_to)
 
 
-def arguments() -> list[Field[Any]]:
+def arguments() -> list[Field[object]]:
     """The fields a caller sends, in the order the card and refusals list them."""
     return [item for item in fields(EvaluationRequest) if _SCHEMA in item.metadata]
 
 
-def _setting(item: Field[Any]) -> str | None:
+def _setting(item: Field[object]) -> str | None:
     setting = item.metadata[_SETTING]
     return item.name if setting == "" else setting
 
@@ -216,7 +217,7 @@ def request_schema(policy: RequestPolicy) -> JsonObject:
 
 # -- the checks ----------------------------------------------------------------------------------------
 
-def _whole(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+def _whole(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or float(value) != int(value):
         raise ArgumentRefused(f"{name} must be a whole number, got {value!r}.")
@@ -229,7 +230,7 @@ def _whole(name: str, value: Any, minimum: int, maximum: int | None = None) -> i
     return number
 
 
-def _text(name: str, value: Any) -> str:
+def _text(name: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ArgumentRefused(f"{name} must be a non-empty string, got {value!r}.")
     return value.strip()
@@ -240,7 +241,7 @@ def _choices(values: list[str] | tuple[str, ...], limit: int = 12) -> str:
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
 
 
-def _retrieval_config(domain: str, name: Any) -> str | None:
+def _retrieval_config(domain: str, name: Any) -> str | None:  # name: as sent, checked here
     """A retrieval config name for banking_knowledge that the installed tau2 knows, or None for its default.
     By name only: its arguments (which could name an endpoint for the service's keys) are the operator's."""
     if name is None:
@@ -257,6 +258,7 @@ def _retrieval_config(domain: str, name: Any) -> str | None:
     return name
 
 
+# sent: the caller's JSON arguments, each one checked here before it is used.
 def check_request(sent: Mapping[str, Any], policy: RequestPolicy, shard: Shard | None = None) -> EvaluationRequest:
     """The EvaluationRequest `sent` asks for (of `shard`'s part of the tasks), or ArgumentRefused naming the
     first bad argument. `sent` holds arguments of run_tau2_evaluation only; a missing one takes its default."""

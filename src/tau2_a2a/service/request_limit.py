@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tau2_a2a.service.wire import JsonObject
+
+if TYPE_CHECKING:
+    from a2a.types import Message as A2AMessage
 
 DEFAULT_MAX_REQUEST_BYTES = 10 * 2**20
 DEFAULT_MAX_MESSAGE_BYTES = 2**20  # telecom's 2,285 task ids as a task_ids list are 300 KB
@@ -30,7 +33,7 @@ CUT_KEY = "tau2_eval_cut"  # message metadata: {"bytes": its size, "limit": the 
 _MAX_ID = 256  # characters of an id kept from a cut message
 
 
-def cut_message(message: Any, max_bytes: int) -> dict[str, int] | None:
+def cut_message(message: A2AMessage, max_bytes: int) -> dict[str, int] | None:
     """In place: a message over `max_bytes` (serialized) keeps only the first KEPT_TEXT_BYTES of its text, as one
     text part; its data, metadata and extensions go, and so do ids too long to be real. Its size and the limit
     (also put in its metadata under CUT_KEY, which only this function sets), or None for a message within it."""

@@ -17,11 +17,11 @@ from datetime import datetime
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 from tau2_a2a.compare import stats
 from tau2_a2a.service import catalog, summary
 from tau2_a2a.service.assessment import Assessment
+from tau2_a2a.service.wire import JsonObject
 from tau2_a2a.tau2bench.run.provenance import PROVENANCE_KEY
 from tau2_a2a.tau2bench.seam.distribution import DEFAULT_RETRIEVAL_CONFIG, DISTRIBUTION, KNOWLEDGE_DOMAIN, VERSION
 
@@ -30,16 +30,16 @@ ARTIFACT_NAME = "Result"
 
 
 @cache
-def schema() -> dict[str, Any]:
+def schema() -> JsonObject:
     return json.loads(SCHEMA_PATH.read_text())
 
 
-def _total(values: list[Any]) -> float | None:
+def _total(values: list[float | None]) -> float | None:
     known = [float(v) for v in values if v is not None and not math.isnan(float(v))]
     return round(sum(known), 6) if known else None
 
 
-def cost_fields(protocol: dict[str, Any]) -> dict[str, float | None]:
+def cost_fields(protocol: JsonObject) -> dict[str, float | None]:
     """USD per conversation and in total, for the agent, the user simulator, the judge and all three, as the
     metrics file has them: null (not reported) unless every simulation's is known, never 0 for unknown."""
     per = protocol.get("cost_usd_per_simulation") or {}
@@ -53,7 +53,7 @@ def cost_fields(protocol: dict[str, Any]) -> dict[str, float | None]:
     return fields
 
 
-def _rounded(value: Any) -> float | None:
+def _rounded(value: float | None) -> float | None:
     return None if value is None else round(float(value), 6)
 
 
@@ -63,7 +63,7 @@ def _seconds_between(start: str | None, end: str | None) -> float | None:
     return round((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 3)
 
 
-def interval_fields(intervals: dict[str, Any] | None) -> dict[str, float | None]:
+def interval_fields(intervals: JsonObject | None) -> dict[str, float | None]:
     """The 95% intervals as flat columns: avg_reward_ci95_low/high, pass_hat_{k}_ci95_low/high."""
     reward = (intervals or {}).get("avg_reward") or {}
     fields: dict[str, float | None] = {"avg_reward_ci95_low": reward.get("low"),
@@ -73,8 +73,8 @@ def interval_fields(intervals: dict[str, Any] | None) -> dict[str, float | None]
     return fields
 
 
-def build_result(record: dict[str, Any], results: dict[str, Any] | None, assessment: Assessment,
-                 report_url: str | None = None) -> dict[str, Any]:
+def build_result(record: JsonObject, results: JsonObject | None, assessment: Assessment,
+                 report_url: str | None = None) -> JsonObject:
     """The result of the assessment that ran as evaluation `record` (tau2's results file: `results`);
     `report_url` is where the service serves its HTML report."""
     spec = record["request"]
@@ -145,7 +145,7 @@ def build_result(record: dict[str, Any], results: dict[str, Any] | None, assessm
     }
 
 
-def retrieval_config_used(spec: dict[str, Any]) -> str | None:
+def retrieval_config_used(spec: JsonObject) -> str | None:
     """The retrieval config banking_knowledge ran with (the one asked for, or tau2's default); None elsewhere."""
     if spec["domain"] != KNOWLEDGE_DOMAIN:
         return None

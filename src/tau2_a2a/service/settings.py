@@ -119,7 +119,7 @@ class ServiceSettings:
                 raise ConfigError(f"{ENV_PREFIX}{name} must be a number of seconds, got {raw!r}.") from None
 
         agent_defaults = AgentLimits()
-        limit_values: dict[str, Any] = {
+        limit_values: dict[str, Any] = {  # Any: seconds (a float) for timeout, whole numbers for the rest
             field_name: seconds(variable, agent_defaults.timeout) if field_name == "timeout"
             else number(variable, getattr(agent_defaults, field_name))
             for field_name, variable in AGENT_LIMITS.items()}

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from tau2_a2a.compare import stats
 from tau2_a2a.compare.runs import reward_of, scored_tasks
 from tau2_a2a.runner.outcome import left_out_of_metrics, usd
 from tau2_a2a.runner.protocol_metrics import conversation, known_total
+from tau2_a2a.service.wire import JsonObject
 
 
-def read_results(path: Path) -> dict[str, Any] | None:
+def read_results(path: Path) -> JsonObject | None:
     """tau2's results JSON, or None while it is missing or being rewritten."""
     try:
         return json.loads(path.read_text())
@@ -25,7 +25,7 @@ def read_results(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def progress(results: dict[str, Any] | None, total: int) -> dict[str, Any]:
+def progress(results: JsonObject | None, total: int) -> JsonObject:
     """Simulations done out of `total`, and the average reward so far."""
     simulations = (results or {}).get("simulations") or []
     so_far = stats.average(reward_of(s) for s in simulations if not left_out_of_metrics(s))
@@ -36,7 +36,7 @@ def progress(results: dict[str, Any] | None, total: int) -> dict[str, Any]:
     }
 
 
-def metrics(simulations: list[dict[str, Any]]) -> dict[str, Any]:
+def metrics(simulations: list[JsonObject]) -> JsonObject:
     """avg_reward, pass^k for k up to the smallest trial count of a task (tau2's estimator, `compare.stats`),
     avg_agent_cost (None, not reported, unless every simulation's is known): over the simulations tau2 counts
     (not those it gave up on as infrastructure errors)."""
@@ -53,7 +53,7 @@ def metrics(simulations: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def conversation_costs(simulations: list[dict[str, Any]]) -> dict[str, float | None]:
+def conversation_costs(simulations: list[JsonObject]) -> dict[str, float | None]:
     """The average cost of a conversation: agent, user simulator, judge and total (None where any simulation's
     was not reported)."""
     kept = [conversation(s) for s in simulations]
@@ -66,7 +66,7 @@ def conversation_costs(simulations: list[dict[str, Any]]) -> dict[str, float | N
     return costs
 
 
-def intervals(simulations: list[dict[str, Any]]) -> dict[str, Any] | None:
+def intervals(simulations: list[JsonObject]) -> JsonObject | None:
     """95% bootstrap intervals of avg_reward and pass^k (tau2's estimator), as `tau2-a2a report` computes them.
 
     The same code, seed, resample count and task order as the report, so the
@@ -90,9 +90,9 @@ def intervals(simulations: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def per_task(simulations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def per_task(simulations: list[JsonObject]) -> list[JsonObject]:
     """Each task's rewards, one per trial, with how each trial ended."""
-    tasks: dict[str, list[dict[str, Any]]] = {}
+    tasks: dict[str, list[JsonObject]] = {}
     for simulation in sorted(simulations, key=lambda s: (str(s["task_id"]), s.get("trial") or 0)):
         tasks.setdefault(str(simulation["task_id"]), []).append(
             {
@@ -112,7 +112,7 @@ def per_task(simulations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def termination_counts(simulations: list[dict[str, Any]]) -> dict[str, int]:
+def termination_counts(simulations: list[JsonObject]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for simulation in simulations:
         reason = str(simulation.get("termination_reason"))
@@ -120,14 +120,14 @@ def termination_counts(simulations: list[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def a2a_errors(protocol_metrics: dict[str, Any] | None) -> dict[str, Any]:
+def a2a_errors(protocol_metrics: JsonObject | None) -> JsonObject:
     """Simulations that ended on an A2A error, by kind, as the protocol metrics count them."""
     ended = ((protocol_metrics or {}).get("run") or {}).get("simulations_ended_by_a2a_errors") or {}
     by_kind = dict(sorted(ended.items(), key=lambda item: (-item[1], item[0])))
     return {"simulations": sum(by_kind.values()), "by_category": by_kind}
 
 
-def outcome(results: dict[str, Any] | None, protocol_metrics: dict[str, Any] | None) -> dict[str, Any]:
+def outcome(results: JsonObject | None, protocol_metrics: JsonObject | None) -> JsonObject:
     """The result part of an evaluation record: metrics and their 95% intervals, per-task rewards,
     protocol metrics, A2A errors."""
     simulations = (results or {}).get("simulations") or []
@@ -142,7 +142,7 @@ def outcome(results: dict[str, Any] | None, protocol_metrics: dict[str, Any] | N
     }
 
 
-def a2a_error_line(result: dict[str, Any], total: int) -> str | None:
+def a2a_error_line(result: JsonObject, total: int) -> str | None:
     """"3 of 10 simulations ended with A2A errors (timeout=2, http=1): they score 0." or None."""
     errors = result.get("a2a_errors") or {}
     if not errors.get("simulations"):
@@ -151,7 +151,7 @@ def a2a_error_line(result: dict[str, Any], total: int) -> str | None:
     return f"{errors['simulations']} of {total} simulations ended with A2A errors ({categories}): they score 0."
 
 
-def text(record: dict[str, Any]) -> str:
+def text(record: JsonObject) -> str:
     """A few lines stating what the data part states."""
     spec = record["request"]
     status = record["status"]
@@ -208,14 +208,14 @@ def text(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _progress_line(prog: dict[str, Any]) -> str:
+def _progress_line(prog: JsonObject) -> str:
     avg = prog.get("avg_reward_so_far")
     avg_text = "n/a" if avg is None else f"{avg:.3f}"
     return (f"Progress: {prog['simulations_done']}/{prog['simulations_total']} simulations done, "
             f"average reward so far {avg_text}.")
 
 
-def progress_text(record: dict[str, Any]) -> str:
+def progress_text(record: JsonObject) -> str:
     """One line for a progress update."""
     if record["status"] == "queued":
         return f"Evaluation {record['evaluation_id']} is queued at position {record.get('queue_position')}."

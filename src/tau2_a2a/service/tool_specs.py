@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from tau2_a2a.service.argument_policy import DEFAULT_USER_LLMS, UserLLMPolicy
 from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
@@ -84,7 +83,7 @@ def tool_specs(limits: Limits = DEFAULT_LIMITS, user_llms: UserLLMPolicy = DEFAU
 
 
 @cache
-def accepted_arguments(tool: Any) -> frozenset[str]:
+def accepted_arguments(tool: object) -> frozenset[str]:
     """The argument names `tool` (or its alias) accepts; none for an unknown tool. For scrubbing requests."""
     spec = tool_specs().get(ALIASES.get(tool, tool)) if isinstance(tool, str) else None
     if spec is None:

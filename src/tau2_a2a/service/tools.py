@@ -71,10 +71,10 @@ class EvaluationTools:
 
     # -- structured calls -----------------------------------------------------------
 
-    def call(self, name: Any, arguments: Any = None) -> JsonObject:
+    def call(self, name: object, arguments: object = None) -> JsonObject:
         """Run tool `name` (or an alias) with `arguments`; ToolError says what is wrong."""
         canonical = ALIASES.get(name, name) if isinstance(name, str) else None
-        if canonical not in self.specs:
+        if canonical is None or canonical not in self.specs:
             aliases = ", ".join(f"{alias} (= {tool})" for alias, tool in ALIASES.items())
             raise ToolError(f"Unknown tool {name!r}. Tools: {', '.join(TOOL_NAMES)}; aliases: {aliases}.")
         if arguments is None:

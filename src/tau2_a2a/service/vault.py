@@ -18,10 +18,16 @@ import json
 import secrets
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tau2_a2a.service.request import TOKEN_ARGUMENT
 from tau2_a2a.service.tool_specs import REFERENCE_ARGUMENT
+
+if TYPE_CHECKING:
+    from a2a.types import Message
+    from google.adk.agents.invocation_context import InvocationContext
+    from google.adk.plugins.base_plugin import BasePlugin
+    from google.genai import types
 
 DATA_PART_START = b"<a2a_datapart_json>"
 DATA_PART_END = b"</a2a_datapart_json>"
@@ -54,7 +60,7 @@ class TokenVault:
 vault = TokenVault()
 
 
-def scrub_request(request: Any, store: TokenVault = vault) -> bool:
+def scrub_request(request: object, store: TokenVault = vault) -> bool:
     """In place, for a structured request dict (a tool call or an assessment): `arguments.agent_auth_token`
     becomes a reference, and what the service would refuse and must not keep is removed
     (argument_policy.py). Whether anything changed."""
@@ -86,7 +92,7 @@ def _scrub_text(text: str, store: TokenVault) -> str | None:
     return json.dumps(request) if request is not None and scrub_request(request, store) else None
 
 
-def scrub_a2a_message(message: Any, store: TokenVault = vault) -> None:
+def scrub_a2a_message(message: Message, store: TokenVault = vault) -> None:
     """In place, for an a2a-sdk Message: every data part's token becomes a reference."""
     from google.protobuf.json_format import MessageToDict, ParseDict
 
@@ -103,7 +109,7 @@ def scrub_a2a_message(message: Any, store: TokenVault = vault) -> None:
             ParseDict(data, part.data)
 
 
-def scrub_genai_content(content: Any, store: TokenVault = vault) -> bool:
+def scrub_genai_content(content: types.Content | None, store: TokenVault = vault) -> bool:
     """In place, for ADK content: data parts arrive as tagged inline blobs."""
     changed = False
     for part in (content.parts if content is not None else None) or []:
@@ -113,7 +119,7 @@ def scrub_genai_content(content: Any, store: TokenVault = vault) -> bool:
             changed = True
         blob = part.inline_data
         data = blob.data if blob is not None else None
-        if not data or not data.startswith(DATA_PART_START) or not data.endswith(DATA_PART_END):
+        if blob is None or not data or not data.startswith(DATA_PART_START) or not data.endswith(DATA_PART_END):
             continue
         try:
             request = json.loads(data[len(DATA_PART_START):-len(DATA_PART_END)])
@@ -125,13 +131,12 @@ def scrub_genai_content(content: Any, store: TokenVault = vault) -> bool:
     return changed
 
 
-def adk_plugin(store: TokenVault = vault) -> Any:
+def adk_plugin(store: TokenVault = vault) -> BasePlugin:
     """An ADK plugin that scrubs the user message before the runner stores it."""
     from google.adk.plugins.base_plugin import BasePlugin
-    from google.genai import types
 
     class TokenScrubPlugin(BasePlugin):
-        async def on_user_message_callback(self, *, invocation_context: Any,
+        async def on_user_message_callback(self, *, invocation_context: InvocationContext,
                                            user_message: types.Content) -> types.Content | None:
             return user_message if scrub_genai_content(user_message, store) else None
 

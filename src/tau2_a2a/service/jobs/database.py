@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import (
@@ -43,6 +43,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from tau2_a2a.client.config import redact
 from tau2_a2a.service.jobs.errors import EvaluationError
 from tau2_a2a.service.jobs.evaluation import EvaluationRecord
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine.interfaces import DBAPIConnection
+    from sqlalchemy.ext.asyncio import AsyncEngine
+    from sqlalchemy.pool import ConnectionPoolEntry
 
 SCHEMA_VERSION = 1
 DATABASE_NAME = "service.sqlite"
@@ -92,12 +97,12 @@ def redact_url(database: str) -> str:
     return redact(database, parts.password) if parts.password else database
 
 
-def tune_sqlite(engine: Any) -> None:
+def tune_sqlite(engine: Engine | AsyncEngine) -> None:
     """WAL, so readers never wait for the writer; a commit syncs at checkpoints only (a crash of the
     process loses nothing, a power cut may lose the last commits); waits for a busy writer."""
 
     @event.listens_for(getattr(engine, "sync_engine", engine), "connect")
-    def _pragmas(connection: Any, _record: Any) -> None:
+    def _pragmas(connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
         cursor = connection.cursor()
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000"):
             cursor.execute(f"PRAGMA {pragma}")

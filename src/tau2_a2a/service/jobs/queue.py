@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Column, and_, func, or_, select, true, update
 
 from tau2_a2a.service.jobs.database import Database, evaluations, record_of
 from tau2_a2a.service.jobs.evaluation import EvaluationRecord, Status
+
+if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement, Row
 
 QUEUED, RUNNING = Status.QUEUED.value, Status.RUNNING.value
 ACTIVE = (QUEUED, RUNNING)
@@ -165,14 +168,16 @@ class EvaluationQueue:
 
     # -- taking over ----------------------------------------------------------------------
 
-    def _stale(self, holder: Column[Any], lease: Column[Any], me: str, now: float, at_start: bool) -> Any:
+    def _stale(self, holder: Column[str], lease: Column[float], me: str, now: float,
+               at_start: bool) -> ColumnElement[bool]:
         """Rows whose holder is gone: its lease ran out; at start also our own earlier life's (all, on SQLite)."""
         if at_start and not self.database.shared:
             return true()
         stale = lease < now
         return or_(stale, holder == me) if at_start else stale
 
-    def _take_over(self, holder: Column[Any], lease: Column[Any], me: str, until: float, where: Any) -> list[Any]:
+    def _take_over(self, holder: Column[str], lease: Column[float], me: str, until: float,
+                   where: ColumnElement[bool]) -> list[Row[Any]]:
         """Make `me` the holder of the held rows matching `where` (a compare-and-set on the previous holder)."""
         taken = []
         with self.database.transaction() as connection:
