@@ -15,7 +15,7 @@ import gzip
 import io
 import re
 import textwrap
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -24,6 +24,11 @@ from tau2_a2a.client.records import RAW_DATA_KEY, trace_id_of
 from tau2_a2a.client.tracing import trace_url
 from tau2_a2a.compare import stats
 from tau2_a2a.compare.runs import Run, a2a_records, failed_components, failure_kind, reward_of
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
 CELL_LABELS = {
     "pass": "pass", "timeout": "timeout", "http": "HTTP", "protocol": "protocol",
@@ -197,7 +202,7 @@ def _wrapped(label: str, width: int = 34) -> str:
     return "\n".join(textwrap.wrap(label, width)) or label
 
 
-def _figure(width: float = 5.2, height: float = 3.0) -> Any:
+def _figure(width: float = 5.2, height: float = 3.0) -> Figure:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -207,7 +212,7 @@ def _figure(width: float = 5.2, height: float = 3.0) -> Any:
     return figure
 
 
-def _svg(figure: Any) -> str:
+def _svg(figure: Figure) -> str:
     import matplotlib
 
     buffer = io.StringIO()
@@ -218,7 +223,8 @@ def _svg(figure: Any) -> str:
     return text[text.index("<svg"):]
 
 
-def _run_legend(figure: Any, runs: list[tuple[int, str]], extra: list[Any] | None = None, **style: Any) -> None:
+def _run_legend(figure: Figure, runs: list[tuple[int, str]], extra: list[Line2D] | None = None,
+                **style: Any) -> None:
     """Below the chart, each run's colour and its name in full (wrapped), then the `extra` entries; two columns
     when there are several runs."""
     from matplotlib.lines import Line2D
@@ -229,7 +235,7 @@ def _run_legend(figure: Any, runs: list[tuple[int, str]], extra: list[Any] | Non
                   fontsize=7, frameon=False)
 
 
-def _style(axes: Any, title: str) -> None:
+def _style(axes: Axes, title: str) -> None:
     axes.set_title(title, fontsize=10, loc="left")
     axes.spines[["top", "right"]].set_visible(False)
     axes.grid(axis="y", color="#dddddd", linewidth=0.6)
@@ -309,7 +315,7 @@ def frontier_chart(frontier: dict[str, Any], labels: list[str]) -> str:
     return _svg(figure)
 
 
-def _boxes(axes: Any, groups: list[tuple[str, list[float], str]]) -> None:
+def _boxes(axes: Axes, groups: list[tuple[str, list[float], str]]) -> None:
     groups = [g for g in groups if g[1]]
     if not groups:
         axes.text(0.5, 0.5, "no data", ha="center", va="center", transform=axes.transAxes)
@@ -370,6 +376,8 @@ def volume_charts(per_run: list[tuple[str, dict[str, Any]]]) -> tuple[str, str]:
 
 def retries_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
     """Retried requests, failed requests and simulations with retries, per run (drawn only when there are some)."""
+    from matplotlib.ticker import MaxNLocator
+
     figure = _figure(height=2.4 + (0.25 * len(per_run) if len(per_run) > 1 else 0))
     axes = figure.add_subplot()
     names = ["retried requests", "failed requests", "simulations with retries"]
@@ -381,7 +389,9 @@ def retries_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
         axes.bar_label(bars, fontsize=8)
     axes.set_xticks(range(len(names)), names)
     axes.set_ylim(bottom=0)
-    axes.yaxis.get_major_locator().set_params(integer=True)
+    locator = axes.yaxis.get_major_locator()  # matplotlib's default, AutoLocator, is a MaxNLocator
+    if isinstance(locator, MaxNLocator):
+        locator.set_params(integer=True)
     _style(axes, "Retries and failed requests")
     if len(per_run) > 1:
         _run_legend(figure, [(i, label) for i, (label, _) in enumerate(per_run)], marker="s", linestyle="none",

@@ -46,7 +46,7 @@ FEW_TASKS = 20  # below this many tasks a percentile bootstrap interval is known
 # -- figures -------------------------------------------------------------------------
 
 
-def estimate_dict(estimate: stats.Estimate) -> dict[str, Any]:
+def estimate_dict(estimate: stats.Estimate) -> dict[str, object]:
     return estimate.as_dict()
 
 
@@ -190,7 +190,7 @@ def summary(values: list[float]) -> dict[str, Any]:
 # -- provenance ----------------------------------------------------------------------
 
 
-def public_url(url: Any) -> str | None:
+def public_url(url: object) -> str | None:
     """An endpoint without credentials: no user:password, no query, no fragment."""
     if not url:
         return None
@@ -201,7 +201,7 @@ def public_url(url: Any) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def public_args(args: Any) -> dict[str, Any]:
+def public_args(args: object) -> dict[str, Any]:
     """LLM arguments without anything that could be a secret (keys, tokens, headers)."""
     if not isinstance(args, dict):
         return {}
@@ -214,7 +214,7 @@ def public_args(args: Any) -> dict[str, Any]:
     return kept
 
 
-def provenance(run: DomainRun, trials: dict[str, Any]) -> dict[str, Any]:
+def provenance(run: DomainRun, trials: dict[str, stats.TaskTrials]) -> dict[str, Any]:
     """Where the figures come from: versions, settings, the agent, the user simulator, dates."""
     info = run.results["info"]
     agent = info.get("agent_info") or {}
