@@ -14,7 +14,7 @@ import json
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from tau2_a2a.compare import stats
@@ -43,14 +43,109 @@ SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
 FEW_TASKS = 20  # below this many tasks a percentile bootstrap interval is known to be too narrow
 
 
+# -- the figures of one results file, as the report's JSON keeps them (report_schema.json) ----------
+
+
+class ValueSummary(TypedDict):
+    """Count and quantiles of some values, and the values (the charts draw them)."""
+
+    count: int
+    p50: float | None
+    p95: float | None
+    max: float | None
+    values: list[float]
+
+
+class SimulationProtocol(TypedDict):
+    """One simulation's A2A requests, summed."""
+
+    requests: int
+    retries: int
+    failed_requests: int
+    input_tokens: int
+    output_tokens: int
+    request_bytes: int
+    response_bytes: int
+    latency_ms: float
+
+
+class IndexedSimulationProtocol(SimulationProtocol):
+    index: int  # the simulation's place in the results file
+
+
+class ProtocolFigures(TypedDict):
+    a2a: bool  # any A2A request at all (none for a native agent)
+    latency_ms_by_method: dict[str, ValueSummary]
+    first_event_ms: ValueSummary
+    per_simulation: list[IndexedSimulationProtocol]
+    retried_requests: int
+    simulations_with_retries: int
+
+
+class GridCell(TypedDict):
+    """One simulation in the task x trial grid."""
+
+    trial: int | None
+    index: int
+    reward: float
+    group: str
+    kind: str
+    components: list[str]
+    termination: str
+
+
+class GridRow(TypedDict):
+    task_id: str
+    cells: list[GridCell]
+
+
+class Failures(TypedDict):
+    simulations: int
+    failed: int
+    by_group: dict[str, int]
+    by_kind: dict[str, int]
+    by_component: dict[str, int]
+
+
+class CostFigures(TypedDict):
+    """USD by participant (None: not reported), and seconds by phase."""
+
+    simulations: int
+    per_conversation: dict[str, float | None]
+    total: dict[str, float | None]
+    reported_by: dict[str, int]
+    per_task: list[dict[str, str | int | float | None]]
+    time_s_by_phase: dict[str, float] | None
+
+
+class DomainFigures(TypedDict):
+    """The figures of one results file (one run, one domain)."""
+
+    domain: str
+    file: str
+    tasks: int
+    trials: int
+    max_k: int
+    simulations: int
+    avg_reward: stats.EstimateFigures
+    pass_hat_k: dict[str, dict[str, stats.EstimateFigures]]  # by convention, then by k
+    warnings: list[str]
+    noise_floor: stats.NoiseFloorFigures | None
+    cost: CostFigures
+    failures: Failures
+    grid: list[GridRow]
+    protocol: ProtocolFigures
+    provenance: dict[str, Any]  # read off the results file's info and the agent's settings, passed through
+
+
 # -- figures -------------------------------------------------------------------------
 
 
-def estimate_dict(estimate: stats.Estimate) -> dict[str, object]:
+def estimate_dict(estimate: stats.Estimate) -> stats.EstimateFigures:
     return estimate.as_dict()
 
 
-def domain_figures(run: DomainRun, seed: int, resamples: int) -> dict[str, Any]:
+def domain_figures(run: DomainRun, seed: int, resamples: int) -> DomainFigures:
     """Scores with intervals, the grid, the failure counts and the protocol figures of one results file."""
     trials = task_trials(run)
     tasks = list(trials.values())
@@ -89,14 +184,14 @@ def small_sample_warnings(reward: stats.Estimate, curve: dict[str, dict[int, sta
 
 
 def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
-                       ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+                       ) -> tuple[list[GridRow], Failures, ProtocolFigures]:
     """The task x trial grid (every simulation, also those tau2 leaves out of its metrics), the counts of why
     simulations failed, and per-simulation protocol figures."""
-    cells: dict[str, list[dict[str, Any]]] = {task: [] for task in trials}
+    cells: dict[str, list[GridCell]] = {task: [] for task in trials}
     by_kind: dict[str, int] = {}
     by_group: dict[str, int] = {}
     by_component: dict[str, int] = {}
-    per_simulation: list[dict[str, Any]] = []
+    per_simulation: list[IndexedSimulationProtocol] = []
     latency_by_method: dict[str, list[float]] = {}
     first_event: list[float] = []
     for index, simulation in enumerate(run.results["simulations"]):
@@ -120,13 +215,13 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
             "group": group, "kind": kind, "components": components,
             "termination": str(simulation.get("termination_reason")),
         })
-    grid: list[dict[str, Any]] = [
+    grid: list[GridRow] = [
         {"task_id": task, "cells": sorted(row, key=lambda c: (c["trial"] is None, c["trial"] or 0))}
         for task, row in sorted(cells.items(), key=lambda item: task_order(item[0]))]
     failed = sum(by_group.values())
-    failures = {"simulations": len(run.results["simulations"]), "failed": failed, "by_group": by_group,
+    failures: Failures = {"simulations": len(run.results["simulations"]), "failed": failed, "by_group": by_group,
                 "by_kind": by_kind, "by_component": by_component}
-    protocol = {
+    protocol: ProtocolFigures = {
         "a2a": any(p["requests"] for p in per_simulation),
         "latency_ms_by_method": {m: summary(v) for m, v in sorted(latency_by_method.items())},
         "first_event_ms": summary(first_event),
@@ -137,7 +232,7 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
     return grid, failures, protocol
 
 
-def cost_figures(run: DomainRun) -> dict[str, Any]:
+def cost_figures(run: DomainRun) -> CostFigures:
     """What the run's conversations cost (USD; None where any simulation's was not reported): per conversation
     and in total, by participant; per task (averaged over its trials); and where the time went, by phase."""
     simulations = run.results["simulations"]
@@ -165,7 +260,7 @@ def cost_figures(run: DomainRun) -> dict[str, Any]:
     }
 
 
-def simulation_protocol(records: list[dict[str, Any]]) -> dict[str, Any]:
+def simulation_protocol(records: list[dict[str, Any]]) -> SimulationProtocol:
     return {
         "requests": len(records),
         "retries": sum(1 for r in records if int(r.get("attempt") or 1) > 1),
@@ -178,7 +273,7 @@ def simulation_protocol(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def summary(values: list[float]) -> dict[str, Any]:
+def summary(values: list[float]) -> ValueSummary:
     """Count and quantiles (the charts draw the values themselves)."""
     if not values:
         return {"count": 0, "p50": None, "p95": None, "max": None, "values": []}
@@ -302,11 +397,11 @@ def flip_table(flipped: list[stats.Flip], a_tasks: list[stats.TaskTrials],
     return rows
 
 
-def frontier(runs: list[Run], domain: str, figures: list[dict[str, Any]]) -> dict[str, Any]:
+def frontier(runs: list[Run], domain: str, figures: list[DomainFigures]) -> dict[str, Any]:
     """Average reward against the agent's cost per conversation, run by run (HAL's cost-accuracy frontier): a run
     is on the frontier when no other is at least as good for at most its cost; runs whose agent did not report its
     cost are listed apart."""
-    points = []
+    points: list[dict[str, Any]] = []  # the JSON's points: label, reward, costs (None: not reported)
     for run, figure in zip(runs, figures):
         cost = figure["cost"]["per_conversation"]
         points.append({"label": run.label, "avg_reward": figure["avg_reward"]["value"], "agent_cost": cost["agent"],
