@@ -24,7 +24,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from tau2_a2a.client.records import RAW_DATA_KEY, trace_id_of
 from tau2_a2a.client.tracing import trace_url
 from tau2_a2a.compare import stats
-from tau2_a2a.compare.report import DomainFigures, GridCell, ProtocolFigures
+from tau2_a2a.compare.report import DomainFigures, Frontier, GridCell, ProtocolFigures, Report
 from tau2_a2a.compare.runs import Run, a2a_records, failed_components, failure_kind, reward_of
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def detectable_points(value: float | None) -> str:
     return "> 100" if value >= 1 else f"{value * 100:.1f}"
 
 
-def render(report: dict[str, Any], runs: list[Run]) -> str:
+def render(report: Report, runs: list[Run]) -> str:
     """The whole page."""
     environment = Environment(loader=PackageLoader("tau2_a2a.compare", "."),
                               autoescape=select_autoescape(default=True, default_for_string=True))
@@ -172,7 +172,7 @@ def request_view(record: Mapping[str, object]) -> dict[str, object]:
 # -- charts ----------------------------------------------------------------------------
 
 
-def domain_charts(report: dict[str, Any], domain: str) -> dict[str, str]:
+def domain_charts(report: Report, domain: str) -> dict[str, str]:
     """SVG charts of one domain, every run side by side; a chart only where it shows something."""
     per_run: list[tuple[str, DomainFigures]] = [
         (run["label"], next(d for d in run["domains"] if d["domain"] == domain)) for run in report["runs"]]
@@ -294,7 +294,7 @@ def pass_one_chart(per_run: list[tuple[str, DomainFigures]]) -> str:
     return _svg(figure)
 
 
-def frontier_chart(frontier: dict[str, Any], labels: list[str]) -> str:
+def frontier_chart(frontier: Frontier, labels: list[str]) -> str:
     """Average reward against the agent's cost per conversation, the frontier joined by a line. The runs are
     told apart by colour, named in the legend: runs of about the same cost and reward share a spot, where names
     beside the points would print over each other."""

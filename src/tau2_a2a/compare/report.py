@@ -138,6 +138,78 @@ class DomainFigures(TypedDict):
     provenance: dict[str, Any]  # read off the results file's info and the agent's settings, passed through
 
 
+class RunFigures(TypedDict):
+    label: str
+    domains: list[DomainFigures]  # in the report's order of domains
+
+
+class TaskDifference(TypedDict):
+    task_id: str
+    a: float  # mean reward in the first run
+    b: float
+    difference: float
+
+
+class FlipRow(TypedDict):
+    """A task with a verdict that flipped: its passes in each run, the trials it lost or gained."""
+
+    task_id: str
+    a_passed: int
+    b_passed: int
+    trials: int
+    lost: list[int]
+    gained: list[int]
+
+
+class ComparisonFigures(TypedDict):
+    """One run against the first, on one domain."""
+
+    domain: str
+    a: str
+    b: str
+    tasks: int
+    trials: int
+    test: str
+    avg_reward_difference: dict[str, object]
+    pass_hat_k_difference: dict[str, dict[str, object]]
+    sentence: str
+    per_task: list[TaskDifference]
+    tasks_differing: int
+    mcnemar: dict[str, object]
+    flips: list[FlipRow]
+
+
+class Frontier(TypedDict):
+    domain: str
+    cost: str
+    points: list[dict[str, Any]]  # label, avg_reward, agent_cost, total_cost, on_frontier
+    cost_not_reported: list[str]
+
+
+class GateFigures(TypedDict):
+    base: str
+    new: str
+    alpha: float
+    min_effect: float
+    regression: bool
+    domains: list[dict[str, object]]
+    line: str
+
+
+# The report's JSON ("$schema" is no Python name, hence this form).
+Report = TypedDict("Report", {
+    "$schema": str,
+    "generated_at": str,
+    "software": dict[str, str | None],
+    "settings": dict[str, object],
+    "domains": list[str],
+    "runs": list[RunFigures],
+    "comparisons": list[ComparisonFigures],
+    "frontiers": list[Frontier],
+    "gate": GateFigures | None,
+})
+
+
 # -- figures -------------------------------------------------------------------------
 
 
@@ -353,7 +425,7 @@ def package_version(name: str) -> str | None:
 # -- comparisons ---------------------------------------------------------------------
 
 
-def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) -> dict[str, Any]:
+def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) -> ComparisonFigures:
     """`other` minus `base` on one domain's tasks: per task, and paired over tasks."""
     a_trials, b_trials = task_trials(base.domains[domain]), task_trials(other.domains[domain])
     order = list(a_trials)
@@ -362,12 +434,12 @@ def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) ->
     trials = min(stats.max_k(a_tasks), stats.max_k(b_tasks))
     a_means, b_means = stats.task_mean_rewards(a_tasks), stats.task_mean_rewards(b_tasks)
     reward = stats.paired_difference(a_means, b_means, trials, seed, resamples)
-    pass_k = {}
+    pass_k: dict[str, dict[str, object]] = {}
     for k in range(1, trials + 1):
         a_values = stats.task_pass_values(a_tasks, k, stats.COMBINATORIAL)
         b_values = stats.task_pass_values(b_tasks, k, stats.COMBINATORIAL)
         pass_k[str(k)] = stats.paired_difference(a_values, b_values, trials, seed, resamples).as_dict()
-    per_task = [{"task_id": t, "a": float(a), "b": float(b), "difference": float(b - a)}
+    per_task: list[TaskDifference] = [{"task_id": t, "a": float(a), "b": float(b), "difference": float(b - a)}
                 for t, a, b in zip(order, a_means, b_means)]
     flipped, pairs = stats.flips(a_tasks, b_tasks)
     test = stats.mcnemar(sum(f.lost for f in flipped), sum(not f.lost for f in flipped), pairs)
@@ -385,9 +457,9 @@ def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) ->
 
 
 def flip_table(flipped: list[stats.Flip], a_tasks: list[stats.TaskTrials],
-               b_tasks: list[stats.TaskTrials]) -> list[dict[str, Any]]:
+               b_tasks: list[stats.TaskTrials]) -> list[FlipRow]:
     """Each task with a verdict that flipped: its passes in each run, and the trials it lost or gained."""
-    rows = []
+    rows: list[FlipRow] = []
     for a, b in zip(a_tasks, b_tasks):
         mine = [f for f in flipped if f.task_id == a.task_id]
         if mine:
@@ -397,7 +469,7 @@ def flip_table(flipped: list[stats.Flip], a_tasks: list[stats.TaskTrials],
     return rows
 
 
-def frontier(runs: list[Run], domain: str, figures: list[DomainFigures]) -> dict[str, Any]:
+def frontier(runs: list[Run], domain: str, figures: list[DomainFigures]) -> Frontier:
     """Average reward against the agent's cost per conversation, run by run (HAL's cost-accuracy frontier): a run
     is on the frontier when no other is at least as good for at most its cost; runs whose agent did not report its
     cost are listed apart."""
@@ -438,12 +510,12 @@ def difference_sentence(a: str, b: str, d: stats.PairedDifference, tasks: int, t
 
 
 def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMPLES,
-          gate: tuple[float, float] | None = None) -> dict[str, Any]:
+          gate: tuple[float, float] | None = None) -> Report:
     """The report's figures (the JSON file's content; see report_schema.json); with `gate` (alpha, min effect),
     the verdict on the second run against the first."""
     domains = sorted(runs[0].domains)
     figures = [[domain_figures(run.domains[d], seed, resamples) for d in domains] for run in runs]
-    report = {
+    report: Report = {
         "$schema": SCHEMA_ID,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "software": {"tau2_a2a": package_version("tau2-a2a"), "tau2_distribution": DISTRIBUTION,
@@ -461,7 +533,7 @@ def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMP
 
 
 def gate_verdict(runs: list[Run], domains: list[str], alpha: float, min_effect: float, seed: int,
-                 resamples: int) -> dict[str, Any]:
+                 resamples: int) -> GateFigures:
     """The second run against the first, domain by domain: a regression in any domain fails the gate."""
     base, new = runs[0], runs[1]
     verdicts = []
@@ -476,12 +548,12 @@ def gate_verdict(runs: list[Run], domains: list[str], alpha: float, min_effect: 
             "line": f"{head} ({'; '.join(v.reason for v in (failed or verdicts))})"}
 
 
-def schema() -> dict[str, Any]:
+def schema() -> dict[str, object]:
     """The JSON Schema of the report file (shipped as package data)."""
     return json.loads(files("tau2_a2a.compare").joinpath("report_schema.json").read_text())
 
 
-def terminal_summary(report: dict[str, Any]) -> str:
+def terminal_summary(report: Report) -> str:
     """A few lines: each run's scores with intervals, failures, and each comparison's sentence."""
     lines = []
     for run in report["runs"]:
@@ -512,6 +584,7 @@ def terminal_summary(report: dict[str, Any]) -> str:
         test = item["mcnemar"]
         lines.append(f"  flips: {test['lost']} task x trial verdicts lost, {test['gained']} gained of "
                      f"{test['pairs']} (McNemar p = {test['p_value']:.3g}, {test['method']})")
-    if report.get("gate"):
-        lines.append(report["gate"]["line"])
+    gate = report.get("gate")
+    if gate:
+        lines.append(gate["line"])
     return "\n".join(lines)
