@@ -135,7 +135,7 @@ class DomainFigures(TypedDict):
     failures: Failures
     grid: list[GridRow]
     protocol: ProtocolFigures
-    provenance: dict[str, Any]  # read off the results file's info and the agent's settings, passed through
+    provenance: dict[str, object]  # read off the results file's info and the agent's settings, passed through
 
 
 class RunFigures(TypedDict):
@@ -381,7 +381,7 @@ def public_args(args: object) -> dict[str, Any]:
     return kept
 
 
-def provenance(run: DomainRun, trials: dict[str, stats.TaskTrials]) -> dict[str, Any]:
+def provenance(run: DomainRun, trials: dict[str, stats.TaskTrials]) -> dict[str, object]:
     """Where the figures come from: versions, settings, the agent, the user simulator, dates."""
     info = run.results["info"]
     agent = info.get("agent_info") or {}
