@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.client.pricing import known_model
@@ -29,10 +29,44 @@ from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
 from tau2_a2a.tau2bench.run.fidelity import trajectory_signature
 from tau2_a2a.tau2bench.run.layout import results_root
-from tau2_a2a.tau2bench.seam.distribution import AssistantMessage, Results
+from tau2_a2a.tau2bench.seam.distribution import AssistantMessage, Results, SimulationRun
 
 NATIVE_AGENT = "llm_agent"
 ARM_TITLES = {"native": "native llm_agent", "a2a": "baseline agent over A2A"}
+
+ArmSummary = dict[str, str | int | float | None]  # one arm's figures, by name (its pass^k among them)
+
+
+class Differing(TypedDict):
+    """A (task, trial) pair one arm passed and the other failed."""
+
+    task_id: str
+    trial: int | None
+    native_reward: float
+    a2a_reward: float
+
+
+class Agreement(TypedDict):
+    both_pass: int
+    both_fail: int
+    differ: int
+    pairs: int
+    only_in_one_arm: int
+    identical_trajectories: int
+    differing: list[Differing]
+
+
+class Comparison(TypedDict):
+    """Both arms side by side (the JSON `tau2-a2a ab` writes beside its table)."""
+
+    domain: str
+    model: str | None
+    user: str
+    user_llm: str
+    num_trials: int
+    seed: int | None
+    arms: dict[str, ArmSummary]
+    agreement: Agreement
 
 
 @dataclass
@@ -50,7 +84,7 @@ class Arm:
 class ABOutcome:
     native: Arm
     a2a: Arm
-    comparison: dict[str, Any]
+    comparison: Comparison
     table: str
     table_path: Path
     json_path: Path
@@ -123,17 +157,17 @@ def _trajectory_usage(results: Results, model: str | None) -> Usage:
     return usage
 
 
-def _cost(value: Any) -> float | None:
+def _cost(value: float | None) -> float | None:
     """A reply's cost: unknown (None, or NaN) stays unknown."""
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
-def _number(value: Any) -> float:
+def _number(value: float | None) -> float:
     """A cost as a number: unknown (None) or NaN counts as 0.0."""
     return 0.0 if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
-def _reward(simulation: Any) -> float:
+def _reward(simulation: SimulationRun) -> float:
     return _number(simulation.reward_info.reward if simulation.reward_info else None)
 
 
@@ -150,7 +184,8 @@ def _turn_latencies_ms(results: Results) -> list[float]:
 
 
 # What a simulation's score is read from (`compare.runs.scored_tasks`).
-SCORE_FIELDS: dict[str, Any] = {"task_id": True, "trial": True, "termination_reason": True, "reward_info": {"reward"}}
+SCORE_FIELDS: dict[str, bool | set[str]] = {"task_id": True, "trial": True, "termination_reason": True,
+                                            "reward_info": {"reward"}}
 
 
 def _pass_hat_ks(results: Results) -> dict[str, float]:
@@ -164,10 +199,10 @@ def _rounded(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _arm_summary(arm: Arm) -> dict[str, Any]:
+def _arm_summary(arm: Arm) -> ArmSummary:
     simulations = arm.results.simulations
     latencies = _turn_latencies_ms(arm.results)
-    summary = {
+    summary: ArmSummary = {
         "results": str(arm.results_path),
         "simulations": len(simulations),
         "average_reward": _rounded(stats.average(_reward(s) for s in simulations), 4),
@@ -190,13 +225,14 @@ def _arm_summary(arm: Arm) -> dict[str, Any]:
     return summary
 
 
-def compare(native: Arm, a2a: Arm, settings: RunSettings) -> dict[str, Any]:
+def compare(native: Arm, a2a: Arm, settings: RunSettings) -> Comparison:
     """Both arms side by side, and how far they agree task by task."""
     left = {(s.task_id, s.trial): s for s in native.results.simulations}
     right = {(s.task_id, s.trial): s for s in a2a.results.simulations}
     shared = sorted(set(left) & set(right), key=lambda key: (str(key[0]), key[1] or 0))
     agreement = {"both_pass": 0, "both_fail": 0, "differ": 0}
-    differing, same_trajectory = [], 0
+    differing: list[Differing] = []
+    same_trajectory = 0
     for key in shared:
         passed = stats.is_success(_reward(left[key])), stats.is_success(_reward(right[key]))
         if passed[0] and passed[1]:
@@ -216,7 +252,9 @@ def compare(native: Arm, a2a: Arm, settings: RunSettings) -> dict[str, Any]:
         "num_trials": settings.num_trials,
         "seed": settings.seed,
         "arms": {"native": _arm_summary(native), "a2a": _arm_summary(a2a)},
-        "agreement": {**agreement, "pairs": len(shared), "only_in_one_arm": len(set(left) ^ set(right)),
+        "agreement": {"both_pass": agreement["both_pass"], "both_fail": agreement["both_fail"],
+                      "differ": agreement["differ"], "pairs": len(shared),
+                      "only_in_one_arm": len(set(left) ^ set(right)),
                       "identical_trajectories": same_trajectory, "differing": differing},
     }
 
@@ -238,13 +276,13 @@ _ROWS = [
 ]
 
 
-def format_table(comparison: dict[str, Any]) -> str:
+def format_table(comparison: Comparison) -> str:
     """The side-by-side table printed at the end of `tau2-a2a ab`."""
     native, a2a = comparison["arms"]["native"], comparison["arms"]["a2a"]
     pass_rows = [(key, key, "{:.4f}") for key in native if key.startswith("pass^")]
     rows = _ROWS[:2] + pass_rows + _ROWS[2:]
 
-    def cell(summary: dict[str, Any], key: str, fmt: str) -> str:
+    def cell(summary: ArmSummary, key: str, fmt: str) -> str:
         value = summary.get(key)
         if value is None:
             return "not reported" if key == "agent_cost_usd" else "-"

@@ -15,7 +15,6 @@ again per task (0, 1, ...), in the order of the files, so pass^k counts each.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from tau2_a2a.errors import ConfigError, first_line
 from tau2_a2a.runner.outcome import format_summary
@@ -24,7 +23,7 @@ from tau2_a2a.tau2bench.run import provenance
 from tau2_a2a.tau2bench.run.layout import results_in, results_path, shown
 from tau2_a2a.tau2bench.run.results_file import read_results
 from tau2_a2a.tau2bench.run.runs import save_results
-from tau2_a2a.tau2bench.seam.distribution import Results
+from tau2_a2a.tau2bench.seam.distribution import Results, Task
 
 # What must be equal for simulations to be scored together (the seed and git commit may differ).
 SETTINGS = {
@@ -63,7 +62,7 @@ def task_set_differences(parts: list[tuple[Path, Results]]) -> list[str]:
                          f"{shown(path)}: {provenance.describe(record)})")
     if found:
         return found
-    seen: dict[str, tuple[Path, Any]] = {}
+    seen: dict[str, tuple[Path, dict[str, object]]] = {}
     for path, results in parts:
         for task in results.tasks:
             dumped = task.model_dump(mode="json")
@@ -81,7 +80,7 @@ def merge_results(parts: list[tuple[Path, Results]]) -> Results:
         raise ConfigError("These results files were not made with the same settings, so they cannot be "
                           "scored together: " + "; ".join(differ) + ".")
     seen: set[str] = set()
-    tasks: dict[str, Any] = {}
+    tasks: dict[str, Task] = {}
     simulations = []
     trials: dict[str, int] = {}
     for path, results in parts:

@@ -7,12 +7,16 @@ import json
 import logging
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
+from tau2_a2a.cli.common import OneLineParser
 from tau2_a2a.errors import ConfigError
 
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
-def add_agent_command(commands: Any) -> None:
+
+def add_agent_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
     agent = commands.add_parser("agent", help="Serve a reference A2A agent")
     agent_kinds = agent.add_subparsers(dest="kind")
     oracle = agent_kinds.add_parser("oracle", help="Replays each task's golden actions (use with scripted_user)")
@@ -48,7 +52,7 @@ def add_agent_command(commands: Any) -> None:
     adk.set_defaults(func=adk_agent_command)
 
 
-def add_tools_flag(parser: Any) -> None:
+def add_tools_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tools", choices=("message", "mcp"), default="message",
                         help="message: follow whatever the first message gives (tools in the messages, or an MCP "
                              "server); mcp: declare in the card that the agent takes its tools over MCP (so "
@@ -56,7 +60,7 @@ def add_tools_flag(parser: Any) -> None:
                              "(default: %(default)s)")
 
 
-def add_model_args(parser: Any) -> None:
+def add_model_args(parser: argparse.ArgumentParser) -> None:
     """The flags of an agent backed by a LiteLLM model."""
     parser.add_argument("--model", required=True, help="LiteLLM model name, e.g. gpt-4.1 or openai/my-model")
     parser.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint")
@@ -79,7 +83,7 @@ def oracle_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def traced(app: Any) -> Any:
+def traced(app: Starlette) -> Starlette:
     """`app`, continuing the trace a request carries when an OTEL_ variable turns tracing on (docs/tracing.md)."""
     from tau2_a2a.client import tracing
 

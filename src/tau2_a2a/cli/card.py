@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from a2a.types import AgentCard
 
-from tau2_a2a.cli.common import add_transport_args, auth_token
+from tau2_a2a.cli.common import OneLineParser, add_transport_args, auth_token
 from tau2_a2a.client.bindings import READABLE, choose_interface, protocol_version
 from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.terminal import plain
 
 
-def add_card_command(commands: Any) -> None:
+def add_card_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
     card = commands.add_parser("card", help="Fetch, validate and show an agent card")
     card.add_argument("url", help="The agent's base URL")
     card.add_argument("--a2a-auth-token", default=None, help=f"Bearer token (or ${AUTH_TOKEN_ENV})")

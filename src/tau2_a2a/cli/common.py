@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
 
 from tau2_a2a.client.config import AUTH_TOKEN_ENV, TRANSPORTS
 from tau2_a2a.runner.outcome import EXIT_USAGE
@@ -17,7 +16,7 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
 
 
-def add_transport_args(parser: Any, default: str | None = "auto") -> None:
+def add_transport_args(parser: argparse._ActionsContainer, default: str | None = "auto") -> None:
     parser.add_argument("--a2a-transport", choices=TRANSPORTS, default=default,
                         help="A2A binding to use: auto takes the card's first interface tau2-a2a speaks "
                              "(default: auto)")

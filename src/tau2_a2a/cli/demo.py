@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from tau2_a2a.cli.common import OneLineParser
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.runner.outcome import print_outcome
 from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import RunSettings
 
 
-def add_demo_command(commands: Any) -> None:
+def add_demo_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
     demo = commands.add_parser("demo", help="Offline: evaluate the bundled oracle over A2A on a few tasks")
     demo.add_argument("--domain", default="airline")
     demo.add_argument("--num-tasks", type=int, default=5)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from tau2_a2a.apps.merge import merge_files
+from tau2_a2a.cli.common import OneLineParser
 from tau2_a2a.tau2bench.run.layout import metrics_path
 
 
-def add_merge_command(commands: Any) -> None:
+def add_merge_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
     merge = commands.add_parser(
         "merge", help="Merge tau2 results files of shards or runs with the same settings into one",
         description="Merge the tau2 results files of several shards (or runs of the same domain, agent, user "

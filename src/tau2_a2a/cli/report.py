@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
+from tau2_a2a.cli.common import OneLineParser
 from tau2_a2a.runner.outcome import EXIT_FAILED, EXIT_USAGE
 from tau2_a2a.terminal import plain
 
 
-def add_report_command(commands: Any) -> None:
+def add_report_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
     report = commands.add_parser("report", help="Scores with 95%% intervals, comparisons and every trajectory: "
                                  "one offline HTML page, its figures as JSON, a summary")
     report.add_argument("results", nargs="+", metavar="RESULTS",

@@ -12,9 +12,9 @@ import argparse
 import json
 import re
 import shlex
-from typing import Any
+from typing import TypeVar
 
-from tau2_a2a.cli.common import add_transport_args, auth_token
+from tau2_a2a.cli.common import OneLineParser, add_transport_args, auth_token
 from tau2_a2a.cli.tau2_flags import add_tau2_run_args, refuse_unsupported, settings_given
 from tau2_a2a.client.config import (
     AUTH_TOKEN_ENV,
@@ -38,6 +38,8 @@ from tau2_a2a.tau2bench.run.layout import run_name
 from tau2_a2a.tau2bench.run.runs import domains
 from tau2_a2a.tau2bench.seam.distribution import DEFAULT_AGENT_IMPLEMENTATION
 
+T = TypeVar("T")
+
 # Largest values the counting flags take: beyond them no run is meant, and some overflow tau2's arithmetic.
 MAX_COUNT = 1_000_000
 SEED_RANGE = (-(2**63), 2**63 - 1)
@@ -49,7 +51,7 @@ RUN_EPILOG = ("Exit codes: 0 no simulation ended with an A2A error; 3 some did (
               "continues only a run with the same settings.")
 
 
-def add_run_command(commands: Any) -> None:
+def add_run_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
     run = commands.add_parser("run", help="Run tau2-bench; with --agent a2a_agent, against an A2A agent",
                               epilog=RUN_EPILOG)
     run.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
@@ -103,7 +105,7 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
     )
 
 
-def _or(value: Any, default: Any) -> Any:
+def _or(value: T | None, default: T) -> T:
     """A flag's value, or its default when it was not given (the A2A flags default to None: see resolve_agent)."""
     return default if value is None else value
 
@@ -154,7 +156,7 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
                             "keeps the results file. Needs the ray extra: pip install 'tau2-a2a[ray]'")
 
 
-def add_tools_args(group: Any) -> None:
+def add_tools_args(group: argparse._ActionsContainer) -> None:
     """How the agent under test gets the domain's tools: in the messages, or over MCP (docs/protocol.md)."""
     group.add_argument("--a2a-tools", choices=TOOLS_MODES, default=None,
                        help="How the agent gets the domain's tools: message (in the A2A messages, answered with tool "

@@ -12,8 +12,8 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
+from tau2_a2a.cli.common import OneLineParser
 from tau2_a2a.client.config import (
     DEFAULT_MAX_REPLY_BYTES,
     DEFAULT_MAX_REQUEST_BYTES,
@@ -29,7 +29,7 @@ from tau2_a2a.service.settings import AGENT_LIMITS, SERVICE_TOKEN_ENV, ServiceSe
 DEFAULT_PORT = 9200
 
 
-def add_serve_command(commands: Any) -> None:
+def add_serve_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
     """`tau2-a2a serve`: flags override the TAU2_EVAL_* environment variables."""
     serve = commands.add_parser(
         "serve", help="Serve tau2 evaluations as an A2A agent (Google ADK)",

@@ -15,7 +15,8 @@ import gzip
 import io
 import re
 import textwrap
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -23,7 +24,13 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from tau2_a2a.client.records import RAW_DATA_KEY, trace_id_of
 from tau2_a2a.client.tracing import trace_url
 from tau2_a2a.compare import stats
+from tau2_a2a.compare.report import DomainFigures, Frontier, GridCell, ProtocolFigures, Report
 from tau2_a2a.compare.runs import Run, a2a_records, failed_components, failure_kind, reward_of
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
 CELL_LABELS = {
     "pass": "pass", "timeout": "timeout", "http": "HTTP", "protocol": "protocol",
@@ -42,7 +49,7 @@ def detectable_points(value: float | None) -> str:
     return "> 100" if value >= 1 else f"{value * 100:.1f}"
 
 
-def render(report: dict[str, Any], runs: list[Run]) -> str:
+def render(report: Report, runs: list[Run]) -> str:
     """The whole page."""
     environment = Environment(loader=PackageLoader("tau2_a2a.compare", "."),
                               autoescape=select_autoescape(default=True, default_for_string=True))
@@ -65,7 +72,7 @@ def usd(value: float | None) -> str:
     return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
 
 
-def cell_label(cell: dict[str, Any]) -> str:
+def cell_label(cell: GridCell) -> str:
     """A grid cell's short text: pass, or the failure kind and the failed reward components."""
     if cell["group"] == "pass":
         return "✓"
@@ -81,7 +88,7 @@ def cell_label(cell: dict[str, Any]) -> str:
 
 def trajectories_payload(runs: list[Run], domains: list[str]) -> str:
     """base64 of gzip'd JSON: {"<run>/<domain>/<simulation>": trajectory}."""
-    data: dict[str, Any] = {}
+    data: dict[str, dict[str, object]] = {}
     for run_index, run in enumerate(runs):
         for domain in domains:
             for index, simulation in enumerate(run.domains[domain].results["simulations"]):
@@ -89,7 +96,7 @@ def trajectories_payload(runs: list[Run], domains: list[str]) -> str:
     return base64.b64encode(gzip.compress(orjson.dumps(data), compresslevel=9, mtime=0)).decode("ascii")
 
 
-def trajectory(label: str, simulation: dict[str, Any]) -> dict[str, Any]:
+def trajectory(label: str, simulation: dict[str, Any]) -> dict[str, object]:
     """What the page shows for one simulation: the messages, the reward breakdown, the A2A records per turn."""
     group, kind = failure_kind(simulation)
     info = simulation.get("reward_info") or {}
@@ -108,7 +115,7 @@ def trajectory(label: str, simulation: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def trace_view(simulation: dict[str, Any]) -> dict[str, Any]:
+def trace_view(simulation: dict[str, Any]) -> dict[str, str | None]:
     """The simulation's trace (docs/tracing.md): its id, and its link where TAU2_A2A_TRACE_URL gives a template."""
     trace = trace_id_of(simulation["messages"])
     if trace is None or not re.fullmatch(r"[0-9a-f]{32}", trace):
@@ -116,8 +123,8 @@ def trace_view(simulation: dict[str, Any]) -> dict[str, Any]:
     return {"trace": trace, "trace_url": trace_url(trace)}
 
 
-def message_view(message: dict[str, Any]) -> dict[str, Any]:
-    view: dict[str, Any] = {"role": message.get("role"), "turn": message.get("turn_idx"),
+def message_view(message: dict[str, Any]) -> dict[str, object]:
+    view: dict[str, object] = {"role": message.get("role"), "turn": message.get("turn_idx"),
                             "text": message.get("content")}
     if message.get("tool_calls"):
         view["calls"] = [{"name": c.get("name"), "arguments": c.get("arguments")} for c in message["tool_calls"]]
@@ -131,9 +138,9 @@ def message_view(message: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-def reward_checks(info: dict[str, Any]) -> list[dict[str, Any]]:
+def reward_checks(info: dict[str, Any]) -> list[dict[str, str | bool]]:
     """Each check tau2 made, as (component, what, met)."""
-    checks: list[dict[str, Any]] = []
+    checks: list[dict[str, str | bool]] = []
     db = info.get("db_check")
     if db:
         checks.append({"component": "DB", "what": "database matches the golden actions' database",
@@ -156,7 +163,7 @@ def reward_checks(info: dict[str, Any]) -> list[dict[str, Any]]:
     return checks
 
 
-def request_view(record: dict[str, Any]) -> dict[str, Any]:
+def request_view(record: Mapping[str, object]) -> dict[str, object]:
     keys = ("turn", "attempt", "method", "transport", "http_status", "grpc_status", "latency_ms", "first_event_ms",
             "events", "request_bytes", "response_bytes", "input_tokens", "output_tokens", "error", "error_message")
     return {k: record.get(k) for k in keys}
@@ -165,9 +172,10 @@ def request_view(record: dict[str, Any]) -> dict[str, Any]:
 # -- charts ----------------------------------------------------------------------------
 
 
-def domain_charts(report: dict[str, Any], domain: str) -> dict[str, str]:
+def domain_charts(report: Report, domain: str) -> dict[str, str]:
     """SVG charts of one domain, every run side by side; a chart only where it shows something."""
-    per_run = [(run["label"], next(d for d in run["domains"] if d["domain"] == domain)) for run in report["runs"]]
+    per_run: list[tuple[str, DomainFigures]] = [
+        (run["label"], next(d for d in run["domains"] if d["domain"] == domain)) for run in report["runs"]]
     charts: dict[str, str] = {}
     if max(figures["max_k"] for _, figures in per_run) > 1:
         charts["pass_k"] = pass_k_chart(per_run)
@@ -186,7 +194,7 @@ def domain_charts(report: dict[str, Any], domain: str) -> dict[str, str]:
     return charts
 
 
-def _retries(protocol: dict[str, Any]) -> list[int]:
+def _retries(protocol: ProtocolFigures) -> list[int]:
     """Retried requests, failed requests and simulations with retries."""
     return [protocol["retried_requests"], sum(s["failed_requests"] for s in protocol["per_simulation"]),
             protocol["simulations_with_retries"]]
@@ -197,7 +205,7 @@ def _wrapped(label: str, width: int = 34) -> str:
     return "\n".join(textwrap.wrap(label, width)) or label
 
 
-def _figure(width: float = 5.2, height: float = 3.0) -> Any:
+def _figure(width: float = 5.2, height: float = 3.0) -> Figure:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -207,7 +215,7 @@ def _figure(width: float = 5.2, height: float = 3.0) -> Any:
     return figure
 
 
-def _svg(figure: Any) -> str:
+def _svg(figure: Figure) -> str:
     import matplotlib
 
     buffer = io.StringIO()
@@ -218,7 +226,8 @@ def _svg(figure: Any) -> str:
     return text[text.index("<svg"):]
 
 
-def _run_legend(figure: Any, runs: list[tuple[int, str]], extra: list[Any] | None = None, **style: Any) -> None:
+def _run_legend(figure: Figure, runs: list[tuple[int, str]], extra: list[Line2D] | None = None,
+                **style: Any) -> None:
     """Below the chart, each run's colour and its name in full (wrapped), then the `extra` entries; two columns
     when there are several runs."""
     from matplotlib.lines import Line2D
@@ -229,14 +238,14 @@ def _run_legend(figure: Any, runs: list[tuple[int, str]], extra: list[Any] | Non
                   fontsize=7, frameon=False)
 
 
-def _style(axes: Any, title: str) -> None:
+def _style(axes: Axes, title: str) -> None:
     axes.set_title(title, fontsize=10, loc="left")
     axes.spines[["top", "right"]].set_visible(False)
     axes.grid(axis="y", color="#dddddd", linewidth=0.6)
     axes.set_axisbelow(True)
 
 
-def pass_k_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
+def pass_k_chart(per_run: list[tuple[str, DomainFigures]]) -> str:
     """pass^k for k = 1..trials, both conventions, with 95% intervals: colour names the run, line style the
     convention."""
     from matplotlib.lines import Line2D
@@ -267,7 +276,7 @@ def pass_k_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
     return _svg(figure)
 
 
-def pass_one_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
+def pass_one_chart(per_run: list[tuple[str, DomainFigures]]) -> str:
     """pass^1 of each run with its 95% interval (one trial per task: there is no curve over k to draw)."""
     figure = _figure(height=max(1.6, 0.45 * len(per_run) + 1.1))
     axes = figure.add_subplot()
@@ -285,7 +294,7 @@ def pass_one_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
     return _svg(figure)
 
 
-def frontier_chart(frontier: dict[str, Any], labels: list[str]) -> str:
+def frontier_chart(frontier: Frontier, labels: list[str]) -> str:
     """Average reward against the agent's cost per conversation, the frontier joined by a line. The runs are
     told apart by colour, named in the legend: runs of about the same cost and reward share a spot, where names
     beside the points would print over each other."""
@@ -309,7 +318,7 @@ def frontier_chart(frontier: dict[str, Any], labels: list[str]) -> str:
     return _svg(figure)
 
 
-def _boxes(axes: Any, groups: list[tuple[str, list[float], str]]) -> None:
+def _boxes(axes: Axes, groups: list[tuple[str, list[float], str]]) -> None:
     groups = [g for g in groups if g[1]]
     if not groups:
         axes.text(0.5, 0.5, "no data", ha="center", va="center", transform=axes.transAxes)
@@ -324,7 +333,7 @@ def _boxes(axes: Any, groups: list[tuple[str, list[float], str]]) -> None:
     axes.invert_yaxis()  # the first run on top, as in the tables
 
 
-def latency_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
+def latency_chart(per_run: list[tuple[str, DomainFigures]]) -> str:
     """Latency of each request kind (SendMessage, GetTask, ...), per run."""
     groups = []
     for index, (label, figures) in enumerate(per_run):
@@ -334,7 +343,7 @@ def latency_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
     return _box_chart(groups, "latency (ms)", "Latency per request kind")
 
 
-def first_event_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
+def first_event_chart(per_run: list[tuple[str, DomainFigures]]) -> str:
     """Time from the request to the first A2A event (equal to the latency when the reply is not streamed)."""
     groups = [(label, figures["protocol"]["first_event_ms"]["values"], PALETTE[i % len(PALETTE)])
               for i, (label, figures) in enumerate(per_run)]
@@ -352,10 +361,11 @@ def _box_chart(groups: list[tuple[str, list[float], str]], xlabel: str, title: s
     return _svg(figure)
 
 
-def volume_charts(per_run: list[tuple[str, dict[str, Any]]]) -> tuple[str, str]:
+def volume_charts(per_run: list[tuple[str, DomainFigures]]) -> tuple[str, str]:
     """Tokens, and bytes, per simulation, each way, per run: two charts, each as wide as the others, so that long
     run names leave room for the boxes, the title and the axis label."""
-    token_groups, byte_groups = [], []
+    token_groups: list[tuple[str, list[float], str]] = []
+    byte_groups: list[tuple[str, list[float], str]] = []
     for index, (label, figures) in enumerate(per_run):
         sims = figures["protocol"]["per_simulation"]
         colour = PALETTE[index % len(PALETTE)]
@@ -368,8 +378,10 @@ def volume_charts(per_run: list[tuple[str, dict[str, Any]]]) -> tuple[str, str]:
             _box_chart(byte_groups, "KiB per simulation", "Bytes per simulation"))
 
 
-def retries_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
+def retries_chart(per_run: list[tuple[str, DomainFigures]]) -> str:
     """Retried requests, failed requests and simulations with retries, per run (drawn only when there are some)."""
+    from matplotlib.ticker import MaxNLocator
+
     figure = _figure(height=2.4 + (0.25 * len(per_run) if len(per_run) > 1 else 0))
     axes = figure.add_subplot()
     names = ["retried requests", "failed requests", "simulations with retries"]
@@ -381,7 +393,9 @@ def retries_chart(per_run: list[tuple[str, dict[str, Any]]]) -> str:
         axes.bar_label(bars, fontsize=8)
     axes.set_xticks(range(len(names)), names)
     axes.set_ylim(bottom=0)
-    axes.yaxis.get_major_locator().set_params(integer=True)
+    locator = axes.yaxis.get_major_locator()  # matplotlib's default, AutoLocator, is a MaxNLocator
+    if isinstance(locator, MaxNLocator):
+        locator.set_params(integer=True)
     _style(axes, "Retries and failed requests")
     if len(per_run) > 1:
         _run_legend(figure, [(i, label) for i, (label, _) in enumerate(per_run)], marker="s", linestyle="none",

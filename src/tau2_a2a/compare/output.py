@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from tau2_a2a.compare import html, stats
-from tau2_a2a.compare.report import build
+from tau2_a2a.compare.report import Report, build
 from tau2_a2a.compare.runs import ReportError, parse_runs
 
 
 def write(arguments: list[str], out: Path, json_out: Path | None = None, seed: int = stats.SEED,
           resamples: int = stats.RESAMPLES,
-          gate: tuple[float, float] | None = None) -> tuple[dict[str, Any], Path, Path]:
+          gate: tuple[float, float] | None = None) -> tuple[Report, Path, Path]:
     """Read the runs, write the HTML and JSON reports; returns (report, html path, json path). With `gate`
     (alpha, min effect), two runs, judged as base and new."""
     if gate is not None and len(arguments) != 2:

@@ -14,7 +14,7 @@ import json
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from tau2_a2a.compare import stats
@@ -43,14 +43,181 @@ SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
 FEW_TASKS = 20  # below this many tasks a percentile bootstrap interval is known to be too narrow
 
 
+# -- the figures of one results file, as the report's JSON keeps them (report_schema.json) ----------
+
+
+class ValueSummary(TypedDict):
+    """Count and quantiles of some values, and the values (the charts draw them)."""
+
+    count: int
+    p50: float | None
+    p95: float | None
+    max: float | None
+    values: list[float]
+
+
+class SimulationProtocol(TypedDict):
+    """One simulation's A2A requests, summed."""
+
+    requests: int
+    retries: int
+    failed_requests: int
+    input_tokens: int
+    output_tokens: int
+    request_bytes: int
+    response_bytes: int
+    latency_ms: float
+
+
+class IndexedSimulationProtocol(SimulationProtocol):
+    index: int  # the simulation's place in the results file
+
+
+class ProtocolFigures(TypedDict):
+    a2a: bool  # any A2A request at all (none for a native agent)
+    latency_ms_by_method: dict[str, ValueSummary]
+    first_event_ms: ValueSummary
+    per_simulation: list[IndexedSimulationProtocol]
+    retried_requests: int
+    simulations_with_retries: int
+
+
+class GridCell(TypedDict):
+    """One simulation in the task x trial grid."""
+
+    trial: int | None
+    index: int
+    reward: float
+    group: str
+    kind: str
+    components: list[str]
+    termination: str
+
+
+class GridRow(TypedDict):
+    task_id: str
+    cells: list[GridCell]
+
+
+class Failures(TypedDict):
+    simulations: int
+    failed: int
+    by_group: dict[str, int]
+    by_kind: dict[str, int]
+    by_component: dict[str, int]
+
+
+class CostFigures(TypedDict):
+    """USD by participant (None: not reported), and seconds by phase."""
+
+    simulations: int
+    per_conversation: dict[str, float | None]
+    total: dict[str, float | None]
+    reported_by: dict[str, int]
+    per_task: list[dict[str, str | int | float | None]]
+    time_s_by_phase: dict[str, float] | None
+
+
+class DomainFigures(TypedDict):
+    """The figures of one results file (one run, one domain)."""
+
+    domain: str
+    file: str
+    tasks: int
+    trials: int
+    max_k: int
+    simulations: int
+    avg_reward: stats.EstimateFigures
+    pass_hat_k: dict[str, dict[str, stats.EstimateFigures]]  # by convention, then by k
+    warnings: list[str]
+    noise_floor: stats.NoiseFloorFigures | None
+    cost: CostFigures
+    failures: Failures
+    grid: list[GridRow]
+    protocol: ProtocolFigures
+    provenance: dict[str, object]  # read off the results file's info and the agent's settings, passed through
+
+
+class RunFigures(TypedDict):
+    label: str
+    domains: list[DomainFigures]  # in the report's order of domains
+
+
+class TaskDifference(TypedDict):
+    task_id: str
+    a: float  # mean reward in the first run
+    b: float
+    difference: float
+
+
+class FlipRow(TypedDict):
+    """A task with a verdict that flipped: its passes in each run, the trials it lost or gained."""
+
+    task_id: str
+    a_passed: int
+    b_passed: int
+    trials: int
+    lost: list[int]
+    gained: list[int]
+
+
+class ComparisonFigures(TypedDict):
+    """One run against the first, on one domain."""
+
+    domain: str
+    a: str
+    b: str
+    tasks: int
+    trials: int
+    test: str
+    avg_reward_difference: dict[str, object]
+    pass_hat_k_difference: dict[str, dict[str, object]]
+    sentence: str
+    per_task: list[TaskDifference]
+    tasks_differing: int
+    mcnemar: dict[str, object]
+    flips: list[FlipRow]
+
+
+class Frontier(TypedDict):
+    domain: str
+    cost: str
+    points: list[dict[str, Any]]  # label, avg_reward, agent_cost, total_cost, on_frontier
+    cost_not_reported: list[str]
+
+
+class GateFigures(TypedDict):
+    base: str
+    new: str
+    alpha: float
+    min_effect: float
+    regression: bool
+    domains: list[dict[str, object]]
+    line: str
+
+
+# The report's JSON ("$schema" is no Python name, hence this form).
+Report = TypedDict("Report", {
+    "$schema": str,
+    "generated_at": str,
+    "software": dict[str, str | None],
+    "settings": dict[str, object],
+    "domains": list[str],
+    "runs": list[RunFigures],
+    "comparisons": list[ComparisonFigures],
+    "frontiers": list[Frontier],
+    "gate": GateFigures | None,
+})
+
+
 # -- figures -------------------------------------------------------------------------
 
 
-def estimate_dict(estimate: stats.Estimate) -> dict[str, Any]:
+def estimate_dict(estimate: stats.Estimate) -> stats.EstimateFigures:
     return estimate.as_dict()
 
 
-def domain_figures(run: DomainRun, seed: int, resamples: int) -> dict[str, Any]:
+def domain_figures(run: DomainRun, seed: int, resamples: int) -> DomainFigures:
     """Scores with intervals, the grid, the failure counts and the protocol figures of one results file."""
     trials = task_trials(run)
     tasks = list(trials.values())
@@ -89,14 +256,14 @@ def small_sample_warnings(reward: stats.Estimate, curve: dict[str, dict[int, sta
 
 
 def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
-                       ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+                       ) -> tuple[list[GridRow], Failures, ProtocolFigures]:
     """The task x trial grid (every simulation, also those tau2 leaves out of its metrics), the counts of why
     simulations failed, and per-simulation protocol figures."""
-    cells: dict[str, list[dict[str, Any]]] = {task: [] for task in trials}
+    cells: dict[str, list[GridCell]] = {task: [] for task in trials}
     by_kind: dict[str, int] = {}
     by_group: dict[str, int] = {}
     by_component: dict[str, int] = {}
-    per_simulation: list[dict[str, Any]] = []
+    per_simulation: list[IndexedSimulationProtocol] = []
     latency_by_method: dict[str, list[float]] = {}
     first_event: list[float] = []
     for index, simulation in enumerate(run.results["simulations"]):
@@ -120,13 +287,13 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
             "group": group, "kind": kind, "components": components,
             "termination": str(simulation.get("termination_reason")),
         })
-    grid: list[dict[str, Any]] = [
+    grid: list[GridRow] = [
         {"task_id": task, "cells": sorted(row, key=lambda c: (c["trial"] is None, c["trial"] or 0))}
         for task, row in sorted(cells.items(), key=lambda item: task_order(item[0]))]
     failed = sum(by_group.values())
-    failures = {"simulations": len(run.results["simulations"]), "failed": failed, "by_group": by_group,
+    failures: Failures = {"simulations": len(run.results["simulations"]), "failed": failed, "by_group": by_group,
                 "by_kind": by_kind, "by_component": by_component}
-    protocol = {
+    protocol: ProtocolFigures = {
         "a2a": any(p["requests"] for p in per_simulation),
         "latency_ms_by_method": {m: summary(v) for m, v in sorted(latency_by_method.items())},
         "first_event_ms": summary(first_event),
@@ -137,7 +304,7 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
     return grid, failures, protocol
 
 
-def cost_figures(run: DomainRun) -> dict[str, Any]:
+def cost_figures(run: DomainRun) -> CostFigures:
     """What the run's conversations cost (USD; None where any simulation's was not reported): per conversation
     and in total, by participant; per task (averaged over its trials); and where the time went, by phase."""
     simulations = run.results["simulations"]
@@ -165,7 +332,7 @@ def cost_figures(run: DomainRun) -> dict[str, Any]:
     }
 
 
-def simulation_protocol(records: list[dict[str, Any]]) -> dict[str, Any]:
+def simulation_protocol(records: list[dict[str, Any]]) -> SimulationProtocol:
     return {
         "requests": len(records),
         "retries": sum(1 for r in records if int(r.get("attempt") or 1) > 1),
@@ -178,7 +345,7 @@ def simulation_protocol(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def summary(values: list[float]) -> dict[str, Any]:
+def summary(values: list[float]) -> ValueSummary:
     """Count and quantiles (the charts draw the values themselves)."""
     if not values:
         return {"count": 0, "p50": None, "p95": None, "max": None, "values": []}
@@ -190,7 +357,7 @@ def summary(values: list[float]) -> dict[str, Any]:
 # -- provenance ----------------------------------------------------------------------
 
 
-def public_url(url: Any) -> str | None:
+def public_url(url: object) -> str | None:
     """An endpoint without credentials: no user:password, no query, no fragment."""
     if not url:
         return None
@@ -201,7 +368,7 @@ def public_url(url: Any) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def public_args(args: Any) -> dict[str, Any]:
+def public_args(args: object) -> dict[str, Any]:
     """LLM arguments without anything that could be a secret (keys, tokens, headers)."""
     if not isinstance(args, dict):
         return {}
@@ -214,7 +381,7 @@ def public_args(args: Any) -> dict[str, Any]:
     return kept
 
 
-def provenance(run: DomainRun, trials: dict[str, Any]) -> dict[str, Any]:
+def provenance(run: DomainRun, trials: dict[str, stats.TaskTrials]) -> dict[str, object]:
     """Where the figures come from: versions, settings, the agent, the user simulator, dates."""
     info = run.results["info"]
     agent = info.get("agent_info") or {}
@@ -258,7 +425,7 @@ def package_version(name: str) -> str | None:
 # -- comparisons ---------------------------------------------------------------------
 
 
-def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) -> dict[str, Any]:
+def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) -> ComparisonFigures:
     """`other` minus `base` on one domain's tasks: per task, and paired over tasks."""
     a_trials, b_trials = task_trials(base.domains[domain]), task_trials(other.domains[domain])
     order = list(a_trials)
@@ -267,12 +434,12 @@ def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) ->
     trials = min(stats.max_k(a_tasks), stats.max_k(b_tasks))
     a_means, b_means = stats.task_mean_rewards(a_tasks), stats.task_mean_rewards(b_tasks)
     reward = stats.paired_difference(a_means, b_means, trials, seed, resamples)
-    pass_k = {}
+    pass_k: dict[str, dict[str, object]] = {}
     for k in range(1, trials + 1):
         a_values = stats.task_pass_values(a_tasks, k, stats.COMBINATORIAL)
         b_values = stats.task_pass_values(b_tasks, k, stats.COMBINATORIAL)
         pass_k[str(k)] = stats.paired_difference(a_values, b_values, trials, seed, resamples).as_dict()
-    per_task = [{"task_id": t, "a": float(a), "b": float(b), "difference": float(b - a)}
+    per_task: list[TaskDifference] = [{"task_id": t, "a": float(a), "b": float(b), "difference": float(b - a)}
                 for t, a, b in zip(order, a_means, b_means)]
     flipped, pairs = stats.flips(a_tasks, b_tasks)
     test = stats.mcnemar(sum(f.lost for f in flipped), sum(not f.lost for f in flipped), pairs)
@@ -290,9 +457,9 @@ def comparison(base: Run, other: Run, domain: str, seed: int, resamples: int) ->
 
 
 def flip_table(flipped: list[stats.Flip], a_tasks: list[stats.TaskTrials],
-               b_tasks: list[stats.TaskTrials]) -> list[dict[str, Any]]:
+               b_tasks: list[stats.TaskTrials]) -> list[FlipRow]:
     """Each task with a verdict that flipped: its passes in each run, and the trials it lost or gained."""
-    rows = []
+    rows: list[FlipRow] = []
     for a, b in zip(a_tasks, b_tasks):
         mine = [f for f in flipped if f.task_id == a.task_id]
         if mine:
@@ -302,11 +469,11 @@ def flip_table(flipped: list[stats.Flip], a_tasks: list[stats.TaskTrials],
     return rows
 
 
-def frontier(runs: list[Run], domain: str, figures: list[dict[str, Any]]) -> dict[str, Any]:
+def frontier(runs: list[Run], domain: str, figures: list[DomainFigures]) -> Frontier:
     """Average reward against the agent's cost per conversation, run by run (HAL's cost-accuracy frontier): a run
     is on the frontier when no other is at least as good for at most its cost; runs whose agent did not report its
     cost are listed apart."""
-    points = []
+    points: list[dict[str, Any]] = []  # the JSON's points: label, reward, costs (None: not reported)
     for run, figure in zip(runs, figures):
         cost = figure["cost"]["per_conversation"]
         points.append({"label": run.label, "avg_reward": figure["avg_reward"]["value"], "agent_cost": cost["agent"],
@@ -343,12 +510,12 @@ def difference_sentence(a: str, b: str, d: stats.PairedDifference, tasks: int, t
 
 
 def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMPLES,
-          gate: tuple[float, float] | None = None) -> dict[str, Any]:
+          gate: tuple[float, float] | None = None) -> Report:
     """The report's figures (the JSON file's content; see report_schema.json); with `gate` (alpha, min effect),
     the verdict on the second run against the first."""
     domains = sorted(runs[0].domains)
     figures = [[domain_figures(run.domains[d], seed, resamples) for d in domains] for run in runs]
-    report = {
+    report: Report = {
         "$schema": SCHEMA_ID,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "software": {"tau2_a2a": package_version("tau2-a2a"), "tau2_distribution": DISTRIBUTION,
@@ -366,7 +533,7 @@ def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMP
 
 
 def gate_verdict(runs: list[Run], domains: list[str], alpha: float, min_effect: float, seed: int,
-                 resamples: int) -> dict[str, Any]:
+                 resamples: int) -> GateFigures:
     """The second run against the first, domain by domain: a regression in any domain fails the gate."""
     base, new = runs[0], runs[1]
     verdicts = []
@@ -381,12 +548,12 @@ def gate_verdict(runs: list[Run], domains: list[str], alpha: float, min_effect: 
             "line": f"{head} ({'; '.join(v.reason for v in (failed or verdicts))})"}
 
 
-def schema() -> dict[str, Any]:
+def schema() -> dict[str, object]:
     """The JSON Schema of the report file (shipped as package data)."""
     return json.loads(files("tau2_a2a.compare").joinpath("report_schema.json").read_text())
 
 
-def terminal_summary(report: dict[str, Any]) -> str:
+def terminal_summary(report: Report) -> str:
     """A few lines: each run's scores with intervals, failures, and each comparison's sentence."""
     lines = []
     for run in report["runs"]:
@@ -417,6 +584,7 @@ def terminal_summary(report: dict[str, Any]) -> str:
         test = item["mcnemar"]
         lines.append(f"  flips: {test['lost']} task x trial verdicts lost, {test['gained']} gained of "
                      f"{test['pairs']} (McNemar p = {test['p_value']:.3g}, {test['method']})")
-    if report.get("gate"):
-        lines.append(report["gate"]["line"])
+    gate = report.get("gate")
+    if gate:
+        lines.append(gate["line"])
     return "\n".join(lines)

@@ -59,7 +59,7 @@ class Run:
 # -- reading -------------------------------------------------------------------------
 
 
-def load_json(path: Path) -> Any:
+def load_json(path: Path) -> object:
     """The file's JSON, or a ReportError saying why not."""
     try:
         raw = path.read_bytes()
@@ -76,7 +76,7 @@ def load_json(path: Path) -> Any:
         raise ReportError(f"{path}: not JSON ({first_line(error)}); pass a tau2 results file") from None
 
 
-def check_results(path: Path, data: Any) -> dict[str, Any]:
+def check_results(path: Path, data: object) -> dict[str, Any]:
     """`data` if it has the shape of tau2's Results, else a ReportError."""
     what = "; pass the results file tau2 (or tau2-a2a run) wrote, not another JSON file"
     if not isinstance(data, dict) or not {"info", "tasks", "simulations"} <= set(data):
@@ -227,7 +227,7 @@ def reward_of(simulation: dict[str, Any]) -> float:
     return float(info.get("reward") or 0.0)
 
 
-def task_set_hash(run: DomainRun, simulated: dict[str, Any]) -> str:
+def task_set_hash(run: DomainRun, simulated: dict[str, stats.TaskTrials]) -> str:
     """sha256 of the definitions of the simulated tasks (canonical JSON, by id): same hash, same tasks."""
     tasks = sorted((t for t in run.results["tasks"] if str(t["id"]) in simulated), key=lambda t: str(t["id"]))
     return hashlib.sha256(orjson.dumps(tasks, option=orjson.OPT_SORT_KEYS)).hexdigest()
@@ -302,7 +302,7 @@ def conversation_times(simulation: dict[str, Any]) -> dict[str, float] | None:
     return kept.get("time_s") if kept else None
 
 
-def _finite(value: Any) -> float | None:
+def _finite(value: float | None) -> float | None:
     if value is None:
         return None
     number = float(value)

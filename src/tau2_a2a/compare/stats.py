@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TypedDict
 
 import numpy as np
 from scipy import stats
@@ -113,6 +114,16 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else None
 
 
+class EstimateFigures(TypedDict):
+    """An Estimate as the report keeps it."""
+
+    value: float
+    ci: list[float]
+    ci_width: float
+    tasks: int
+    small_sample: bool
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A point estimate with its bootstrap interval and, when the interval is wide, a warning."""
@@ -130,7 +141,7 @@ class Estimate:
     def wide(self) -> bool:
         return self.width > WARN_WIDTH + 1e-12
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> EstimateFigures:
         return {"value": self.value, "ci": [self.low, self.high], "ci_width": self.width,
                 "tasks": self.tasks, "small_sample": self.wide}
 
@@ -320,6 +331,16 @@ def mcnemar(lost: int, gained: int, pairs: int) -> McNemar:
                    "normal approximation, continuity-corrected")
 
 
+class NoiseFloorFigures(TypedDict):
+    """A NoiseFloor as the report keeps it."""
+
+    tasks: int
+    trials: int
+    flip_rate: float
+    single_trial: float
+    at_trials: float
+
+
 @dataclass(frozen=True)
 class NoiseFloor:
     """How far two runs of this very agent on these tasks differ by chance, from the run's repeated trials."""
@@ -330,7 +351,7 @@ class NoiseFloor:
     single_trial: float  # 95% of two single-trial runs' average rewards lie within this of each other
     at_trials: float  # the same for two runs of `trials` trials each
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> NoiseFloorFigures:
         return {"tasks": self.tasks, "trials": self.trials, "flip_rate": self.flip_rate,
                 "single_trial": self.single_trial, "at_trials": self.at_trials}
 

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from types import FrameType
 
 from tau2_a2a.tau2bench.run.stopping import freeze_writes, stopping
 
@@ -74,7 +74,7 @@ def exit_now(code: int, line: str) -> None:
     os._exit(code)
 
 
-def _on_signal(signum: int, frame: Any) -> None:
+def _on_signal(signum: int, frame: FrameType | None) -> None:
     if stopping.is_set():
         by, code = _SIGNALS.get(signum, _SIGNALS[signal.SIGINT])
         exit_now(code, f"Stopped at once by a second {by}; the results file keeps every simulation saved before "

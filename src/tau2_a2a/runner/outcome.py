@@ -18,6 +18,7 @@ its metrics and still ends with "Successfully completed all simulations!".
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ def print_outcome(outcome: RunOutcome) -> int:
     return EXIT_A2A_ERRORS if failed else EXIT_OK
 
 
-def left_out_of_metrics(simulation: dict[str, Any]) -> bool:
+def left_out_of_metrics(simulation: Mapping[str, object]) -> bool:
     """A simulation tau2 leaves out of its metrics and pass^k: one it gave up on (upstream's infrastructure
     error), which has no reward."""
     return simulation.get("termination_reason") == INFRASTRUCTURE_ERROR

@@ -129,7 +129,7 @@ class RunEnd:
     unscored: int | None = None  # of those, ended by tau2 as infrastructure errors
     failure: Failure | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -169,7 +169,16 @@ def known_total(values: list[Any]) -> float | None:
     return round(sum(float(v) for v in values), 8)
 
 
-def run_costs(per_simulation: list[dict[str, Any]]) -> dict[str, Any]:
+class RunCosts(TypedDict):
+    """A run's costs (USD, by participant; None: not reported) and its seconds by phase."""
+
+    cost_usd: dict[str, float | None]
+    cost_usd_per_simulation: dict[str, float | None]
+    cost_reported_by: dict[str, int]
+    time_s_by_phase: dict[str, float] | None
+
+
+def run_costs(per_simulation: list[dict[str, Any]]) -> RunCosts:
     """The run's costs (sum and average per simulation, per participant; None where any simulation's is not
     reported), how many simulations reported each, and the seconds spent in each phase."""
     totals = {who: known_total([s["cost_usd"].get(who) for s in per_simulation]) for who in PARTICIPANTS}

@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 from urllib.parse import urlparse
 
@@ -152,7 +153,7 @@ def connected(address: str) -> Iterator[None]:
         ray.shutdown()
 
 
-def _init_retrying_client_server(ray: Any, address: str) -> None:
+def _init_retrying_client_server(ray: ModuleType, address: str) -> None:
     """ray.init at `address`; again, with backoff, while Ray Client's head fails to start this driver's server
     (said once in the log)."""
     for attempt in range(1, CLIENT_SERVER_ATTEMPTS + 1):
@@ -226,7 +227,7 @@ class SimulationActor:
 class ActorPool:
     """The run's actors and its --max-concurrency slots among them; stands in for tau2's `run_task`."""
 
-    actors: list[Any]
+    actors: list[Any]  # Ray's actor handles of SimulationActor (ray.remote's typing does not say so)
     places: list[tuple[str, int]]
     per_actor: int
     results_path: Path

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from a2a.types import AgentCard
+
 from tau2_a2a.client import tracing
 from tau2_a2a.client.bindings import READABLE
 from tau2_a2a.client.config import DRIVEN, MCP
@@ -88,7 +90,7 @@ def evaluate(settings: RunSettings) -> RunOutcome:
     raise AssertionError("not reached")  # ExitStack does not swallow what the run raises
 
 
-def run_span_attributes(settings: RunSettings) -> dict[str, Any]:
+def run_span_attributes(settings: RunSettings) -> dict[str, str | int | None]:
     """What a run's span says of it (nothing secret: the endpoint is named by its host and port only)."""
     endpoint = urlsplit(settings.a2a.endpoint) if settings.a2a else None
     return {"tau2.domain": settings.domain, "tau2.agent": settings.agent, "tau2.num_trials": settings.num_trials,
@@ -126,7 +128,7 @@ def agent_model_name(card_name: str) -> str:
     return f"a2a-{slug}"
 
 
-def card_identity(card: Any) -> dict[str, str]:
+def card_identity(card: AgentCard) -> dict[str, str]:
     """Who answered: the card's name, its url (first interface's) and version, kept with the results."""
     interfaces = list(card.supported_interfaces)  # never empty: see validate_card
     return {"name": card.name, "url": interfaces[0].url if interfaces else "", "version": card.version}

@@ -104,7 +104,7 @@ class RunSettings:
         return {item.name: deepcopy(getattr(self, item.name)) for item in fields(self)
                 if item.name not in ("a2a", "ray")}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready, without the token."""
         data = {item.name: deepcopy(getattr(self, item.name)) for item in fields(self) if item.name != "a2a"}
         data["a2a"] = self.a2a.as_record() if self.a2a is not None else None
