@@ -30,7 +30,7 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,7 +165,7 @@ class FastJson:
                 self._written.popitem(last=False)
 
 
-def _others(document: dict[str, Any]) -> list[object]:
+def _others(document: Mapping[str, object]) -> list[object]:
     return [value for key, value in document.items() if key != _APPENDED]
 
 
