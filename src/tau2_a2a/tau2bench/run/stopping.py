@@ -18,10 +18,13 @@ import contextvars
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from types import TracebackType
+from typing import Any, TypeVar
 
 from tau2_a2a.tau2bench.seam.distribution import executor_patches
 from tau2_a2a.tau2bench.seam.patches import Patch
+
+_T = TypeVar("_T")
 
 stopping = threading.Event()  # set by the first Ctrl-C of this process's run
 writes = threading.RLock()  # held by every results file write (see results_file.atomic_open)
@@ -38,10 +41,11 @@ def freeze_writes() -> None:
 class RunExecutor(ThreadPoolExecutor):
     """tau2.run's thread pool: simulations in the run's context; left by a stopped run, it waits for nothing."""
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
         return super().submit(contextvars.copy_context().run, fn, *args, **kwargs)
 
-    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool:
+    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
+                 traceback: TracebackType | None) -> bool:
         if stopping.is_set():
             self.shutdown(wait=False, cancel_futures=True)
             return False

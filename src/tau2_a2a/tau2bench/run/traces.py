@@ -28,10 +28,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tau2_a2a.client import tracing
 from tau2_a2a.client.records import RAW_DATA_KEY, TRACE_ID_KEY
+
+if TYPE_CHECKING:
+    from litellm.integrations.custom_logger import CustomLogger
+    from opentelemetry.trace import Span
+
+    from tau2_a2a.tau2bench.seam.distribution import Environment, Message, SimulationRun, ToolCall, ToolMessage
 
 USER_SIMULATOR, NATIVE_AGENT, JUDGE = "user_simulator", "agent", "judge"
 # Whose LLM calls a turn's are (an A2A agent makes none here: a tau2 agent running in this process does).
@@ -56,7 +62,7 @@ def numbered_trials(seed: int | None, num_trials: int) -> Iterator[None]:
 
 
 @contextmanager
-def simulation(task_id: str, seed: int | None, domain: str | None) -> Iterator[Any]:
+def simulation(task_id: str, seed: int | None, domain: str | None) -> Iterator[Span | None]:
     """One simulation's span (None when tracing is off); `scored` adds its outcome."""
     if not tracing.enabled():
         yield None
@@ -70,7 +76,7 @@ def simulation(task_id: str, seed: int | None, domain: str | None) -> Iterator[A
         yield span
 
 
-def scored(span: Any, run: Any) -> None:
+def scored(span: Span | None, run: SimulationRun | None) -> None:
     """A simulation's span, once tau2 scored it: its reward and how it ended."""
     if span is None or run is None:
         return
@@ -82,7 +88,7 @@ def scored(span: Any, run: Any) -> None:
 
 
 @contextmanager
-def turn(step: int, role: Any, trajectory: list[Any]) -> Iterator[None]:
+def turn(step: int, role: object, trajectory: list[Message]) -> Iterator[None]:
     """One step of tau2's orchestrator: `role` acts (user, agent, env); the span says what it said."""
     if not tracing.enabled():
         yield
@@ -98,7 +104,7 @@ def turn(step: int, role: Any, trajectory: list[Any]) -> Iterator[None]:
         _llm_caller.reset(caller)
 
 
-def said(messages: list[Any]) -> dict[str, Any]:
+def said(messages: list[Message]) -> dict[str, str | None]:
     """What a turn's messages said, as attributes: the text, the tool calls asked for, tool results."""
     texts = [m.content for m in messages if getattr(m, "content", None) and getattr(m, "role", "") != "tool"]
     calls = [{"name": c.name, "arguments": c.arguments} for m in messages for c in (getattr(m, "tool_calls", None)
@@ -109,13 +115,13 @@ def said(messages: list[Any]) -> dict[str, Any]:
             "tau2.message.tool_results": json.dumps(results, default=str) if results else None}
 
 
-def traced_tools(environment: Any) -> None:
+def traced_tools(environment: Environment) -> None:
     """Each tool call `environment` runs (its `get_response`) in a span of its own, while tracing is on."""
     if not tracing.enabled():
         return
     respond = environment.get_response
 
-    def get_response(call: Any) -> Any:
+    def get_response(call: ToolCall) -> ToolMessage:
         with tracing.span(f"execute_tool {call.name}", {
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name, "gen_ai.tool.type": "function",
                 "gen_ai.tool.call.id": call.id, "tau2.tool.requestor": getattr(call, "requestor", None),
@@ -149,7 +155,7 @@ def traced_evaluation(evaluate: Callable[..., Any]) -> Callable[..., Any]:
     return evaluate_simulation
 
 
-def record_trace_id(messages: list[Any] | None) -> None:
+def record_trace_id(messages: list[Message] | None) -> None:
     """The trace's id in the first A2A record of a trajectory, where a results file keeps it."""
     found = tracing.trace_id()
     if found is None:
@@ -175,7 +181,7 @@ def _install_llm_spans() -> None:
     _llm_spans_installed = True
 
 
-def _llm_logger() -> Any:
+def _llm_logger() -> CustomLogger:
     from litellm.integrations.custom_logger import CustomLogger
 
     class LlmCallSpans(CustomLogger):  # type: ignore[misc]
@@ -186,23 +192,26 @@ def _llm_logger() -> Any:
         then, under the caller's turn or evaluation, with those times.
         """
 
-        def log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
+        def log_success_event(self, kwargs: dict[str, Any], response_obj: object, start_time: datetime | float,
+                              end_time: datetime | float) -> None:
             self._span(kwargs, response_obj, start_time, end_time, None)
 
-        def log_failure_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
+        def log_failure_event(self, kwargs: dict[str, Any], response_obj: object, start_time: datetime | float,
+                              end_time: datetime | float) -> None:
             error = kwargs.get("exception") if isinstance(kwargs, dict) else None
             self._span(kwargs, None, start_time, end_time, type(error).__name__ if error is not None else "error")
 
-        async def async_log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any,
-                                          end_time: Any) -> None:
+        async def async_log_success_event(self, kwargs: dict[str, Any], response_obj: object,
+                                          start_time: datetime | float, end_time: datetime | float) -> None:
             self._span(kwargs, response_obj, start_time, end_time, None)
 
-        async def async_log_failure_event(self, kwargs: Any, response_obj: Any, start_time: Any,
-                                          end_time: Any) -> None:
+        async def async_log_failure_event(self, kwargs: dict[str, Any], response_obj: object,
+                                          start_time: datetime | float, end_time: datetime | float) -> None:
             self.log_failure_event(kwargs, response_obj, start_time, end_time)
 
         @staticmethod
-        def _span(kwargs: Any, response: Any, start_time: Any, end_time: Any, error: str | None) -> None:
+        def _span(kwargs: dict[str, Any], response: object, start_time: datetime | float,
+                  end_time: datetime | float, error: str | None) -> None:
             caller = _llm_caller.get()
             if caller is None or not tracing.enabled():
                 return
@@ -217,7 +226,7 @@ def _llm_logger() -> Any:
     return LlmCallSpans()
 
 
-def llm_call_attributes(caller: str, kwargs: dict[str, Any], response: Any) -> dict[str, Any]:
+def llm_call_attributes(caller: str, kwargs: dict[str, Any], response: object) -> dict[str, object]:
     """A LiteLLM call's attributes in OpenTelemetry's GenAI conventions: never its messages' keys or headers."""
     usage = getattr(response, "usage", None)
     params = kwargs.get("optional_params") or {}
@@ -233,7 +242,7 @@ def llm_call_attributes(caller: str, kwargs: dict[str, Any], response: Any) -> d
             "gen_ai.agent.name": caller, "tau2.llm.caller": caller}
 
 
-def _nanoseconds(moment: Any) -> int | None:
+def _nanoseconds(moment: object) -> int | None:
     if isinstance(moment, datetime):
         return int(moment.timestamp() * 1e9)
     if isinstance(moment, (int, float)):
