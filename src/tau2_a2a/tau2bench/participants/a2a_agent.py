@@ -17,10 +17,13 @@ from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
 
+from a2a.types import Part
+
 from tau2_a2a.client.config import MESSAGE, redact
 from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit
 from tau2_a2a.client.limits import check_tool_calls
 from tau2_a2a.client.records import RAW_DATA_KEY
+from tau2_a2a.client.sending import Exchange
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.turn_usage import tau2_usage_and_cost
 from tau2_a2a.protocol.mcp_tools import McpServer, mcp_conversation_start
@@ -120,7 +123,7 @@ class A2AAgent(LLMAgent):
         incoming = message.tool_messages if isinstance(message, MultiToolMessage) else [message]
         state.messages.extend(incoming)
 
-        def opening(server: McpServer, driven: bool, turn_parts: list) -> list:
+        def opening(server: McpServer, driven: bool, turn_parts: list[Part]) -> list[Part]:
             history = [_history_entry(m) for m in state.messages[:-len(incoming)]]
             return mcp_conversation_start(self.system_prompt, server, driven, turn_parts, history, self.seed)
 
@@ -128,7 +131,7 @@ class A2AAgent(LLMAgent):
         state.messages.append(assistant)
         return assistant
 
-    def stop(self, message: Any = None, state: A2AAgentState | None = None) -> None:
+    def stop(self, message: ValidAgentInputMessage | None = None, state: A2AAgentState | None = None) -> None:
         """The simulation is over: in an MCP tools mode, close its tools and end its A2A request."""
         if state is not None and state.mcp is not None:
             state.mcp.close()
@@ -139,7 +142,7 @@ class A2AAgent(LLMAgent):
         raw = (message.raw_data or {}).get(RAW_DATA_KEY) or {}
         return bool(raw.get(ENDED_KEY))
 
-    def _outgoing_parts(self, message: ValidAgentInputMessage, state: A2AAgentState) -> list:
+    def _outgoing_parts(self, message: ValidAgentInputMessage, state: A2AAgentState) -> list[Part]:
         if isinstance(message, UserMessage):
             turn_parts = user_turn(message.content or "")
         else:
@@ -154,7 +157,7 @@ class A2AAgent(LLMAgent):
         name, form = state.pending_calls.pop(message.id, ("", "tau2"))
         return ToolResult(id=message.id, name=name, content=message.content or "", error=message.error, form=form)
 
-    def _to_assistant_message(self, exchange: Any, state: A2AAgentState) -> AssistantMessage:
+    def _to_assistant_message(self, exchange: Exchange, state: A2AAgentState) -> AssistantMessage:
         texts, data_parts = reply_parts(exchange.reply)
         record = exchange.records[-1]
         try:
@@ -208,7 +211,8 @@ class A2AAgent(LLMAgent):
         )
 
 
-_SCHEMAS: dict[tuple[Any, ...], dict[str, Any]] = {}
+# (tool function, name, short description or not, predefined argument names) -> its OpenAI schema
+_SCHEMAS: dict[tuple[object, str, bool | None, tuple[str, ...]], dict[str, Any]] = {}
 
 
 def tool_schema(tool: Tool) -> dict[str, Any]:
@@ -225,15 +229,16 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
     return schema
 
 
-def _usage_and_cost(exchange: Any, price_model: str | None = None) -> tuple[dict[str, Any] | None, float | None]:
+def _usage_and_cost(exchange: Exchange, price_model: str | None = None
+                    ) -> tuple[dict[str, object] | None, float | None]:
     """The LLM usage and cost the agent reported with its reply, in any shape it sends them (see
     `protocol.usage`), priced when it gave tokens only; (None, None), unknown, when it reported none."""
     return tau2_usage_and_cost(exchange.reply, price_model)
 
 
-def _history_entry(message: Message) -> dict[str, Any]:
+def _history_entry(message: Message) -> dict[str, object]:
     """A prior message of the conversation, as the remote agent sees it."""
-    entry: dict[str, Any] = {"role": message.role, "content": getattr(message, "content", None)}
+    entry: dict[str, object] = {"role": message.role, "content": getattr(message, "content", None)}
     tool_calls = getattr(message, "tool_calls", None)
     if tool_calls:
         entry["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": deepcopy(c.arguments)} for c in tool_calls]

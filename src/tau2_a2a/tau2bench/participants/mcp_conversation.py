@@ -16,8 +16,12 @@ tool or the user thinks.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
+
+from a2a.types import Part
 
 from tau2_a2a.client import tracing
 from tau2_a2a.client.agent_actions import (
@@ -33,18 +37,30 @@ from tau2_a2a.client.config import DRIVEN, redact
 from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit, AgentTimeout
 from tau2_a2a.client.limits import check_tool_calls
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
-from tau2_a2a.client.sending import InFlight
+from tau2_a2a.client.sending import Exchange, InFlight
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.tool_server import SimulationTools
 from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SIMULATION_ENDED, McpServer
 from tau2_a2a.protocol.messages import reply_parts, user_turn
-from tau2_a2a.tau2bench.seam.distribution import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from tau2_a2a.tau2bench.seam.distribution import (
+    AssistantMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    ValidAgentInputMessage,
+)
 
 log = logging.getLogger("tau2_a2a.client")
 
 ENDED_KEY = "ended_by_agent"  # in an assistant message's raw_data: the agent ended the conversation
 # How long the end of a simulation waits for the agent to end its A2A request itself before aborting it.
 CLOSING_GRACE_SECONDS = 5.0
+
+T = TypeVar("T")
+# (exchange) -> (usage, cost) of a reply, as the message mode reads it
+UsageOf = Callable[[Exchange], tuple[dict[str, object] | None, float | None]]
+# (the MCP server, whether agent-driven, the user's turn's parts) -> the first A2A message's parts
+Opening = Callable[[McpServer, bool, list[Part]], list[Part]]
 
 
 @dataclass
@@ -63,13 +79,13 @@ class McpConversation:
     acted: bool = False  # the agent acted (over MCP) since the request in flight was sent: no resend then
     calls: dict[str, ToolCallAction] = field(default_factory=dict)  # by the id tau2's message gives each
     waiting_user: UserMessageAction | None = None
-    messages: list[Any] = field(default_factory=list)  # the assistant messages made, for late records
+    messages: list[AssistantMessage] = field(default_factory=list)  # the assistant messages made, for late records
     call_count: int = 0  # tool calls asked for in the simulation
     turn_calls: int = 0  # of which since the message in flight was sent (its "reply", for the limits)
-    usage_of: Any = None  # (exchange) -> (usage, cost) of a reply, as the message mode reads it
+    usage_of: UsageOf | None = None  # set by whoever opens the conversation
 
     @classmethod
-    def open(cls, session: A2ASession, tool_schemas: list[dict[str, Any]]) -> McpConversation:
+    def open(cls, session: A2ASession, tool_schemas: list[dict[str, object]]) -> McpConversation:
         actions = ActionQueue()
         server = session.tool_server.open(tool_schemas, actions, session.tools_mode == DRIVEN)
         return cls(session, server, actions, session.tool_server.simulation(server))
@@ -78,7 +94,7 @@ class McpConversation:
     def driven(self) -> bool:
         return self.session.tools_mode == DRIVEN
 
-    def next_message(self, incoming: Any, opening: Any) -> AssistantMessage:
+    def next_message(self, incoming: ValidAgentInputMessage, opening: Opening) -> AssistantMessage:
         """The agent's next message after `incoming` (the user's words, or tau2's tool results). `opening(parts)`
         builds the first A2A message's parts around the user's turn."""
         if isinstance(incoming, UserMessage):
@@ -93,7 +109,7 @@ class McpConversation:
 
     # -- what goes to the agent --------------------------------------------------------
 
-    def _send(self, text: str, opening: Any) -> None:
+    def _send(self, text: str, opening: Opening) -> None:
         if self.in_flight is not None and not self.in_flight.future.done():
             raise AgentMalformedReply("the agent's A2A request is still open, yet tau2 has a user message for it")
         parts = user_turn(text)
@@ -109,10 +125,11 @@ class McpConversation:
         self.in_flight.future.add_done_callback(self._post_reply)
         self.turn += 1
 
-    def _post_reply(self, done: Any) -> None:
+    def _post_reply(self, done: Future[Exchange]) -> None:
         self.tools.waiting = False
-        error = done.exception()
-        self.actions.post(FailureAction(error) if error is not None else ReplyAction(done.result()))
+        error = done.exception()  # any exception of the send (FailureAction names the A2A ones): raised again
+        self.actions.post(FailureAction(error) if error is not None  # type: ignore[arg-type]
+                          else ReplyAction(done.result()))
 
     def _answer_tool(self, message: ToolMessage) -> None:
         action = self.calls.pop(message.id, None)
@@ -161,14 +178,14 @@ class McpConversation:
             raise self._failure(action.failure)
         return self._reply(action.exchange)
 
-    def _reply(self, exchange: Any) -> AssistantMessage:
+    def _reply(self, exchange: Exchange) -> AssistantMessage:
         self.reply_taken = True
         self.context_id = exchange.context_id or self.context_id
         self.task_id = exchange.task_id
         texts, _ = reply_parts(exchange.reply)
         text = "\n".join(t for t in texts if t).strip()
         requests = [r.as_dict() for r in exchange.records]
-        usage, cost = self.usage_of(exchange)
+        usage, cost = self._usage(exchange)
         if self.driven:  # the agent ended its task: the conversation is over
             return self._assistant(text or "(The agent ended the conversation.)", None, requests, ended=True,
                                    usage=usage, cost=cost)
@@ -180,12 +197,12 @@ class McpConversation:
             raise failure
         return self._assistant(text, None, requests, usage=usage, cost=cost)
 
-    def _assistant(self, content: str | None, tool_calls: list[Any] | None,
-                   requests: list[dict[str, Any]] | None = None, ended: bool = False,
-                   usage: dict[str, int] | None = None, cost: float | None = 0.0) -> AssistantMessage:
+    def _assistant(self, content: str | None, tool_calls: list[ToolCall] | None,
+                   requests: list[dict[str, object]] | None = None, ended: bool = False,
+                   usage: dict[str, object] | None = None, cost: float | None = 0.0) -> AssistantMessage:
         """An assistant message. The agent's usage and cost ride on its reply (the turn's LLM calls): its other
         messages (tool calls, words to the user in the agent-driven mode) add 0 to it and carry no usage."""
-        raw: dict[str, Any] = {"context_id": self.context_id, "task_id": self.task_id,
+        raw: dict[str, object] = {"context_id": self.context_id, "task_id": self.task_id,
                                "requests": requests or [],
                                "mcp_requests": self._mcp_records()}
         if ended:
@@ -194,7 +211,12 @@ class McpConversation:
                                 usage=usage,
                                 raw_data={RAW_DATA_KEY: raw})
 
-    def _charge_last(self, usage: dict[str, int] | None, cost: float | None) -> None:
+    def _usage(self, exchange: Exchange) -> tuple[dict[str, object] | None, float | None]:
+        if self.usage_of is None:
+            raise TypeError("McpConversation.usage_of is not set")
+        return self.usage_of(exchange)
+
+    def _charge_last(self, usage: dict[str, object] | None, cost: float | None) -> None:
         """The turn's usage and cost, from a reply that came once the simulation was over (the agent-driven
         mode's last reply), on the last message made; a cost no reply gave is unknown, never 0."""
         if not self.messages:
@@ -206,14 +228,14 @@ class McpConversation:
             last.usage = {key: earlier.get(key, 0) + value if isinstance(value, int) else value
                           for key, value in usage.items()}
 
-    def _mcp_records(self) -> list[dict[str, Any]]:
+    def _mcp_records(self) -> list[dict[str, object]]:
         records = self.tools.take_records()
         for record in records:
             record.context_id = self.context_id
             record.turn = max(self.turn - 1, 0)
         return [record.as_dict() for record in records]
 
-    def _failure(self, failure: Any) -> Any:
+    def _failure(self, failure: BaseException) -> BaseException:
         self.close()
         return failure
 
@@ -235,7 +257,7 @@ class McpConversation:
             if exchange is not None:
                 late.extend(exchange.records)
                 self.task_id = exchange.task_id
-                self._charge_last(*self.usage_of(exchange))
+                self._charge_last(*self._usage(exchange))
             else:
                 self._charge_last(None, None)  # no reply said what the turn's LLM calls cost: unknown
         if self.driven and self.task_id:
@@ -248,6 +270,6 @@ class McpConversation:
             raw["mcp_requests"].extend(r.as_dict() for r in late_mcp)
 
 
-def _set(future: Any, value: Any) -> None:
+def _set(future: Future[T], value: T) -> None:
     if not future.done():
         future.set_result(value)

@@ -17,7 +17,6 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from tau2_a2a.tau2bench.seam.distribution import Action, Task, load_tasks
 
@@ -48,7 +47,7 @@ class OracleStep:
     """One reply of the oracle: a tool call, or a text (a hand-over to the user, or its closing text)."""
 
     tool_name: str | None = None
-    arguments: dict[str, Any] | None = None
+    arguments: dict[str, object] | None = None  # JSON values, passed on as the call's
     text: str | None = None
 
 

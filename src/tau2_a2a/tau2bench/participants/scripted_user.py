@@ -19,6 +19,7 @@ from tau2_a2a.tau2bench.seam.distribution import (
     Action,
     Message,
     Task,
+    Tool,
     ToolCall,
     ToolMessage,
     UserBase,
@@ -43,7 +44,7 @@ class ScriptedUserState(UserState):
 class ScriptedUser(UserBase):
     """Opens with the reason for calling plus a task marker; does the golden user actions when asked."""
 
-    def __init__(self, tools=None, instructions: str | None = None,
+    def __init__(self, tools: list[Tool] | None = None, instructions: str | None = None,
                  llm: str | None = None, llm_args: dict | None = None) -> None:
         super().__init__(tools=tools, instructions=instructions, llm=llm, llm_args=llm_args)
         self.domain: str | None = None

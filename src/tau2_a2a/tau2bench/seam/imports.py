@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 from loguru import logger
 
@@ -104,6 +105,10 @@ from tau2.registry import registry  # noqa: E402
 from tau2.utils import get_dict_hash  # noqa: E402
 from tau2.utils.display import ConsoleDisplay  # noqa: E402
 from tau2.utils.utils import DATA_DIR  # noqa: E402
+
+if TYPE_CHECKING:  # classes tau2-a2a names in annotations only (both distributions have them)
+    from tau2.data_model.simulation import RewardInfo  # noqa: F401
+    from tau2.metrics.agent_metrics import AgentMetrics  # noqa: F401
 
 # The installed distribution's own names, for its half of the seam (not in __all__: the halves give them alike).
 if DISTRIBUTION == NVIDIA:

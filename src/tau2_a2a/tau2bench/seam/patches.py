@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 _ABSENT = object()
 
@@ -19,10 +18,10 @@ class Patch:
     """`target.name` set to `value` while applied; `restore` puts back what `target` itself had there (or removes
     it, so that what it inherits shows again)."""
 
-    target: Any
+    target: object  # a module or class of tau2's
     name: str
-    value: Any
-    _before: Any = field(default=_ABSENT, init=False, repr=False)
+    value: object
+    _before: object = field(default=_ABSENT, init=False, repr=False)
 
     def apply(self) -> None:
         self._before = vars(self.target).get(self.name, _ABSENT)  # a class's own (a staticmethod as such)

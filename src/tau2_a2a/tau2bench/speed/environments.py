@@ -40,10 +40,10 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 from pydantic import BaseModel
 
@@ -57,6 +57,7 @@ from tau2_a2a.tau2bench.seam.distribution import (
     FlightDB,
     MockDB,
     RetailDB,
+    Task,
     TelecomDB,
     TelecomUserDB,
     Tool,
@@ -90,7 +91,7 @@ class _Table:
     whole: str  # the table's JSON text
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     """JSON text exactly as tau2's `get_dict_hash` encodes a value."""
     return json.dumps(value, sort_keys=True, default=str)
 
@@ -165,7 +166,7 @@ class DatabaseTemplate:
         if type(db) is not self.model or db.__pydantic_extra__ or db.__pydantic_private__:
             return None
         state = db.__dict__
-        include: dict[str, Any] = {}
+        include: dict[str, bool | set[str]] = {}
         owned: dict[str, list[str]] = {}
         for name in self._names:
             if name not in state:
@@ -178,7 +179,7 @@ class DatabaseTemplate:
             if type(records) is not CopyOnAccess or records._template is not table.records:
                 return None
             keys = records.owned_keys()
-            if not all(type(key) is str for key in keys):
+            if not _all_str(keys):
                 return None
             owned[name] = keys
             if keys:
@@ -206,6 +207,10 @@ class DatabaseTemplate:
             (prefixes.get(key) or json.dumps(key) + ": ") + (changed[key] if key in changed else texts[key])
             for key in keys
         ) + "}"
+
+
+def _all_str(keys: list[Hashable]) -> TypeGuard[list[str]]:
+    return all(type(key) is str for key in keys)
 
 
 class _FastDbHash:
@@ -237,7 +242,7 @@ class _CachedTools:
     lists and dicts, exactly as `as_tool` would have built it.
     """
 
-    _prototypes: ClassVar[dict[tuple[type, Any], Tool]] = {}
+    _prototypes: ClassVar[dict[tuple[type[ToolKitBase], object], Tool]] = {}  # by class and tool function
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, toolkit: ToolKitBase) -> None:
@@ -246,7 +251,7 @@ class _CachedTools:
     def __call__(self, *args: Any, **kwargs: Any) -> dict[str, Tool]:
         return list_tools(self._toolkit, self._tool, *args, **kwargs)
 
-    def _tool(self, function: Any) -> Tool:
+    def _tool(self, function: Callable[..., object]) -> Tool:
         key = (type(self._toolkit), getattr(function, "__func__", None))
         if key[1] is None:
             return as_tool(function)
@@ -292,7 +297,7 @@ class CachedEnvironments:
 _templates: dict[tuple[type, str], DatabaseTemplate] = {}
 
 
-def template_for(model: type[BaseModel], path: Any) -> DatabaseTemplate:
+def template_for(model: type[BaseModel], path: str | os.PathLike[str]) -> DatabaseTemplate:
     """The process's one template of the database at `path`."""
     key = (model, str(path))
     if key not in _templates:
@@ -313,15 +318,19 @@ def _domains() -> dict[str, tuple[Callable[..., Environment], dict[str, Database
     }
 
 
+# What a task loader of tau2's registry returns: a task set's tasks, or its splits (the task ids of each)
+Loaded = list[Task] | dict[str, list[str]] | None
+
+
 class CachedTasks:
     """A task loader for tau2's registry: reads and validates each split once, hands out copies."""
 
-    def __init__(self, original: Callable[..., Any]) -> None:
+    def __init__(self, original: Callable[..., Loaded]) -> None:
         self.original = original
-        self._cache: dict[Any, Any] = {}
+        self._cache: dict[tuple[tuple[object, ...], tuple[tuple[str, object], ...]], Loaded] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Loaded:
         key = (args, tuple(sorted(kwargs.items())))
         with self._lock:
             if key not in self._cache:
@@ -330,14 +339,16 @@ class CachedTasks:
 
 
 _install_lock = threading.Lock()
-_installed: dict[str, tuple[Any, Any]] = {}  # registry table name + key -> (stock, ours)
+# registry table name + key -> (stock, ours)
+_installed: dict[str, tuple[Callable[..., object], CachedEnvironments | CachedTasks]] = {}
 
 
 _REGISTRY_TABLES = {"domains": "_domains", "tasks": "_tasks", "splits": "_task_splits"}
 
 
-def registry_tables() -> dict[str, dict[str, Any]]:
-    """tau2's registry's tables of environment constructors, task loaders and task split loaders, by name.
+def registry_tables() -> dict[str, dict[str, Callable[..., Any]]]:
+    """tau2's registry's tables of environment constructors, task loaders and task split loaders, by name
+    (what a table's callables return differs from table to table).
 
     The one place tau2-a2a reads private attributes of tau2's: its registry
     can add a registration, not replace one. Both distributions keep these
