@@ -61,7 +61,7 @@ argument_values = {
 }
 tool_arguments = st.fixed_dictionaries({}, optional={name: value for name, value in argument_values.items()}) \
     | st.dictionaries(st.text(max_size=12), json_values, max_size=3) | json_values
-tool_calls = st.fixed_dictionaries({"tool": st.sampled_from(TOOLS) | st.text(max_size=20),
+tool_calls = st.fixed_dictionaries({"tool": st.sampled_from(TOOLS) | st.text(max_size=20) | json_values,
                                     "arguments": tool_arguments})
 
 
@@ -121,6 +121,8 @@ def no_secret_stored(results: Path) -> None:
                "arguments": {"domain": "airline", "agent_endpoint": f"http://127.0.0.1:9/?token={SECRET}"}})
 @example(call={"tool": "get_evaluation", "arguments": {"evaluation_id": None}})
 @example(call={"tool": "list_domains", "arguments": []})
+@example(call={"tool": ["run_tau2_evaluation"], "arguments": {"domain": "airline"}})  # a name JSON cannot key
+@example(call={"tool": {"name": "list_domains"}, "arguments": {}})
 @example(call={"tool": "list_domains", "arguments": {"num_trials": float("inf")}})  # no JSON form: -32602
 @example(call={"tool": "run_tau2_evaluation", "arguments": {"user_llm_args": {"temperature": float("nan")}}})
 def test_any_tool_call_over_json_rpc_gets_a_clear_answer(service: tuple[str, Path], http: httpx.Client,

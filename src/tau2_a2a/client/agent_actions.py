@@ -22,8 +22,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tau2_a2a.client.errors import A2AFailure
-
 if TYPE_CHECKING:
     from tau2_a2a.client.sending import Exchange
 
@@ -68,9 +66,10 @@ class ReplyAction:
 
 @dataclass
 class FailureAction:
-    """The agent's A2A request failed."""
+    """The agent's A2A request failed: an `A2AFailure`, or whatever else the send raised, raised again in the
+    simulation."""
 
-    failure: A2AFailure
+    failure: BaseException
 
 
 Action = ToolCallAction | UserMessageAction | ReplyAction | FailureAction

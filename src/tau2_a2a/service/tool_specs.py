@@ -82,10 +82,15 @@ def tool_specs(limits: Limits = DEFAULT_LIMITS, user_llms: UserLLMPolicy = DEFAU
     return {spec.name: spec for spec in specs}
 
 
-@cache
 def accepted_arguments(tool: object) -> frozenset[str]:
-    """The argument names `tool` (or its alias) accepts; none for an unknown tool. For scrubbing requests."""
-    spec = tool_specs().get(ALIASES.get(tool, tool)) if isinstance(tool, str) else None
+    """The argument names `tool` (or its alias) accepts; none for an unknown tool, or for a name that is not a
+    string (a caller may send any JSON there). For scrubbing requests."""
+    return _accepted_by(tool) if isinstance(tool, str) else frozenset()
+
+
+@cache
+def _accepted_by(tool: str) -> frozenset[str]:
+    spec = tool_specs().get(ALIASES.get(tool, tool))
     if spec is None:
         return frozenset()
     return frozenset(spec.accepted) | ({REFERENCE_ARGUMENT} if spec.name == RUN else set())

@@ -128,7 +128,7 @@ class McpConversation:
     def _post_reply(self, done: Future[Exchange]) -> None:
         self.tools.waiting = False
         error = done.exception()  # any exception of the send (FailureAction names the A2A ones): raised again
-        self.actions.post(FailureAction(error) if error is not None  # type: ignore[arg-type]
+        self.actions.post(FailureAction(error) if error is not None
                           else ReplyAction(done.result()))
 
     def _answer_tool(self, message: ToolMessage) -> None:
