@@ -38,10 +38,12 @@ from tau2_a2a.protocol.hosting import free_port  # noqa: E402
 from tau2_a2a.runner.run import evaluate  # noqa: E402
 from tau2_a2a.runner.settings import RunSettings  # noqa: E402
 from tau2_a2a.tau2bench.run.runs import domains as known_domains  # noqa: E402
-from tau2_a2a.tau2bench.seam.distribution import load_tasks  # noqa: E402
+from tau2_a2a.tau2bench.seam.distribution import load_tasks, mend_import_effects  # noqa: E402
 
 KNOWLEDGE_DOMAIN = "banking_knowledge"
 KNOWLEDGE_CONFIGS = ("bm25_grep", "full_kb", "golden_retrieval")
+
+mend_import_effects()  # this process is ours: what importing tau2 did to it is undone (see README)
 
 
 def golden_actions(domain: str) -> tuple[int, int]:

@@ -34,9 +34,19 @@ from loguru import logger  # noqa: E402
 from tau2_a2a.runner.settings import RunSettings  # noqa: E402
 from tau2_a2a.tau2bench.participants.oracle_script import judged_by_llm  # noqa: E402
 from tau2_a2a.tau2bench.run.runs import RunPlan, plan_run  # noqa: E402
-from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION, Task, load_tasks, registry, simulate  # noqa: E402
+from tau2_a2a.tau2bench.seam.distribution import (  # noqa: E402
+    DISTRIBUTION,
+    VERSION,
+    Task,
+    load_tasks,
+    mend_import_effects,
+    registry,
+    simulate,
+)
 from tau2_a2a.tau2bench.seam.hooks import tau2_hooks  # noqa: E402
 from tau2_a2a.tau2bench.speed.environments import environments  # noqa: E402
+
+mend_import_effects()  # this process is ours: what importing tau2 did to it is undone (see README)
 
 RESULTS_DIR = tempfile.mkdtemp(prefix="bench-environments-")
 

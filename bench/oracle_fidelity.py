@@ -76,13 +76,15 @@ from tau2_a2a.runner.settings import A2A_AGENT, RunSettings  # noqa: E402
 from tau2_a2a.tau2bench.participants.oracle_script import judged_by_llm  # noqa: E402
 from tau2_a2a.tau2bench.run.fidelity import differences  # noqa: E402
 from tau2_a2a.tau2bench.run.runs import domains as known_domains  # noqa: E402
-from tau2_a2a.tau2bench.seam.distribution import load_tasks  # noqa: E402
+from tau2_a2a.tau2bench.seam.distribution import load_tasks, mend_import_effects  # noqa: E402
 
 NATIVE_AGENTS = {"oracle": "oracle_agent", "llm": "llm_agent"}
 TOOLS_MODES = ("message", "mcp", "driven")  # the A2A arms: how the agent gets its tools
 STANDIN_MODEL = "openai/standin"  # testbed/standin_llm.py's MODEL
 STANDIN_KEY_ENV = "STANDIN_API_KEY"  # the key the llm agents send the stand-in: a placeholder, never a real key
 KNOWLEDGE_DOMAIN = "banking_knowledge"
+
+mend_import_effects()  # this process is ours: what importing tau2 did to it is undone (see README)
 
 
 def chosen_task_ids(domain: str, args: argparse.Namespace) -> tuple[list[str] | None, int]:

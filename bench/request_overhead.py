@@ -54,12 +54,14 @@ from google.protobuf.json_format import MessageToDict  # noqa: E402
 from tau2.agent.llm_agent import AGENT_INSTRUCTION, SYSTEM_PROMPT  # noqa: E402
 from tau2.registry import registry  # noqa: E402
 
-import tau2_a2a.tau2bench.seam.imports  # noqa: E402,F401  (tau2 imported as tau2-a2a imports it: quietly)
 from tau2_a2a.client.bindings import BINDINGS, READABLE  # noqa: E402
 from tau2_a2a.client.config import A2AConfig  # noqa: E402
 from tau2_a2a.client.session import A2ASession  # noqa: E402
 from tau2_a2a.protocol.hosting import free_port  # noqa: E402
 from tau2_a2a.protocol.messages import conversation_start, user_turn  # noqa: E402
+from tau2_a2a.tau2bench.seam.distribution import mend_import_effects  # noqa: E402  (tau2 imported quietly)
+
+mend_import_effects()  # this process is ours: what importing tau2 did to it is undone (see README)
 
 Send = Callable[[list[Part]], None]
 
