@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +17,10 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, Message, Part, Role, Task, TaskState, TaskStatus
 
+from tau2_a2a.protocol.hosting import free_port
 from tau2_a2a.service import a2a_sdk_internals
 from tau2_a2a.service.a2a_sdk_internals import A2aSdkChanged, missing, run_again, runs_here, stored_task
+from tests.support.cli import run_cli
 
 
 class Recording(AgentExecutor):
@@ -87,3 +91,26 @@ async def test_a_stored_task_runs_again_here_on_its_message(versioned: bool) -> 
         assert given.call_context is not None and given.call_context.state["marker"] == "resumed"
     finally:
         await handler.aclose()
+
+
+def test_serve_stops_in_one_line_when_a2a_sdk_lacks_what_it_reaches_into(tmp_path: Path) -> None:
+    """An a2a-sdk whose ActiveTask lost `enqueue_request` (made so in the served process only, before anything
+    runs): `tau2-a2a serve` exits 2 at its start, naming what is gone, with no traceback and nothing served."""
+    changed = tmp_path / "changed_a2a_sdk"
+    changed.mkdir()
+    (changed / "sitecustomize.py").write_text(
+        "from a2a.server.agent_execution.active_task import ActiveTask\n"
+        "del ActiveTask.enqueue_request\n")
+    path = os.pathsep.join(filter(None, [str(changed), os.environ.get("PYTHONPATH")]))
+    served = run_cli(["serve", "--port", str(free_port()), "--results-dir", str(tmp_path / "results")],
+                     env={"PYTHONPATH": path})
+    try:
+        out, err = served.communicate(timeout=120)
+    finally:
+        served.kill()  # a service that started after all is not left serving
+    assert served.returncode == 2, (out, err)
+    assert err.strip().splitlines() == [
+        f"error: a2a-sdk {version('a2a-sdk')} lacks what tau2-a2a's service reaches into "
+        "(async ActiveTask.enqueue_request): install the a2a-sdk version tau2-a2a's pyproject.toml allows, "
+        "or a tau2-a2a that follows this a2a-sdk"], err
+    assert " at http://" not in out, out

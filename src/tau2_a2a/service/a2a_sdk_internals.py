@@ -5,7 +5,9 @@ private `_active_task_registry`. The service asks it whether a task runs here
 (CancelTask of a task another replica runs) and has it run a task's agent again
 (a task whose replica stopped). Every such access is here, and
 tests/service/test_a2a_sdk_internals.py fails, naming what is gone, when the
-installed a2a-sdk no longer has it; here each use fails the same way.
+installed a2a-sdk no longer has it. The service checks it at its start
+(`require`), so an a2a-sdk that changed stops `tau2-a2a serve` in one line
+rather than a request later; each use fails the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from a2a.server.cluster import StoredTask
 from a2a.server.context import ServerCallContext
 from a2a.types import Message, SendMessageRequest, Task
 
+from tau2_a2a.errors import ConfigError
+
 if TYPE_CHECKING:
     from a2a.server.agent_execution.active_task_registry import ActiveTaskRegistry
     from a2a.server.request_handlers import DefaultRequestHandler
@@ -33,8 +37,17 @@ REGISTRY_METHODS: dict[str, tuple[str, ...]] = {
 ACTIVE_TASK_METHODS: dict[str, tuple[str, ...]] = {"enqueue_request": ("request_context",)}
 
 
-class A2aSdkChanged(RuntimeError):
-    """The installed a2a-sdk no longer has what this module reaches into."""
+class A2aSdkChanged(ConfigError):
+    """The installed a2a-sdk no longer has what this module reaches into: the service cannot work with it."""
+
+
+def require(handler: DefaultRequestHandler) -> None:
+    """Raise A2aSdkChanged, naming each part, when `handler` or a2a-sdk lacks what the service reaches into."""
+    lacking = missing(handler)
+    if lacking:
+        raise A2aSdkChanged(f"a2a-sdk {version('a2a-sdk')} lacks what tau2-a2a's service reaches into "
+                            f"({', '.join(lacking)}): install the a2a-sdk version tau2-a2a's pyproject.toml "
+                            "allows, or a tau2-a2a that follows this a2a-sdk")
 
 
 def missing(handler: DefaultRequestHandler) -> list[str]:

@@ -42,6 +42,7 @@ from starlette.middleware import Middleware
 from tau2_a2a.client import tracing
 from tau2_a2a.protocol.hosting import a2a_routes, conformance_middleware
 from tau2_a2a.service import catalog
+from tau2_a2a.service.a2a_sdk_internals import require
 from tau2_a2a.service.auth import BearerAuth, grpc_bearer_auth
 from tau2_a2a.service.evaluator_agent import build_agent
 from tau2_a2a.service.executor import executor_config
@@ -112,6 +113,7 @@ def build_app(settings: ServiceSettings, url: str, poll_seconds: float = 0.5, gr
         task_reader=VersionedDatabaseTaskStore(reader, create_table=False) if reader is not None else None,
         max_message_bytes=settings.max_message_bytes,
     )
+    require(handler)  # an a2a-sdk that changed stops the service here, in one line
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
