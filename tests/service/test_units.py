@@ -306,6 +306,29 @@ def test_queue_positions_queue_limit_and_canceling(tmp_path: Path) -> None:
     assert not [record for _, _, record in rows if "status" in json.loads(record)]  # kept once: the column
 
 
+def test_an_evaluation_whose_process_cannot_start_fails_saying_so_and_the_queue_goes_on(tmp_path: Path) -> None:
+    """A child that cannot start (here: the interpreter is missing) ends its evaluation as failed, in words a
+    caller can act on and without the service's paths, instead of leaving it running with no process; the
+    evaluations queued behind it are started (and end the same way), and the service keeps answering."""
+    missing = tmp_path / "no-such-python"
+    manager = EvaluationManager(tmp_path / "results", Limits(max_running=1, max_queued=3),
+                                children=ChildOptions(python=str(missing))).start()
+    tools = EvaluationTools(manager, TargetPolicy(resolver=RESOLVER))
+    try:
+        answers = [tools.call("run_tau2_evaluation", {**GOOD, "task_ids": [str(i)]}) for i in range(3)]
+        for answer in answers:
+            ended = manager.wait(answer["evaluation_id"], timeout=30).to_json()
+            assert ended["status"] == "failed", ended
+            assert ended["error"] == (
+                "the service could not start this evaluation's process (FileNotFoundError); finished simulations, "
+                "if any, are kept. Submit it again later, or ask the service's operator: its log says why.")
+            assert str(missing) not in json.dumps(ended)
+        assert manager.scheduler.supervisor.running() == 0
+        assert [view.status.value for view in manager.list()] == ["failed"] * 3
+    finally:
+        manager.close()
+
+
 def test_evaluations_run_below_the_service_priority(tmp_path: Path) -> None:
     """An evaluation's process runs 10 nice steps below the service (the default), in a session of its own
     whose autogroup (Linux) is lowered too: autogroup scheduling shares the CPU between sessions whatever

@@ -4,8 +4,8 @@ A run's settings are decided once, where the run is asked for, and travel as
 this one value: what tau2 runs (domain, tasks, trials, user, limits), which
 agent answers (a tau2 agent by name, or an A2A agent and how to reach it),
 and where the simulations run (this process, or a Ray cluster). The runner
-turns it into tau2's own configuration in one place (the seam,
-`tau2bench.run.runs`).
+turns it into tau2's own configuration in one place (`tau2bench.run.runs`,
+inside the seam to tau2).
 
 As JSON (`to_dict` / `from_dict`) it carries no secret: the A2A agent's
 bearer token travels beside it, never inside it.

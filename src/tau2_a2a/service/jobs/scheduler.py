@@ -27,6 +27,7 @@ from pathlib import Path
 from sqlalchemy.exc import SQLAlchemyError
 
 from tau2_a2a.client import tracing
+from tau2_a2a.errors import first_line
 from tau2_a2a.service.jobs.child import ChildOptions
 from tau2_a2a.service.jobs.database import database_reachable
 from tau2_a2a.service.jobs.directory import PRIVATE_DIR, results_file
@@ -44,6 +45,8 @@ log = logging.getLogger("tau2_a2a.service")
 TOKEN_LOST = ("the target's bearer token was held only in the memory of the service process that stopped "
               "(it is never stored); finished simulations are kept. Submit the evaluation again with "
               "agent_auth_token.")
+NOT_STARTED = ("the service could not start this evaluation's process ({kind}); finished simulations, if any, "
+               "are kept. Submit it again later, or ask the service's operator: its log says why.")
 
 
 class Scheduler:
@@ -225,7 +228,13 @@ class Scheduler:
         job = Job(record=record.running(self.replica, resumed), directory=self.root / record.evaluation_id,
                   token=self._tokens.pop(record.evaluation_id, None),
                   trace_parent=self._trace_parents.pop(record.evaluation_id, None))
-        self.supervisor.start(job)
+        try:
+            self.supervisor.start(job)
+        except Exception as error:  # whatever it was, the evaluation ends here rather than stay running with no process
+            log.warning("evaluation %s: its process could not start: %s", job.evaluation_id, first_line(error))
+            failed = self._ended(job.record, Status.FAILED, NOT_STARTED.format(kind=type(error).__name__), False)
+            self.store.save(failed, self.replica)
+            return
         self.store.save(job.record, self.replica)
         assert job.child is not None
         log.info("evaluation %s %s (pid %d)", job.evaluation_id, "resumed" if resumed else "running", job.child.pid)
