@@ -218,3 +218,19 @@ def test_a_9_mib_message_is_rejected_and_kept_only_in_part(service: tuple[str, P
     page = http.post(url + "/", headers=HEADERS, content=json.dumps(
         {"jsonrpc": "2.0", "id": 2, "method": "ListTasks", "params": {"pageSize": 100}}))
     assert page.status_code == 200 and len(page.content) < 2 << 20
+
+
+def test_a_request_as_json_text_over_the_limit_is_kept_without_its_secrets(service: tuple[str, Path],
+                                                                          http: httpx.Client) -> None:
+    """A tool call sent as JSON text, its token first, over the message limit: the service cannot scrub a cut
+    request, so it keeps none of its text; the token is neither echoed nor stored."""
+    url, results = service
+    text = json.dumps({"tool": "run_tau2_evaluation", "arguments": {
+        "agent_auth_token": SECRET, "domain": "airline", "task_ids": ["x" * 100] * 20_000}})
+    sent = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": sent}}
+    task = assert_clear(http.post(url + "/", content=json.dumps(request), headers=HEADERS))["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_REJECTED"
+    [kept] = [part["text"] for m in task["history"] if m["role"] == "ROLE_USER" for part in m["parts"]]
+    assert re.fullmatch(r"\[a JSON request: cut: this message was \d+ bytes\]", kept), kept
+    no_secret_stored(results)

@@ -10,7 +10,9 @@ task's history in replies and ListTasks pages. A message over
 `--max-message-bytes` is no request this service could run (a tool call is a
 few hundred bytes, a list of every task id of a domain a few hundred
 kilobytes): `cut_message` leaves only the first KEPT_TEXT_BYTES of its text
-before anything keeps it, and the task is rejected saying so.
+before anything keeps it (none of a request sent as JSON text: the service
+scrubs secrets out of a request it can read, and a cut one it cannot), and
+the task is rejected saying so.
 """
 
 from __future__ import annotations
@@ -45,9 +47,12 @@ def cut_message(message: A2AMessage, max_bytes: int) -> dict[str, int] | None:
     if size <= max_bytes:
         return None
     text = "".join(part.text for part in message.parts if part.HasField("text"))
-    kept = text.encode()[:KEPT_TEXT_BYTES].decode(errors="ignore")
+    if text.lstrip().startswith(("{", "[")):  # a request as JSON text: a cut one cannot be scrubbed of its secrets
+        kept = "[a JSON request:"
+    else:
+        kept = text.encode()[:KEPT_TEXT_BYTES].decode(errors="ignore") + " [..."
     del message.parts[:]
-    message.parts.append(new_text_part(f"{kept} [... cut: this message was {size} bytes]"))
+    message.parts.append(new_text_part(f"{kept} cut: this message was {size} bytes]"))
     message.metadata.Clear()
     del message.extensions[:]
     del message.reference_task_ids[:]
@@ -64,7 +69,8 @@ def cut_message(message: A2AMessage, max_bytes: int) -> dict[str, int] | None:
 def cut_message_refusal(cut: JsonObject) -> str:
     """Why a cut message was rejected, for its caller."""
     return (f"The message is {int(cut['bytes'])} bytes, over the {int(cut['limit'])} bytes this service reads; "
-            f"nothing of it ran, and only the first {KEPT_TEXT_BYTES} bytes of its text are kept. Send a shorter "
+            f"nothing of it ran, and only the first {KEPT_TEXT_BYTES} bytes of its text are kept (none of a request "
+            "sent as JSON text, whose secrets a cut leaves unreadable). Send a shorter "
             "request (a tool call is a few hundred bytes); the operator sets the limit with --max-message-bytes "
             "(TAU2_EVAL_MAX_MESSAGE_BYTES).")
 
