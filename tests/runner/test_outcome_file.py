@@ -24,7 +24,6 @@ from tau2_a2a.runner.outcome_file import (
     FailureKind,
     RunEnd,
     RunStatus,
-    outcome_path,
     read_outcome,
     words_of,
 )
@@ -37,11 +36,12 @@ TOKEN = "outcome-target-token-5e2a"
 
 def run_child(endpoint: str, results: Path, token: str | None = None) -> tuple[int, RunEnd | None, str]:
     """`python -m tau2_a2a.runner` on airline tasks 0 and 1 with the scripted user: its exit code, the outcome
-    it wrote beside its results file, and its stderr."""
+    it wrote where it was asked to (as the service asks: `results_outcome.json` in the run's directory), and
+    its stderr."""
     settings = RunSettings(domain="airline", a2a=A2AConfig(endpoint=endpoint, timeout=30), user="scripted_user",
                            user_llm="scripted", user_llm_args={}, task_ids=["0", "1"], results_dir=str(results),
                            save_to="results")
-    outcome = outcome_path(results / "results.json")
+    outcome = results / "results_outcome.json"
     request = {"settings": settings.to_dict(), "auth_token": token, "outcome_file": str(outcome)}
     done = subprocess.run([sys.executable, "-m", "tau2_a2a.runner"], input=json.dumps(request), text=True,
                           capture_output=True, timeout=600, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})

@@ -66,11 +66,6 @@ _SETTING_OF = ((AgentAuthError, "a2a.auth_token"), (AgentTargetRefused, "a2a.tar
                (AgentReplyTooLarge, "a2a.max_reply_bytes"))
 
 
-def outcome_path(results_path: Path) -> Path:
-    """`run.json` -> `run_outcome.json`, beside it."""
-    return results_path.parent / f"{results_path.stem}{OUTCOME_SUFFIX}"
-
-
 class RunStatus(str, Enum):
     COMPLETED = "completed"  # every simulation ran without an A2A error (exit 0)
     A2A_ERRORS = "a2a_errors"  # every simulation ran; some ended with A2A errors and score 0 (exit 3)

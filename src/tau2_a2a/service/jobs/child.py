@@ -17,9 +17,9 @@ the CLI score alike. Only `start_child` knows how it is started.
   so a resumed evaluation never has two writers.
 - Stop: the child is paused (SIGSTOP) at a moment when its results file is
   complete JSON and then killed, so every finished simulation is kept.
-- Its end: the child writes how its run ended to the outcome file beside its
-  results (runner/outcome_file.py); the service reads that file, never the
-  child's log (outcome.py).
+- Its end: the child writes how its run ended to the outcome file in the
+  evaluation's directory (runner/outcome_file.py, directory.outcome_file);
+  the service reads that file, never the child's log (outcome.py).
 - Priority: children run at a lower CPU priority than the service (`nice`,
   default 10 steps lower). Evaluations are batch work that can wait a moment;
   the service's answers (GetTask, get_evaluation) are what people wait on,
