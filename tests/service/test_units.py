@@ -399,7 +399,9 @@ def test_an_evaluations_end_is_read_from_its_runs_outcome_file_and_said_in_the_s
     assert ending(tmp_path, 1, canceled=True, token=None) == Ending(Status.CANCELED, None, False)
 
     write_outcome(outcome_file(tmp_path), RunEnd(RunStatus.A2A_ERRORS, 3, simulations=2, a2a_errors=1, unscored=0))
-    assert ending(tmp_path, 3, canceled=False, token=None).status == Status.FAILED  # no results file to show
+    assert ending(tmp_path, 3, canceled=False, token=None) == Ending(Status.FAILED, (  # no results file to show
+        "the evaluation's run ended a2a_errors, but its results file is missing or cannot be read, so there is "
+        "nothing to score; send the evaluation again."), True)
     results_file(tmp_path).parent.mkdir(exist_ok=True)  # the installed tau2's layout: maybe a run's directory
     results_file(tmp_path).write_text(json.dumps({"simulations": []}))
     assert ending(tmp_path, 3, canceled=True, token=None) == Ending(Status.COMPLETED, None, True)

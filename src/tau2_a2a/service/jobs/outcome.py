@@ -55,6 +55,9 @@ def ending(directory: Path, code: int, canceled: bool, token: str | None) -> End
         return Ending(Status.COMPLETED, None, True)
     if canceled:
         return Ending(Status.CANCELED, None, ran_every_simulation)
+    if end is not None and ran_every_simulation:
+        return Ending(Status.FAILED, f"the evaluation's run ended {end.status.value}, but its results file is missing "
+                      "or cannot be read, so there is nothing to score; send the evaluation again.", True)
     return Ending(Status.FAILED, redact(failure_text(end, code), token)[:MAX_ERROR], ran_every_simulation)
 
 
