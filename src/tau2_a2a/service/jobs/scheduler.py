@@ -193,6 +193,9 @@ class Scheduler:
             except SQLAlchemyError as error:
                 log.warning("database unreachable (%s); evaluations keep running, retrying",
                             type(error).__name__)
+            except Exception as error:  # the loop that renews leases outlives one tick that went wrong
+                log.warning("evaluations' upkeep failed this time (%s: %s); retrying", type(error).__name__,
+                            first_line(error))
 
     def _adopt_expired(self, at_start: bool = False) -> None:
         """Take over what a stopped replica left (caller holds the lock)."""
