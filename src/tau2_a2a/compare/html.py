@@ -24,7 +24,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from tau2_a2a.client.records import RAW_DATA_KEY, trace_id_of
 from tau2_a2a.client.tracing import trace_url
 from tau2_a2a.compare import stats
-from tau2_a2a.compare.report import DomainFigures, Frontier, GridCell, ProtocolFigures, Report
+from tau2_a2a.compare.figures import DomainFigures, Frontier, GridCell, ProtocolFigures, Report
 from tau2_a2a.compare.runs import Run, a2a_records, failed_components, failure_kind, reward_of
 
 if TYPE_CHECKING:

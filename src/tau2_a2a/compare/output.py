@@ -7,7 +7,8 @@ from pathlib import Path
 import orjson
 
 from tau2_a2a.compare import html, stats
-from tau2_a2a.compare.report import Report, build
+from tau2_a2a.compare.figures import Report
+from tau2_a2a.compare.report import build
 from tau2_a2a.compare.runs import ReportError, parse_runs
 
 

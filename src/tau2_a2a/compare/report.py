@@ -14,10 +14,28 @@ import json
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
-from typing import Any, TypedDict
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from tau2_a2a.compare import stats
+from tau2_a2a.compare.figures import (
+    ComparisonFigures,
+    CostFigures,
+    DomainFigures,
+    Failures,
+    FlipRow,
+    Frontier,
+    FrontierPoint,
+    GateFigures,
+    GridCell,
+    GridRow,
+    IndexedSimulationProtocol,
+    ProtocolFigures,
+    Report,
+    SimulationProtocol,
+    TaskDifference,
+    ValueSummary,
+)
 from tau2_a2a.compare.runs import (
     COST_PARTIES,
     SCHEMA_ID,
@@ -41,173 +59,6 @@ from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION
 
 SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
 FEW_TASKS = 20  # below this many tasks a percentile bootstrap interval is known to be too narrow
-
-
-# -- the figures of one results file, as the report's JSON keeps them (report_schema.json) ----------
-
-
-class ValueSummary(TypedDict):
-    """Count and quantiles of some values, and the values (the charts draw them)."""
-
-    count: int
-    p50: float | None
-    p95: float | None
-    max: float | None
-    values: list[float]
-
-
-class SimulationProtocol(TypedDict):
-    """One simulation's A2A requests, summed."""
-
-    requests: int
-    retries: int
-    failed_requests: int
-    input_tokens: int
-    output_tokens: int
-    request_bytes: int
-    response_bytes: int
-    latency_ms: float
-
-
-class IndexedSimulationProtocol(SimulationProtocol):
-    index: int  # the simulation's place in the results file
-
-
-class ProtocolFigures(TypedDict):
-    a2a: bool  # any A2A request at all (none for a native agent)
-    latency_ms_by_method: dict[str, ValueSummary]
-    first_event_ms: ValueSummary
-    per_simulation: list[IndexedSimulationProtocol]
-    retried_requests: int
-    simulations_with_retries: int
-
-
-class GridCell(TypedDict):
-    """One simulation in the task x trial grid."""
-
-    trial: int | None
-    index: int
-    reward: float
-    group: str
-    kind: str
-    components: list[str]
-    termination: str
-
-
-class GridRow(TypedDict):
-    task_id: str
-    cells: list[GridCell]
-
-
-class Failures(TypedDict):
-    simulations: int
-    failed: int
-    by_group: dict[str, int]
-    by_kind: dict[str, int]
-    by_component: dict[str, int]
-
-
-class CostFigures(TypedDict):
-    """USD by participant (None: not reported), and seconds by phase."""
-
-    simulations: int
-    per_conversation: dict[str, float | None]
-    total: dict[str, float | None]
-    reported_by: dict[str, int]
-    per_task: list[dict[str, str | int | float | None]]
-    time_s_by_phase: dict[str, float] | None
-
-
-class DomainFigures(TypedDict):
-    """The figures of one results file (one run, one domain)."""
-
-    domain: str
-    file: str
-    tasks: int
-    trials: int
-    max_k: int
-    simulations: int
-    avg_reward: stats.EstimateFigures
-    pass_hat_k: dict[str, dict[str, stats.EstimateFigures]]  # by convention, then by k
-    warnings: list[str]
-    noise_floor: stats.NoiseFloorFigures | None
-    cost: CostFigures
-    failures: Failures
-    grid: list[GridRow]
-    protocol: ProtocolFigures
-    provenance: dict[str, object]  # read off the results file's info and the agent's settings, passed through
-
-
-class RunFigures(TypedDict):
-    label: str
-    domains: list[DomainFigures]  # in the report's order of domains
-
-
-class TaskDifference(TypedDict):
-    task_id: str
-    a: float  # mean reward in the first run
-    b: float
-    difference: float
-
-
-class FlipRow(TypedDict):
-    """A task with a verdict that flipped: its passes in each run, the trials it lost or gained."""
-
-    task_id: str
-    a_passed: int
-    b_passed: int
-    trials: int
-    lost: list[int]
-    gained: list[int]
-
-
-class ComparisonFigures(TypedDict):
-    """One run against the first, on one domain."""
-
-    domain: str
-    a: str
-    b: str
-    tasks: int
-    trials: int
-    test: str
-    avg_reward_difference: dict[str, object]
-    pass_hat_k_difference: dict[str, dict[str, object]]
-    sentence: str
-    per_task: list[TaskDifference]
-    tasks_differing: int
-    mcnemar: dict[str, object]
-    flips: list[FlipRow]
-
-
-class Frontier(TypedDict):
-    domain: str
-    cost: str
-    points: list[dict[str, Any]]  # label, avg_reward, agent_cost, total_cost, on_frontier
-    cost_not_reported: list[str]
-
-
-class GateFigures(TypedDict):
-    base: str
-    new: str
-    alpha: float
-    min_effect: float
-    regression: bool
-    domains: list[dict[str, object]]
-    line: str
-
-
-# The report's JSON ("$schema" is no Python name, hence this form).
-Report = TypedDict("Report", {
-    "$schema": str,
-    "generated_at": str,
-    "software": dict[str, str | None],
-    "settings": dict[str, object],
-    "domains": list[str],
-    "runs": list[RunFigures],
-    "comparisons": list[ComparisonFigures],
-    "frontiers": list[Frontier],
-    "gate": GateFigures | None,
-})
 
 
 # -- figures -------------------------------------------------------------------------
@@ -473,20 +324,24 @@ def frontier(runs: list[Run], domain: str, figures: list[DomainFigures]) -> Fron
     """Average reward against the agent's cost per conversation, run by run (HAL's cost-accuracy frontier): a run
     is on the frontier when no other is at least as good for at most its cost; runs whose agent did not report its
     cost are listed apart."""
-    points: list[dict[str, Any]] = []  # the JSON's points: label, reward, costs (None: not reported)
+    points: list[FrontierPoint] = []
+    not_reported: list[str] = []
     for run, figure in zip(runs, figures):
         cost = figure["cost"]["per_conversation"]
-        points.append({"label": run.label, "avg_reward": figure["avg_reward"]["value"], "agent_cost": cost["agent"],
-                       "total_cost": cost["total"]})
-    known = [p for p in points if p["agent_cost"] is not None]
-    for point in known:
+        agent_cost = cost["agent"]
+        if agent_cost is None:
+            not_reported.append(run.label)
+            continue
+        points.append({"label": run.label, "avg_reward": figure["avg_reward"]["value"], "agent_cost": agent_cost,
+                       "total_cost": cost["total"], "on_frontier": False})
+    for point in points:
         point["on_frontier"] = not any(
             other is not point and other["agent_cost"] <= point["agent_cost"]
             and other["avg_reward"] >= point["avg_reward"]
             and (other["agent_cost"] < point["agent_cost"] or other["avg_reward"] > point["avg_reward"])
-            for other in known)
+            for other in points)
     return {"domain": domain, "cost": "the agent's cost per conversation (USD)",
-            "points": known, "cost_not_reported": [p["label"] for p in points if p["agent_cost"] is None]}
+            "points": points, "cost_not_reported": not_reported}
 
 
 def difference_sentence(a: str, b: str, d: stats.PairedDifference, tasks: int, trials: int) -> str:
