@@ -59,6 +59,9 @@ TERMINAL_STATES = (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, 
 def start_service(results_dir: Path, *, limits: Limits | None = None, **settings: Any) -> BackgroundServer:
     """`tau2-a2a serve`'s app on a free loopback port (polling progress every 0.2 s), loopback agents allowed."""
     settings.setdefault("allowed_targets", LOOPBACK_TARGETS)
+    # The suite's other workers are no service's: ten nice steps below them, an evaluation's process starves for
+    # minutes on a busy machine. Lowering the priority is tested on its own (test_units, test_serve_settings).
+    settings.setdefault("evaluation_nice", 0)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     app = build_app(ServiceSettings(results_dir=results_dir, limits=limits or Limits(max_running=4),
@@ -295,7 +298,7 @@ class Service:
             [CLI, "serve", "--port", str(self.port), "--results-dir", str(self.results_dir),
              "--max-running", "2", "--allowed-targets", "public,loopback", *self.extra],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, "TAU2_EVAL_LOG_LEVEL": "warning"})
+            env={"TAU2_EVAL_EVALUATION_NICE": "0", **os.environ, "TAU2_EVAL_LOG_LEVEL": "warning"})  # see start_service
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             assert self.process.poll() is None, (self.results_dir.parent / f"serve-{self.port}.log").read_text()
