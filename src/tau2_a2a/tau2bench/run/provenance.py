@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
-from tau2_a2a.tau2bench.run.results_file import atomic_open
+from tau2_a2a.tau2bench.run.results_file import record_in
 from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION, load_tasks
 
 PROVENANCE_KEY = "tau2_a2a_provenance"
@@ -38,14 +38,7 @@ def provenance(task_set_name: str) -> dict[str, str]:
 
 def record(results_path: Path, record_: Mapping[str, object]) -> None:
     """Write `record_` into the results file at `results_path` (whole, atomically), if it is not there yet."""
-    if not results_path.exists():
-        return
-    data = json.loads(results_path.read_bytes())
-    if data.get(PROVENANCE_KEY) == record_:
-        return
-    data[PROVENANCE_KEY] = record_
-    with atomic_open(results_path, "w") as handle:
-        handle.write(json.dumps(data, indent=2))
+    record_in(results_path, PROVENANCE_KEY, record_)
 
 
 def read(results_path: Path) -> dict[str, object] | None:

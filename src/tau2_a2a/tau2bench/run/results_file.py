@@ -165,6 +165,19 @@ class FastJson:
                 self._written.popitem(last=False)
 
 
+def record_in(results_path: Path, key: str, value: Mapping[str, object]) -> None:
+    """Write `value` under `key` into the results file at `results_path` (whole, atomically), if the file exists
+    and the value is not there yet."""
+    if not results_path.exists():
+        return
+    data = json.loads(results_path.read_bytes())
+    if data.get(key) == value:
+        return
+    data[key] = value
+    with atomic_open(results_path, "w") as handle:
+        handle.write(json.dumps(data, indent=2))
+
+
 def _others(document: Mapping[str, object]) -> list[object]:
     return [value for key, value in document.items() if key != _APPENDED]
 

@@ -11,12 +11,11 @@ whose run was killed before it ended) tells what its simulations show.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tau2_a2a.tau2bench.run.results_file import atomic_open
+from tau2_a2a.tau2bench.run.results_file import record_in
 
 if TYPE_CHECKING:
     from tau2_a2a.tau2bench.seam.distribution import RunConfig
@@ -54,11 +53,5 @@ def record(results_path: Path, config: RunConfig) -> None:
     """Write how `config` reviews into the results file at `results_path` (whole, atomically), if it reviews
     and it is not there yet: an unreviewed run's file stays tau2's own."""
     review = of_config(config)
-    if not review["auto_review"] or not results_path.exists():
-        return
-    data = json.loads(results_path.read_bytes())
-    if data.get(REVIEW_KEY) == review:
-        return
-    data[REVIEW_KEY] = review
-    with atomic_open(results_path, "w") as handle:
-        handle.write(json.dumps(data, indent=2))
+    if review["auto_review"]:
+        record_in(results_path, REVIEW_KEY, review)
