@@ -14,7 +14,10 @@ misbehaves as `Hostility` says:
 - `trickle`: the responses it dribbles a byte every `trickle_seconds`, status
   line and headers included: "card" (the card fetch), "reply" (SendMessage),
   or "all". A TCP relay in front of the agent does it, so the card's URL is
-  the relay's.
+  the relay's;
+- `drip_seconds`: every message gets a task that stays `working`, a status
+  update every that many seconds, never ending: streamed, a reply that keeps
+  arriving event by event; blocking, a silent one.
 
 Run on its own, for measurements and by hand (prints its URL, serves until stopped):
 
@@ -60,6 +63,7 @@ class Hostility:
     error_body: str | None = None
     trickle: str | None = None
     trickle_seconds: float = 1.0
+    drip_seconds: float = 0.0
 
 
 class HostileExecutor(AgentExecutor):
@@ -85,6 +89,9 @@ class HostileExecutor(AgentExecutor):
             updater = TaskUpdater(event_queue, task_id, context_id)
             await updater.failed(updater.new_agent_message([new_text_part(hostility.fail_text)]))
             return
+        if hostility.drip_seconds:
+            await self._drip(context, event_queue)
+            return
         parts = [new_text_part(hostility.reply_text)]
         if hostility.flood:
             turn = read_turn(context.message)
@@ -98,6 +105,15 @@ class HostileExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         pass
+
+    async def _drip(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """A task left working, with a status update every `drip_seconds` until the agent stops."""
+        task_id, context_id = context.task_id or "", context.context_id or ""
+        await event_queue.enqueue_event(new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED))
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        while not self.released.is_set():
+            await updater.start_work(updater.new_agent_message([new_text_part("still working")]))
+            await asyncio.sleep(self.hostility.drip_seconds)
 
 
 def cheapest_tool(tools: list[dict[str, Any]]) -> str:
@@ -262,9 +278,11 @@ def main() -> None:
     parser.add_argument("--error-body", default=None, help="answer every POST with HTTP 400 and this body")
     parser.add_argument("--trickle", choices=TRICKLED, default=None, help="responses to dribble a byte at a time")
     parser.add_argument("--trickle-seconds", type=float, default=1.0)
+    parser.add_argument("--drip-seconds", type=float, default=0.0, help="a working status update every so often")
     args = parser.parse_args()
     hostility = Hostility(flood=args.flood, stall=args.stall, fail_text=args.fail_text, name=args.name,
-                          error_body=args.error_body, trickle=args.trickle, trickle_seconds=args.trickle_seconds)
+                          error_body=args.error_body, trickle=args.trickle, trickle_seconds=args.trickle_seconds,
+                          drip_seconds=args.drip_seconds)
     with HostileAgent(hostility, grpc=args.grpc, port=args.port) as agent:
         print(agent.url, flush=True)
         try:

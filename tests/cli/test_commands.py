@@ -124,7 +124,8 @@ def test_the_timeout_flag_cuts_a_slow_agent(tmp_path: Path) -> None:
     assert simulations["0"].reward_info.reward == 1.0
     assert simulations["1"].termination_reason == TerminationReason.AGENT_ERROR
     assert simulations["1"].messages[-1].content == (
-        f"[A2A timeout error] SendMessage to {url} timed out after 3s; raise --a2a-timeout if the agent is slow.")
+        f"[A2A timeout error] SendMessage to {url} timed out after 3s; raise --a2a-timeout if the agent is slow "
+        "(3 attempts: timeout, timeout, timeout).")
     task_1 = records(metrics_path(results_path("run", tmp_path)), task="1")
     assert [(r["transport"], r["error"]) for r in task_1] == [("HTTP+JSON", "timeout")] * 3
 

@@ -137,11 +137,12 @@ def test_grpc_unavailable_is_retried(agent_on: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("code", "category", "attempts", "says"), [
-    ("RESOURCE_EXHAUSTED", "http", 3, "failed with gRPC RESOURCE_EXHAUSTED: agent says resource_exhausted"),
-    ("INTERNAL", "http", 3, "failed with gRPC INTERNAL: agent says internal"),
+    ("RESOURCE_EXHAUSTED", "http", 3, "failed with gRPC RESOURCE_EXHAUSTED: agent says resource_exhausted "
+                                      "(3 attempts: http, http, http)"),
+    ("INTERNAL", "http", 3, "failed with gRPC INTERNAL: agent says internal (3 attempts: http, http, http)"),
     ("DEADLINE_EXCEEDED", "timeout", 3, "failed: the agent answered gRPC DEADLINE_EXCEEDED (agent says "
                                         "deadline_exceeded), a timeout on its side; if it recurs, ask the "
-                                        "agent's operator."),
+                                        "agent's operator (3 attempts: timeout, timeout, timeout)."),
     ("INVALID_ARGUMENT", "protocol", 1, "failed: gRPC Error INVALID_ARGUMENT: agent says invalid_argument"),
 ], ids=["RESOURCE_EXHAUSTED", "INTERNAL", "DEADLINE_EXCEEDED", "INVALID_ARGUMENT"])
 def test_grpc_aborts_end_only_their_simulation(agent_on: Any, tmp_path: Path, code: str, category: str,
@@ -187,8 +188,8 @@ def test_agent_too_slow_for_the_timeout(agent_on: Any, tmp_path: Path, transport
     assert simulations["0"].reward_info.reward == 1.0
     failed = simulations["1"]
     assert (failed.termination_reason, failed.reward_info.reward) == (TerminationReason.AGENT_ERROR, 0.0)
-    message = f"SendMessage to {agent.url} timed out after {timeout:g}s; raise --a2a-timeout if the agent is slow."
-    assert error_message(failed) == f"[A2A timeout error] {message}"
+    message = f"SendMessage to {agent.url} timed out after {timeout:g}s; raise --a2a-timeout if the agent is slow"
+    assert error_message(failed) == f"[A2A timeout error] {message} (2 attempts: timeout, timeout)."
     binding = {"http-json": "HTTP+JSON", "grpc": "GRPC"}[transport]
     # Our own timer cuts the call, on gRPC too: no status came back.
     assert outline(records_of(outcome, "1")) == [(0, n, binding, None, None, "timeout") for n in (1, 2)]

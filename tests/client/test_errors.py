@@ -298,7 +298,7 @@ def test_agent_answering_500_every_time(serve: Serve, tmp_path: Path) -> None:
     assert [m.role for m in failed.messages] == ["assistant", "user", "assistant"]
     assert failed.messages[0].content == "Hi! How can I help you today?"
     assert marker("1") in failed.messages[1].content
-    assert error_message(failed) == f"[A2A http error] {message}"
+    assert error_message(failed) == f"[A2A http error] {message} (3 attempts: http, http, http)"
     assert outline(records_of(outcome, "1")) == [(0, n, "SendMessage", 500, "http") for n in (1, 2, 3)]
     assert [r["error_message"] for r in records_of(outcome, "1")] == [message] * 3
     assert outcome.metrics["run"]["errors_by_category"] == {"http": 3}
@@ -317,7 +317,7 @@ def test_agent_too_slow_for_the_timeout(serve: Serve, tmp_path: Path) -> None:
         agent.release()
     failed = assert_only_task_1_failed(outcome)
     message = f"SendMessage to {server.url} timed out after {timeout:g}s; raise --a2a-timeout if the agent is slow."
-    assert error_message(failed) == f"[A2A timeout error] {message}"
+    assert error_message(failed) == f"[A2A timeout error] {message[:-1]} (2 attempts: timeout, timeout)."
     records = records_of(outcome, "1")
     assert outline(records) == [(0, n, "SendMessage", None, "timeout") for n in (1, 2)]
     assert [r["error_message"] for r in records] == [message] * 2
@@ -350,7 +350,7 @@ def test_agent_dying_mid_run(serve: Serve, tmp_path: Path) -> None:
         "AssistantMessage", "UserMessage", "AssistantMessage", "ToolMessage", "AssistantMessage"]
     assert error_message(failed) == (
         f"[A2A connection error] SendMessage to {proxy.url} failed: cannot connect ({REFUSED}). "
-        "Is the agent running, and is the URL right?"
+        "Is the agent running, and is the URL right? (3 attempts: connection, connection, connection)"
     )
     records = records_of(outcome, "1")
     assert outline(records) == [

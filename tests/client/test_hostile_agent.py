@@ -128,17 +128,59 @@ def test_a_card_trickled_a_byte_at_a_time_headers_first_is_cut_off_at_the_deadli
 
 
 @pytest.mark.parametrize("transport", ["jsonrpc", "http-json"])
-def test_a_blocking_reply_trickled_a_byte_at_a_time_ends_its_simulation_at_the_deadline(
+def test_a_blocking_reply_trickled_a_byte_at_a_time_is_cut_at_the_deadline_and_not_sent_again(
         hostile: list[HostileAgent], tmp_path: Path, transport: str) -> None:
+    """The agent is up and answering, a byte at a time, headers first: retrying would only take as long again."""
     agent = started(hostile, Hostility(trickle="reply", trickle_seconds=0.5))
     began = time.monotonic()
     outcome = run_a2a(agent.url, tmp_path, task_ids=["0"],
-                      a2a=A2AConfig(endpoint=agent.url, timeout=3, retry=ONCE, transport=transport))
+                      a2a=A2AConfig(endpoint=agent.url, timeout=3, retry=RetryPolicy(max_attempts=3),
+                                    transport=transport))
     assert time.monotonic() - began < GENEROUS
-    failed = ended_by(outcome, "0")
-    assert (failed["error"], failed["method"], failed["http_status"]) == ("timeout", "SendMessage", None)
-    assert failed["error_message"].endswith("timed out after 3s; raise --a2a-timeout if the agent is slow.")
-    assert agent.relay is not None and agent.relay.trickled == 1
+    records = records_of(outcome, "0")
+    assert (records[0]["method"], records[0]["http_status"]) == ("SendMessage", None)
+    assert [(r["turn"], r["attempt"], r["error"]) for r in records] == [(0, 1, "timeout")]  # one attempt
+    assert re.fullmatch(rf"SendMessage to {re.escape(agent.url)} timed out after 3s with its reply begun "
+                        r"\(\d+ bytes in\): the agent is answering, so the request was not sent again; raise "
+                        r"--a2a-timeout if the agent is this slow\.",
+                        records[0]["error_message"])
+    [simulation] = outcome.results.simulations
+    assert simulation.messages[-1].content == f"[A2A timeout error] {records[0]['error_message']}"
+    assert agent.executor.messages == 1 and agent.relay is not None and agent.relay.trickled == 1
+
+
+@pytest.mark.parametrize("transport", ["jsonrpc", "grpc"])
+def test_a_stream_still_flowing_at_the_deadline_is_cut_once_not_sent_again(hostile: list[HostileAgent],
+                                                                           tmp_path: Path, transport: str) -> None:
+    agent = started(hostile, Hostility(drip_seconds=0.5), grpc=True)
+    outcome = run_a2a(agent.url, tmp_path, task_ids=["0"],
+                      a2a=A2AConfig(endpoint=agent.url, timeout=3, retry=RetryPolicy(max_attempts=3),
+                                    transport=transport, streaming=True))
+    [failed] = records_of(outcome, "0")
+    assert (failed["attempt"], failed["method"], failed["error"]) == (1, "SendStreamingMessage", "timeout")
+    assert failed["events"] >= 1
+    assert failed["error_message"] == (
+        f"SendStreamingMessage to {agent.url} timed out after 3s with its reply begun ({failed['events']} "
+        f"event{'' if failed['events'] == 1 else 's'} in): the agent is answering, so the request was not sent "
+        "again; raise --a2a-timeout if the agent is this slow.")
+    assert agent.executor.messages == 1
+
+
+def test_a_silent_reply_is_retried_and_the_last_failure_says_how_each_attempt_ended(
+        hostile: list[HostileAgent], tmp_path: Path) -> None:
+    """Nothing of the reply came: the request may have been lost, so it is sent again, as a refused connection
+    or an HTTP 503 would be."""
+    agent = started(hostile, Hostility(stall=True))
+    outcome = run_a2a(agent.url, tmp_path, task_ids=["0"],
+                      a2a=A2AConfig(endpoint=agent.url, timeout=2, retry=RetryPolicy(2, 0.05)))
+    records = records_of(outcome, "0")
+    message = f"SendMessage to {agent.url} timed out after 2s; raise --a2a-timeout if the agent is slow."
+    assert [(r["attempt"], r["error"], r["error_message"]) for r in records] == [(1, "timeout", message),
+                                                                                 (2, "timeout", message)]
+    [simulation] = outcome.results.simulations
+    assert simulation.messages[-1].content == (f"[A2A timeout error] {message.removesuffix('.')} "
+                                               "(2 attempts: timeout, timeout).")
+    assert agent.executor.messages == 2
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])

@@ -172,8 +172,9 @@ def test_a_stream_still_open_when_the_reply_is_due_times_out() -> None:
     [record] = caught.value.records
     assert (record.method, record.error, record.http_status) == ("SendStreamingMessage", "timeout", 200)
     assert record.events >= 2 and record.response_bytes > 0  # the stream was flowing when its time ran out
-    assert str(caught.value) == (f"SendStreamingMessage to {server.url} timed out after {timeout:g}s; "
-                                 "raise --a2a-timeout if the agent is slow.")
+    assert str(caught.value) == (f"SendStreamingMessage to {server.url} timed out after {timeout:g}s with its "
+                                 f"reply begun ({record.events} events in): the agent is answering, so the request "
+                                 "was not sent again; raise --a2a-timeout if the agent is this slow.")
 
 
 def test_a_stream_that_falls_silent_just_before_its_reply_is_due_times_out_when_due() -> None:
@@ -195,8 +196,9 @@ def test_a_stream_that_falls_silent_just_before_its_reply_is_due_times_out_when_
             session.close()
     [record] = caught.value.records
     assert (record.error, record.events) == ("timeout", 3)  # the task, both updates: the stream flowed, then stopped
-    assert str(caught.value) == (f"SendStreamingMessage to {server.url} timed out after {timeout:g}s; "
-                                 "raise --a2a-timeout if the agent is slow.")
+    assert str(caught.value) == (f"SendStreamingMessage to {server.url} timed out after {timeout:g}s with its "
+                                 "reply begun (3 events in): the agent is answering, so the request was not sent "
+                                 "again; raise --a2a-timeout if the agent is this slow.")
 
 
 def test_task_left_working_when_the_stream_ends_is_polled(native: Any, tmp_path: Path) -> None:

@@ -105,7 +105,8 @@ class McpServing:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Retries for transient failures: timeouts, connection resets, 5xx and 429."""
+    """Retries for transient failures: connection failures, 5xx and 429, and timeouts before any of the reply came
+    (a reply cut once it had begun is not sent again: see `failures.timed_out_arriving`)."""
 
     max_attempts: int = 3
     backoff_seconds: float = 0.5

@@ -38,6 +38,13 @@ class AgentTimeout(A2AFailure):
     retryable = True
 
 
+class AgentReplyTooSlow(AgentTimeout):
+    """A reply still arriving (bytes or events had come) when its time ran out: the agent is up and answering,
+    too slowly. Not retried: sending the request again would only take as long again."""
+
+    retryable = False
+
+
 class AgentAuthError(A2AFailure):
     """The agent refused our credentials. Never retried: a run that meets it mid-way stops."""
 

@@ -23,6 +23,7 @@ from tau2_a2a.client.errors import (
     AgentMalformedReply,
     AgentProtocolError,
     AgentReplyTooLarge,
+    AgentReplyTooSlow,
     AgentTargetRefused,
     AgentTimeout,
     AgentUnreachable,
@@ -206,6 +207,29 @@ def root_message(chain: list[BaseException], token: str | None) -> str:
     return plain(redact(str(chain[-1]) or type(chain[-1]).__name__, token)[:200])
 
 
+def timed_out_arriving(failure: A2AFailure, received_bytes: int, events: int, doing: str,
+                       timeout: float) -> A2AFailure:
+    """A timeout that cut a reply already arriving (`received_bytes` read, or `events` received) is
+    AgentReplyTooSlow, not retried: the agent is up and answering, and the same request would only take as long
+    again. A timeout with nothing of the reply come stays retryable (the request may have been lost)."""
+    if not isinstance(failure, AgentTimeout) or not (received_bytes or events):
+        return failure
+    arrived = f"{events} event{'' if events == 1 else 's'}" if events else f"{received_bytes} bytes"
+    return AgentReplyTooSlow(f"{doing} timed out after {timeout:g}s with its reply begun ({arrived} in): the agent "
+                             "is answering, so the request was not sent again; raise --a2a-timeout if the agent is "
+                             "this slow.", status=failure.status)
+
+
+def after_attempts(failure: A2AFailure, records: list[RequestRecord], attempts: int) -> A2AFailure:
+    """The failure a send ends with, given the records of all its requests: after more than one attempt its
+    message says how many there were and how each ended (the records keep each one's own message)."""
+    failure.records = records
+    if attempts > 1:
+        endings = ", ".join(record.error or "ok" for record in records[-attempts:])
+        said = str(failure)
+        end = "." if said.endswith(".") else ""
+        failure.args = (f"{said.removesuffix('.')} ({attempts} attempts: {endings}){end}",)
+    return failure
 
 
 def record_failure(record: RequestRecord, failure: A2AFailure) -> None:

@@ -52,7 +52,16 @@ from tau2_a2a.client.errors import (
     AgentTimeout,
 )
 from tau2_a2a.client.event_loops import BackgroundLoop, in_event_loop, run_here
-from tau2_a2a.client.failures import Failed, card_failure, classify, grpc_status, record_failure, task_failure
+from tau2_a2a.client.failures import (
+    Failed,
+    after_attempts,
+    card_failure,
+    classify,
+    grpc_status,
+    record_failure,
+    task_failure,
+    timed_out_arriving,
+)
 from tau2_a2a.client.limits import request_over_limit
 from tau2_a2a.client.records import RequestRecord, TokenCounter
 from tau2_a2a.client.sending import Exchange, InFlight, SendOptions, open_task_id
@@ -78,12 +87,8 @@ T = TypeVar("T")
 
 POLL_SECONDS = 0.2
 _PENDING_STATES = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
-_FAILED_STATES = (
-    TaskState.TASK_STATE_FAILED,
-    TaskState.TASK_STATE_REJECTED,
-    TaskState.TASK_STATE_CANCELED,
-    TaskState.TASK_STATE_AUTH_REQUIRED,
-)
+_FAILED_STATES = (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED, TaskState.TASK_STATE_CANCELED,
+                  TaskState.TASK_STATE_AUTH_REQUIRED)
 
 # An A2A request in an MCP tools mode stays open while the agent acts: the wait for each of its actions is
 # bounded (--a2a-timeout), the request as a whole only by this, and it is aborted when its simulation ends.
@@ -364,8 +369,7 @@ class A2ASession:
                                 self.config.endpoint, failure, attempt, delay)
                     await asyncio.sleep(delay)
                     continue
-                failure.records = records
-                raise failure from None
+                raise after_attempts(failure, records, attempt) from None
 
     async def _send_once(self, request: SendMessageRequest, context: ClientCallContext | None) -> Message | Task:
         """One SendMessage (one event) or SendStreamingMessage (events until the stream ends), as one reply."""
@@ -399,9 +403,6 @@ class A2ASession:
             wire.saw_event(task.ByteSize() if self._grpc else 0)
         return task
 
-    def _get_task(self, task_id: str) -> Coroutine[Any, Any, Task]:
-        return self._get_task_once(GetTaskRequest(id=task_id))
-
     async def _settle(self, reply: Message | Task, turn: int, records: list[RequestRecord],
                       options: SendOptions) -> Message | Task:
         """Poll a task the agent left working until it needs input or ends."""
@@ -413,8 +414,8 @@ class A2ASession:
                 error.records = records
                 raise error
             await asyncio.sleep(POLL_SECONDS)
-            reply = await self._with_retries("GetTask", turn, reply.context_id, 0,
-                                             functools.partial(self._get_task, reply.id), records, options)
+            poll = functools.partial(self._get_task_once, GetTaskRequest(id=reply.id))
+            reply = await self._with_retries("GetTask", turn, reply.context_id, 0, poll, records, options)
         if isinstance(reply, Task) and reply.status.state in _FAILED_STATES:
             failed = task_failure(reply, self.config.auth_token)
             record_failure(records[-1], failed)
@@ -450,9 +451,10 @@ class A2ASession:
         try:
             result = await metered(call, wire, timeout if self._grpc else None)
         except Exception as error:  # every failure is classified and recorded
-            cause = error
-            failure = classify(error, wire.status, self.config.auth_token, f"{method} to {self.config.endpoint}",
-                               body=wire.error_body, timeout=timeout)
+            cause, doing = error, f"{method} to {self.config.endpoint}"
+            failure = timed_out_arriving(classify(error, wire.status, self.config.auth_token, doing,
+                                                  body=wire.error_body, timeout=timeout),
+                                         wire.received_bytes, wire.events, doing, timeout)
         measures = wire.measures(started)
         output_tokens = 0
         if isinstance(result, (Message, Task)):
@@ -462,10 +464,7 @@ class A2ASession:
                 result, cause = None, unreadable
                 failure = AgentMalformedReply(f"{method} to {self.config.endpoint}: {unreadable}")
         record = RequestRecord(
-            turn=turn,
-            attempt=attempt,
-            method=method,
-            endpoint=self.config.endpoint,
+            turn=turn, attempt=attempt, method=method, endpoint=self.config.endpoint,
             protocol_version=self.protocol_version,
             transport=self.binding or None,
             context_id=getattr(result, "context_id", None) or context_id,

@@ -64,6 +64,7 @@ class Wire:
     status: int | None = None
     request_bytes: int = 0
     response_bytes: int = 0
+    received_bytes: int = 0  # all it read of its reply over HTTP, status line and headers too: did any of it come?
     error_body: str = ""  # the start of the body of a reply with status >= 400
     events: int = 0  # A2A events received (a blocking call has one)
     first_event_at: float | None = None  # perf_counter() of the first event
@@ -242,8 +243,10 @@ class _DeadlineStream(httpcore.NetworkStream):
             if wire is not None and wire.aborted:
                 raise _aborted() from None
             raise
-        if wire is not None and wire.aborted:
-            raise _aborted()
+        if wire is not None:
+            wire.received_bytes += len(data)
+            if wire.aborted:
+                raise _aborted()
         return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -439,7 +442,6 @@ def _cut_timeouts(request: httpx.Request, deadline: float) -> None:
     request.extensions["timeout"] = {
         name: left if value is None else min(value, left) for name, value in timeouts.items()
     }
-
 
 
 def make_http(config: A2AConfig, targets: TargetPolicy) -> httpx.AsyncClient:

@@ -3,11 +3,12 @@
 tau2 runs simulations in a thread pool and, on leaving it, waits for every
 simulation in flight; a KeyboardInterrupt then surfaces as a traceback seconds
 later. Here the first SIGINT marks the run as stopping and raises
-KeyboardInterrupt in the main thread; tau2.run's thread pool then cancels the
-simulations not yet started and leaves those in flight to be abandoned. The
-run freezes its results file (no write starts after that, and every write is
-atomic), writes the metrics for what the file holds, and the process ends
-without waiting for the abandoned threads. A second SIGINT ends the process
+KeyboardInterrupt in the main thread, once it froze the results file (a write
+in progress ends, and no other starts: a simulation that finishes after the
+signal is not saved); tau2.run's thread pool then cancels the simulations not
+yet started and leaves those in flight to be abandoned. The run writes the
+metrics for what the file holds, says how many simulations it kept from the
+same count, and the process ends without waiting for the abandoned threads. A second SIGINT ends the process
 at once. Inside tau2, the pool that stops is `tau2bench.run.stopping`.
 
 SIGTERM (what `kill`, a container runtime or a job scheduler sends) is taken
@@ -31,8 +32,7 @@ from tau2_a2a.tau2bench.run.stopping import freeze_writes, stopping
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "RunInterrupted", "exit_now", "freeze_writes", "stop_on_sigint",
-           "stopped_by"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "RunInterrupted", "exit_now", "stop_on_sigint", "stopped_by"]
 
 _SIGNALS: dict[int, tuple[str, int]] = {signal.SIGINT: ("Ctrl-C", EXIT_INTERRUPTED),
                                         signal.SIGTERM: ("SIGTERM", EXIT_TERMINATED)}
@@ -81,6 +81,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
                        "it.")
     _stopped_by.append(signum)
     stopping.set()
+    freeze_writes()  # what the results file holds now is what the run keeps, says it keeps, and measures
     raise KeyboardInterrupt
 
 

@@ -29,7 +29,7 @@ from tau2_a2a.client.bindings import READABLE
 from tau2_a2a.client.config import DRIVEN, MCP
 from tau2_a2a.client.errors import AgentAuthError
 from tau2_a2a.client.session import A2ASession
-from tau2_a2a.runner.interrupt import RunInterrupted, freeze_writes
+from tau2_a2a.runner.interrupt import RunInterrupted
 from tau2_a2a.runner.outcome import RESUME, RunOutcome, RunStopped
 from tau2_a2a.runner.protocol_metrics import write_metrics
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
@@ -80,8 +80,7 @@ def evaluate(settings: RunSettings) -> RunOutcome:
         path = plan.results_path
         try:
             results, ended = plan.run(), None
-        except (AgentAuthError, KeyboardInterrupt) as error:
-            freeze_writes()  # after Ctrl-C: no write of an abandoned simulation from now on
+        except (AgentAuthError, KeyboardInterrupt) as error:  # after Ctrl-C the results file is frozen already
             results, ended = None, error
         metrics = write_metrics(path, session.discovery) if session and path.exists() else None
         if ended is not None:

