@@ -14,7 +14,12 @@ misbehaves as `Hostility` says:
 - `trickle`: the responses it dribbles a byte every `trickle_seconds`, status
   line and headers included: "card" (the card fetch), "reply" (SendMessage),
   or "all". A TCP relay in front of the agent does it, so the card's URL is
-  the relay's.
+  the relay's;
+- in the MCP tools modes, on each message, with the official MCP client at
+  the server the first message names: `mcp_lists` tools/list requests,
+  `mcp_unknown_calls` calls of a tool the server lacks, and `mcp_big_calls`
+  calls of the cheapest tool with an extra argument of `big_bytes` bytes;
+  then it replies `reply_text`.
 
 Run on its own, for measurements and by hand (prints its URL, serves until stopped):
 
@@ -37,12 +42,15 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import AgentSkill, Message, Role, TaskState
+from mcp.shared.exceptions import MCPError
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, agent_card, free_port
+from tau2_a2a.protocol.mcp_tools import McpServer, read_mcp_invitation
 from tau2_a2a.protocol.messages import read_turn, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
+from tau2_a2a.reference.mcp_client import mcp_session
 
 TRICKLED = ("card", "reply", "all")
 
@@ -60,6 +68,10 @@ class Hostility:
     error_body: str | None = None
     trickle: str | None = None
     trickle_seconds: float = 1.0
+    mcp_lists: int = 0
+    mcp_unknown_calls: int = 0
+    mcp_big_calls: int = 0
+    big_bytes: int = 0
 
 
 class HostileExecutor(AgentExecutor):
@@ -68,6 +80,8 @@ class HostileExecutor(AgentExecutor):
     def __init__(self, hostility: Hostility) -> None:
         self.hostility = hostility
         self.flood_tool: dict[str, str] = {}  # context id -> the tool it floods
+        self.mcp_servers: dict[str, McpServer] = {}  # context id -> the MCP server its first message named
+        self.mcp_errors: list[str] = []  # what the MCP server answered its misbehaviour
         self.released = threading.Event()  # set when the agent stops: a stalled reply ends then
         self.messages = 0
 
@@ -86,6 +100,11 @@ class HostileExecutor(AgentExecutor):
             await updater.failed(updater.new_agent_message([new_text_part(hostility.fail_text)]))
             return
         parts = [new_text_part(hostility.reply_text)]
+        invitation = read_mcp_invitation(context.message)
+        if invitation is not None:
+            self.mcp_servers[context_id] = invitation.server
+        if context_id in self.mcp_servers:
+            await self._misuse_mcp(self.mcp_servers[context_id])
         if hostility.flood:
             turn = read_turn(context.message)
             if turn.tools:
@@ -95,6 +114,30 @@ class HostileExecutor(AgentExecutor):
                 parts = tool_calls_reply([ToolCallRequest(name=tool, arguments={})] * hostility.flood)
         await event_queue.enqueue_event(Message(role=Role.ROLE_AGENT, message_id=str(uuid.uuid4()),
                                                 context_id=context_id, parts=parts))
+
+    async def _misuse_mcp(self, server: McpServer) -> None:
+        """Spend the MCP budgets as `hostility` says; what the server answers is kept in `mcp_errors`."""
+        hostility = self.hostility
+        if not (hostility.mcp_lists or hostility.mcp_unknown_calls or hostility.mcp_big_calls):
+            return
+        try:
+            async with mcp_session(server) as session:
+                listed = (await session.list_tools()).tools
+                for _ in range(hostility.mcp_lists):
+                    await session.list_tools()
+                for _ in range(hostility.mcp_unknown_calls):
+                    await self._call(session, "no_such_tool", {})
+                cheapest = cheapest_tool([{"name": t.name, "parameters": t.input_schema} for t in listed])
+                for _ in range(hostility.mcp_big_calls):
+                    await self._call(session, cheapest, {"note": "x" * hostility.big_bytes})
+        except Exception as error:  # noqa: BLE001  (the server refused us: what we want to see)
+            self.mcp_errors.append(f"{type(error).__name__}: {error}")
+
+    async def _call(self, session: Any, name: str, arguments: dict[str, Any]) -> None:
+        try:
+            await session.call_tool(name, arguments)
+        except MCPError as error:
+            self.mcp_errors.append(error.error.message)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         pass
