@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import resource
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -178,3 +181,56 @@ def test_an_unknown_tool_is_counted_with_its_error_on_every_protocol_version(ver
     assert record.protocol_version == version
     assert actions.take(0.01) is None  # nothing reached the simulation
 
+
+
+# A neighbour that holds HELD slow connections to the tools server, opening a new one whenever one is closed, for
+# at most SECONDS seconds (its own process: its descriptors are not the run's).
+FLOOD_SCRIPT = """
+import socket, sys, time
+port, held, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+end, sockets, opened = time.monotonic() + seconds, [], 0
+while time.monotonic() < end and opened < 20 * held:
+    alive = []
+    for sock in sockets:
+        try:
+            alive.append(sock) if sock.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) else sock.close()
+        except BlockingIOError:
+            alive.append(sock)
+        except OSError:
+            sock.close()
+    sockets = alive
+    while len(sockets) < held and opened < 20 * held:
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=1)
+            sock.sendall(b"POST /mcp HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n")
+            sockets.append(sock)
+            opened += 1
+        except OSError:
+            break
+    time.sleep(0.05)
+"""
+
+
+def test_a_run_with_few_descriptors_under_a_connection_flood_loses_no_simulation(tmp_path):
+    """A neighbour floods the tools server with more connections than the run has descriptors; the tools server
+    holds at most a quarter of them, so the run writes its files and the agent's MCP calls are served."""
+    from tau2_a2a.client.config import A2AConfig
+    from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app
+    from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+    from tests.support.runs import FAST, run_a2a
+
+    port, mcp_port = free_port(), free_port()
+    url = f"http://127.0.0.1:{port}"
+    flood = subprocess.Popen([sys.executable, "-c", FLOOD_SCRIPT, str(mcp_port), "400", str(GENEROUS * 3)])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 200, hard))
+    try:
+        with BackgroundServer(a2a_app(OracleExecutor(), oracle_card(url, mcp_tools=True)), port=port):
+            outcome = run_a2a(url, tmp_path, task_ids=["0", "1", "3"], a2a=A2AConfig(
+                endpoint=url, retry=FAST, tools="mcp", mcp=McpServing(port=mcp_port)))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        flood.kill()
+        flood.wait()
+    assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == {"0": 1.0, "1": 1.0, "3": 1.0}
+    assert outcome.metrics["run"]["simulations_ended_by_a2a_errors"] == {}
