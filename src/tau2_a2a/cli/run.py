@@ -198,7 +198,7 @@ def add_tools_args(group: argparse._ActionsContainer) -> None:
                        help="With --a2a-mcp-fixed: the environment variable holding a bearer token the agent's MCP "
                             "client is configured to send; the server then requires it. Needed off loopback")
     group.add_argument("--a2a-mcp-max-connections", type=int, default=None, metavar="N",
-                       help="Connections the MCP tools server holds open at most (and at most a quarter of the "
+                       help="Connections the MCP tools server holds open at most (and at most an eighth of the "
                             "process's file descriptors); past it the oldest idle one is closed, or the new one "
                             f"(default: {McpServing.max_connections})")
     group.add_argument("--a2a-mcp-read-timeout", type=float, default=None, metavar="SECONDS",

@@ -15,7 +15,9 @@ protocol (uvicorn's h11 one, subclassed) enforces two bounds:
 - **a connection cap**: over `max_connections` open connections, a new one
   closes the oldest connection still sending its request or idle, if any,
   else it is closed at once. A flood of slow connections so evicts itself,
-  and an MCP client that sends its request promptly keeps being served.
+  and an MCP client that sends its request promptly keeps being served. The
+  listen backlog is the cap too: asyncio accepts that many at once, before
+  the protocol sees any, so the server holds at most twice the cap.
 
 What is refused is counted and logged once per kind, not once per connection;
 the same goes for accept errors (`Too many open files`), which asyncio would
@@ -36,13 +38,14 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger("tau2_a2a.mcp")
 
-# At most this share of the process's descriptors goes to the tools server's connections: the rest stays for
-# the run's files (results, policies, logs) and its connections to the agent.
-DESCRIPTOR_SHARE = 4
+# The cap is at most this share of the process's descriptors. asyncio accepts up to the listen backlog (set to
+# the cap) at once before the guard sees them, so the server holds at most twice the cap for a moment: a quarter
+# of the descriptors. The rest stays for the run's files (results, policies) and its connections to the agent.
+DESCRIPTOR_SHARE = 8
 
 
 def effective_cap(max_connections: int) -> int:
-    """`max_connections`, lowered to a quarter of the process's descriptor limit when that is smaller."""
+    """`max_connections`, lowered to an eighth of the process's descriptor limit when that is smaller."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft <= 0:
         return max_connections

@@ -127,7 +127,7 @@ class ToolServer:
                                         max_request_body_size=MAX_REQUEST_BYTES,
                                         transport_security=self._security())
         self._server = BackgroundServer(_Gate(inner, self), host=self.serving.host, port=self.serving.port or None,
-                                        http=self.guard.protocol()).start()
+                                        http=self.guard.protocol(), backlog=self.guard.max_connections).start()
         host = self.serving.public_host or advertised_host(self.serving.host)
         self.url = self.serving.public_url or f"http://{_url_host(host)}:{self._server.port}{MCP_PATH}"
         log.info("MCP tools server on %s:%d, told to agents as %s", self.serving.host, self._server.port, self.url)
