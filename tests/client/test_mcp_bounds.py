@@ -234,3 +234,24 @@ def test_a_run_with_few_descriptors_under_a_connection_flood_loses_no_simulation
         flood.wait()
     assert {s.task_id: s.reward_info.reward for s in outcome.results.simulations} == {"0": 1.0, "1": 1.0, "3": 1.0}
     assert outcome.metrics["run"]["simulations_ended_by_a2a_errors"] == {}
+
+
+def test_accept_errors_are_counted_and_logged_once(caplog):
+    """asyncio reports each failed accept (out of descriptors) with a traceback, every second it retries."""
+    from tau2_a2a.client.connection_guard import ConnectionGuard
+
+    caplog.set_level(logging.WARNING)
+    guard = ConnectionGuard(max_connections=4, read_timeout=1.0)
+    loop = asyncio.new_event_loop()
+    try:
+        for _ in range(50):
+            guard.loop_exception_handler(loop, {"message": "socket.accept() out of system resource",
+                                                "exception": OSError(24, "Too many open files")})
+    finally:
+        loop.close()
+    assert guard.counts.accept_errors == 50
+    logged = [r.getMessage() for r in caplog.records if r.name == "tau2_a2a.mcp"]
+    assert logged == ["MCP tools server: could not accept a connection ([Errno 24] Too many open files); asyncio "
+                      "retries every second (further ones are counted, not logged)"]
+    assert not [r for r in caplog.records if r.exc_info]
+    assert "50 accept errors" in (guard.summary() or "")
