@@ -18,6 +18,11 @@ misbehaves as `Hostility` says:
 - `drip_seconds`: every message gets a task that stays `working`, a status
   update every that many seconds, never ending: streamed, a reply that keeps
   arriving event by event; blocking, a silent one.
+- in the MCP tools modes, on each message, with the official MCP client at
+  the server the first message names: `mcp_lists` tools/list requests,
+  `mcp_unknown_calls` calls of a tool the server lacks, and `mcp_big_calls`
+  calls of the cheapest tool with an extra argument of `big_bytes` bytes;
+  then it replies `reply_text`.
 
 Run on its own, for measurements and by hand (prints its URL, serves until stopped):
 
@@ -40,12 +45,15 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import AgentSkill, Message, Role, TaskState
+from mcp.shared.exceptions import MCPError
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, agent_card, free_port
+from tau2_a2a.protocol.mcp_tools import McpServer, read_mcp_invitation
 from tau2_a2a.protocol.messages import read_turn, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
+from tau2_a2a.reference.mcp_client import mcp_session
 
 TRICKLED = ("card", "reply", "all")
 
@@ -64,6 +72,10 @@ class Hostility:
     trickle: str | None = None
     trickle_seconds: float = 1.0
     drip_seconds: float = 0.0
+    mcp_lists: int = 0
+    mcp_unknown_calls: int = 0
+    mcp_big_calls: int = 0
+    big_bytes: int = 0
 
 
 class HostileExecutor(AgentExecutor):
@@ -72,6 +84,8 @@ class HostileExecutor(AgentExecutor):
     def __init__(self, hostility: Hostility) -> None:
         self.hostility = hostility
         self.flood_tool: dict[str, str] = {}  # context id -> the tool it floods
+        self.mcp_servers: dict[str, McpServer] = {}  # context id -> the MCP server its first message named
+        self.mcp_errors: list[str] = []  # what the MCP server answered its misbehaviour
         self.released = threading.Event()  # set when the agent stops: a stalled reply ends then
         self.messages = 0
 
@@ -93,6 +107,11 @@ class HostileExecutor(AgentExecutor):
             await self._drip(context, event_queue)
             return
         parts = [new_text_part(hostility.reply_text)]
+        invitation = read_mcp_invitation(context.message)
+        if invitation is not None:
+            self.mcp_servers[context_id] = invitation.server
+        if context_id in self.mcp_servers:
+            await self._misuse_mcp(self.mcp_servers[context_id])
         if hostility.flood:
             turn = read_turn(context.message)
             if turn.tools:
@@ -102,6 +121,30 @@ class HostileExecutor(AgentExecutor):
                 parts = tool_calls_reply([ToolCallRequest(name=tool, arguments={})] * hostility.flood)
         await event_queue.enqueue_event(Message(role=Role.ROLE_AGENT, message_id=str(uuid.uuid4()),
                                                 context_id=context_id, parts=parts))
+
+    async def _misuse_mcp(self, server: McpServer) -> None:
+        """Spend the MCP budgets as `hostility` says; what the server answers is kept in `mcp_errors`."""
+        hostility = self.hostility
+        if not (hostility.mcp_lists or hostility.mcp_unknown_calls or hostility.mcp_big_calls):
+            return
+        try:
+            async with mcp_session(server) as session:
+                listed = (await session.list_tools()).tools
+                for _ in range(hostility.mcp_lists):
+                    await session.list_tools()
+                for _ in range(hostility.mcp_unknown_calls):
+                    await self._call(session, "no_such_tool", {})
+                cheapest = cheapest_tool([{"name": t.name, "parameters": t.input_schema} for t in listed])
+                for _ in range(hostility.mcp_big_calls):
+                    await self._call(session, cheapest, {"note": "x" * hostility.big_bytes})
+        except Exception as error:  # noqa: BLE001  (the server refused us: what we want to see)
+            self.mcp_errors.append(f"{type(error).__name__}: {error}")
+
+    async def _call(self, session: Any, name: str, arguments: dict[str, Any]) -> None:
+        try:
+            await session.call_tool(name, arguments)
+        except MCPError as error:
+            self.mcp_errors.append(error.error.message)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         pass

@@ -79,6 +79,14 @@ def test_an_adk_agent_configured_with_the_fixed_url(serve: Any, tmp_path: Path) 
     (["--a2a-tools", "mcp", "--a2a-mcp-port", "70000"], "--a2a-mcp-port must be a TCP port"),
     (["--a2a-tools", "mcp", "--a2a-mcp-public-url", "ftp://tau2/mcp"], "--a2a-mcp-public-url must be an http(s)"),
     (["--a2a-tools", "mcp", "--a2a-mcp-public-url", "http://user:pw@tau2:8931/mcp"], "without credentials"),
+    (["--a2a-tools", "mcp", "--a2a-mcp-fixed", "--a2a-mcp-host", "0.0.0.0", "--a2a-mcp-port", "8931",
+      "--max-concurrency", "1"], "with no token: configure your agent with a bearer token and pass --a2a-mcp-token-env"),
+    (["--a2a-tools", "mcp", "--a2a-mcp-fixed", "--a2a-mcp-host", "0.0.0.0", "--a2a-mcp-port", "8931",
+      "--a2a-mcp-token-env", "TAU2_TEST_UNSET_TOKEN", "--max-concurrency", "1"], "TAU2_TEST_UNSET_TOKEN is unset"),
+    (["--a2a-tools", "mcp", "--a2a-mcp-max-connections", "0"], "--a2a-mcp-max-connections must be a whole number"),
+    (["--a2a-tools", "mcp", "--a2a-mcp-read-timeout", "nan"], "--a2a-mcp-read-timeout must be a number of seconds"),
+    (["--a2a-max-mcp-requests", "0"], "--a2a-max-mcp-requests must be a whole number"),
+    (["--a2a-max-agent-bytes", "-5"], "--a2a-max-agent-bytes must be a whole number"),
 ])
 def test_settings_no_run_can_use_are_refused_in_one_line(flags: list[str], says: str, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:

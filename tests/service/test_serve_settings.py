@@ -46,8 +46,10 @@ def environment(folder: Path) -> dict[str, str]:
         "TAU2_EVAL_MAX_MESSAGE_BYTES": "4000",
         "TAU2_EVAL_AGENT_TIMEOUT": "41", "TAU2_EVAL_AGENT_MAX_REPLY_BYTES": "42000",
         "TAU2_EVAL_AGENT_MAX_REQUEST_BYTES": "43000", "TAU2_EVAL_AGENT_MAX_TOOL_CALLS_PER_REPLY": "44",
-        "TAU2_EVAL_AGENT_MAX_TOOL_CALLS": "45",
+        "TAU2_EVAL_AGENT_MAX_TOOL_CALLS": "45", "TAU2_EVAL_AGENT_MAX_MCP_REQUESTS": "46",
+        "TAU2_EVAL_AGENT_MAX_AGENT_BYTES": "47000",
         "TAU2_EVAL_MCP_HOST": "0.0.0.0", "TAU2_EVAL_MCP_PUBLIC_HOST": "env-tau2",
+        "TAU2_EVAL_MCP_MAX_CONNECTIONS": "48", "TAU2_EVAL_MCP_READ_TIMEOUT": "49",
     }
 
 
@@ -71,7 +73,9 @@ def flags(folder: Path, grpc_port: int) -> list[str]:
             "--max-message-bytes", "7000",
             "--agent-timeout", "51", "--agent-max-reply-bytes", "52000", "--agent-max-request-bytes", "53000",
             "--agent-max-tool-calls-per-reply", "54", "--agent-max-tool-calls", "55",
-            "--mcp-host", "127.0.0.1", "--mcp-public-host", "flag-tau2"]
+            "--agent-max-mcp-requests", "56", "--agent-max-agent-bytes", "57000",
+            "--mcp-host", "127.0.0.1", "--mcp-public-host", "flag-tau2",
+            "--mcp-max-connections", "58", "--mcp-read-timeout", "59"]
 
 
 class Serving:
@@ -157,10 +161,10 @@ def test_every_setting_comes_from_its_environment_variable(serving: Any, tmp_pat
         "  limits: 3 running, 7 queued, 11 simulations per request, max_concurrency 5, request bodies up to 5000 "
         "bytes   targets: loopback",
         "  each agent: 41 s per reply, 42000 bytes per reply, 43000 bytes per request, 44 tool calls per reply, "
-        "45 per simulation; messages to this service: 4000 bytes",
+        "45 per simulation, 46 MCP requests and 47000 bytes sent per simulation; messages to this service: 4000 bytes",
         "  user LLMs: openai/env-user (or scripted_user), at http://127.0.0.1:9/env-user/v1",
         "  simulations: on the Ray cluster at auto, 4 nice steps below the service; MCP tools at 0.0.0.0, reached as "
-        "env-tau2",
+        "env-tau2, 48 connections at most, 49 s to send each request",
         f"  database: {folder}/env.sqlite   replica: env-replica   lease: 45 s",
     ]
     schema = run_schema(service.card)
@@ -186,10 +190,10 @@ def test_flags_override_the_environment(serving: Any, tmp_path: Path) -> None:
         "  limits: 2 running, 9 queued, 13 simulations per request, max_concurrency 6, request bodies up to 8000 "
         "bytes   targets: public,loopback",
         "  each agent: 51 s per reply, 52000 bytes per reply, 53000 bytes per request, 54 tool calls per reply, "
-        "55 per simulation; messages to this service: 7000 bytes",
+        "55 per simulation, 56 MCP requests and 57000 bytes sent per simulation; messages to this service: 7000 bytes",
         "  user LLMs: openai/flag-user, openai/flag-user-2 (or scripted_user), at http://127.0.0.1:9/flag-user/v1",
         "  simulations: on the Ray cluster at local, 6 nice steps below the service; MCP tools at 127.0.0.1, reached "
-        "as flag-tau2",
+        "as flag-tau2, 58 connections at most, 59 s to send each request",
         f"  database: {folder}/flag.sqlite   replica: flag-replica   lease: 50 s",
     ]
     assert {(i["protocolBinding"], i["url"]) for i in service.card["supportedInterfaces"]} == {

@@ -18,6 +18,8 @@ from tau2_a2a.cli.common import OneLineParser, add_transport_args, auth_token
 from tau2_a2a.cli.tau2_flags import add_tau2_run_args, refuse_unsupported, settings_given
 from tau2_a2a.client.config import (
     AUTH_TOKEN_ENV,
+    DEFAULT_MAX_AGENT_BYTES,
+    DEFAULT_MAX_MCP_REQUESTS,
     DEFAULT_MAX_REPLY_BYTES,
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_MAX_TOOL_CALLS,
@@ -96,11 +98,16 @@ def a2a_config_from_args(args: argparse.Namespace) -> A2AConfig:
         max_tool_calls_per_reply=_or(args.a2a_max_tool_calls_per_reply, DEFAULT_MAX_TOOL_CALLS_PER_REPLY),
         max_tool_calls=_or(args.a2a_max_tool_calls, DEFAULT_MAX_TOOL_CALLS),
         max_request_bytes=_or(args.a2a_max_request_bytes, DEFAULT_MAX_REQUEST_BYTES),
+        max_mcp_requests=_or(args.a2a_max_mcp_requests, DEFAULT_MAX_MCP_REQUESTS),
+        max_agent_bytes=_or(args.a2a_max_agent_bytes, DEFAULT_MAX_AGENT_BYTES),
         targets=None if args.a2a_allowed_targets is None else TargetPolicy.parse(args.a2a_allowed_targets),
         tools=args.a2a_tools or ("mcp" if args.a2a_driven else "message"),
         driven=args.a2a_driven,
         mcp=McpServing(host=_or(args.a2a_mcp_host, McpServing.host), port=_or(args.a2a_mcp_port, McpServing.port),
-                       public_url=args.a2a_mcp_public_url, fixed=args.a2a_mcp_fixed),
+                       public_url=args.a2a_mcp_public_url, fixed=args.a2a_mcp_fixed,
+                       max_connections=_or(args.a2a_mcp_max_connections, McpServing.max_connections),
+                       read_timeout=_or(args.a2a_mcp_read_timeout, McpServing.read_timeout),
+                       token_env=args.a2a_mcp_token_env),
         price_model=args.a2a_price_model,
     )
 
@@ -143,6 +150,13 @@ def add_a2a_args(parser: argparse.ArgumentParser) -> None:
                        help="Largest request sent to the agent (the policy and tools open a simulation; tool "
                             "results make up the rest); a larger one is not sent and ends its simulation (default: "
                             f"{DEFAULT_MAX_REQUEST_BYTES}, 16 MiB)")
+    group.add_argument("--a2a-max-mcp-requests", type=int, default=None, metavar="N",
+                       help="Most MCP requests of every kind (initialize, tools/list, tools/call...) the agent may "
+                            f"send in one simulation; more end it (default: {DEFAULT_MAX_MCP_REQUESTS})")
+    group.add_argument("--a2a-max-agent-bytes", type=int, default=None, metavar="BYTES",
+                       help="Most bytes the agent may send in one simulation: its A2A replies and its MCP requests, "
+                            "tool arguments and messages included (the trajectory keeps them); more end it "
+                            f"(default: {DEFAULT_MAX_AGENT_BYTES}, 4 MiB)")
     add_transport_args(group, default=None)
     group.add_argument("--a2a-price-model", default=None, metavar="MODEL",
                        help="The LiteLLM model whose price applies when the agent reports tokens but no cost and "
@@ -180,6 +194,16 @@ def add_tools_args(group: argparse._ActionsContainer) -> None:
                        help="Serve the tools at one fixed URL with no per-simulation token, for agents whose MCP "
                             "servers are configured beforehand; runs one simulation at a time (--max-concurrency 1) "
                             "and needs --a2a-mcp-port")
+    group.add_argument("--a2a-mcp-token-env", default=None, metavar="NAME",
+                       help="With --a2a-mcp-fixed: the environment variable holding a bearer token the agent's MCP "
+                            "client is configured to send; the server then requires it. Needed off loopback")
+    group.add_argument("--a2a-mcp-max-connections", type=int, default=None, metavar="N",
+                       help="Connections the MCP tools server holds open at most (and at most an eighth of the "
+                            "process's file descriptors); past it the oldest idle one is closed, or the new one "
+                            f"(default: {McpServing.max_connections})")
+    group.add_argument("--a2a-mcp-read-timeout", type=float, default=None, metavar="SECONDS",
+                       help="Seconds a connection to the MCP tools server has to send each request whole, headers "
+                            f"and body, from its opening or its last response (default: {McpServing.read_timeout:g})")
 
 
 def resolve_domain(args: argparse.Namespace) -> None:

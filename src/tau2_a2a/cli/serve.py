@@ -15,10 +15,14 @@ from pathlib import Path
 
 from tau2_a2a.cli.common import OneLineParser
 from tau2_a2a.client.config import (
+    DEFAULT_MAX_AGENT_BYTES,
+    DEFAULT_MAX_MCP_REQUESTS,
     DEFAULT_MAX_REPLY_BYTES,
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_TOOL_CALLS_PER_REPLY,
+    DEFAULT_MCP_MAX_CONNECTIONS,
+    DEFAULT_MCP_READ_TIMEOUT_SECONDS,
     DEFAULT_TIMEOUT_SECONDS,
     AgentLimits,
 )
@@ -101,6 +105,12 @@ def add_serve_command(commands: argparse._SubParsersAction[OneLineParser]) -> No
     limits.add_argument("--agent-max-request-bytes", type=int, default=None, metavar="BYTES",
                         help="Largest request sent to the agent (TAU2_EVAL_AGENT_MAX_REQUEST_BYTES; default "
                              f"{DEFAULT_MAX_REQUEST_BYTES})")
+    limits.add_argument("--agent-max-mcp-requests", type=int, default=None, metavar="N",
+                        help="Most MCP requests of every kind in one simulation (TAU2_EVAL_AGENT_MAX_MCP_REQUESTS; "
+                             f"default {DEFAULT_MAX_MCP_REQUESTS})")
+    limits.add_argument("--agent-max-agent-bytes", type=int, default=None, metavar="BYTES",
+                        help="Most bytes the agent sends in one simulation: replies and MCP requests "
+                             f"(TAU2_EVAL_AGENT_MAX_AGENT_BYTES; default {DEFAULT_MAX_AGENT_BYTES})")
     serve.add_argument("--evaluation-nice", type=int, default=None, metavar="STEPS",
                        help="Run each evaluation's process this many nice steps (0-19) below the service, so "
                             "the service answers promptly while evaluations run (TAU2_EVAL_EVALUATION_NICE; "
@@ -113,6 +123,12 @@ def add_serve_command(commands: argparse._SubParsersAction[OneLineParser]) -> No
                        help="The host name the evaluated agents reach those MCP servers by, e.g. this service's "
                             "name on a Docker network (TAU2_EVAL_MCP_PUBLIC_HOST; default: --mcp-host, or its "
                             "address)")
+    serve.add_argument("--mcp-max-connections", type=int, default=None, metavar="N",
+                       help="Connections each evaluation's MCP tools server holds open at most "
+                            f"(TAU2_EVAL_MCP_MAX_CONNECTIONS; default {DEFAULT_MCP_MAX_CONNECTIONS})")
+    serve.add_argument("--mcp-read-timeout", type=float, default=None, metavar="SECONDS",
+                       help="Seconds a connection to those servers has to send each request whole "
+                            f"(TAU2_EVAL_MCP_READ_TIMEOUT; default {DEFAULT_MCP_READ_TIMEOUT_SECONDS:g})")
     serve.add_argument("--write-card", metavar="PATH", default=None,
                        help="Write the card of the ADK app (JSON-RPC only) to PATH, for "
                             "adk_agents/<app>/agent.json with --public-url, and exit")
@@ -151,6 +167,8 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         max_message_bytes=base.max_message_bytes if args.max_message_bytes is None else args.max_message_bytes,
         mcp_host=args.mcp_host or base.mcp_host,
         mcp_public_host=args.mcp_public_host or base.mcp_public_host,
+        mcp_max_connections=base.mcp_max_connections if args.mcp_max_connections is None else args.mcp_max_connections,
+        mcp_read_timeout=base.mcp_read_timeout if args.mcp_read_timeout is None else args.mcp_read_timeout,
     )
 
 
@@ -198,12 +216,15 @@ def serve_command(args: argparse.Namespace) -> int:
     agent = settings.agent_limits
     print(f"  each agent: {agent.timeout:g} s per reply, {agent.max_reply_bytes} bytes per reply, "
           f"{agent.max_request_bytes} bytes per request, {agent.max_tool_calls_per_reply} tool calls per reply, "
-          f"{agent.max_tool_calls} per simulation; messages to this service: {settings.max_message_bytes} bytes")
+          f"{agent.max_tool_calls} per simulation, {agent.max_mcp_requests} MCP requests and {agent.max_agent_bytes} "
+          f"bytes sent per simulation; messages to this service: {settings.max_message_bytes} bytes")
     print(f"  user LLMs: {', '.join(user_llms.allowed)} (or scripted_user), at "
           f"{user_llms.api_base or 'the provider endpoint'}")
     where = f"on the Ray cluster at {settings.ray_address}" if settings.ray_address else "in each evaluation's process"
     print(f"  simulations: {where}, {settings.evaluation_nice} nice steps below the service; MCP tools at "
-          f"{settings.mcp_host}" + (f", reached as {settings.mcp_public_host}" if settings.mcp_public_host else ""))
+          f"{settings.mcp_host}" + (f", reached as {settings.mcp_public_host}" if settings.mcp_public_host else "")
+          + f", {settings.mcp_max_connections} connections at most, {settings.mcp_read_timeout:g} s to send each "
+            "request")
     manager = app.state.tools.manager
     print(f"  database: {redact_url(manager.database.location)}   replica: {manager.replica}"
           f"   lease: {settings.lease_seconds:g} s")

@@ -8,7 +8,9 @@ config, leaves it out, and `from_record()` takes it back beside the record.
 
 from __future__ import annotations
 
+import ipaddress
 import math
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
@@ -35,6 +37,13 @@ DEFAULT_MAX_REPLY_BYTES = 8 << 20
 DEFAULT_MAX_TOOL_CALLS_PER_REPLY = 128
 DEFAULT_MAX_TOOL_CALLS = 1000  # per simulation
 DEFAULT_MAX_REQUEST_BYTES = 16 << 20  # one request back to the agent
+# What the agent may send in one simulation: MCP requests of every kind, and the bytes of its replies, messages
+# and tool arguments (the trajectory keeps them). Set from bench/agent_limits.py's figures (docs/mcp-tools.md).
+DEFAULT_MAX_MCP_REQUESTS = 4000
+DEFAULT_MAX_AGENT_BYTES = 4 << 20
+# The MCP tools server's connections (client/connection_guard.py; docs/mcp-tools.md, "Limits").
+DEFAULT_MCP_MAX_CONNECTIONS = 256
+DEFAULT_MCP_READ_TIMEOUT_SECONDS = 10.0
 
 # The keys of `as_record()`. Nothing secret among them.
 _ENDPOINT = "a2a_endpoint"
@@ -49,12 +58,16 @@ _MAX_REPLY = "a2a_max_reply_bytes"
 _MAX_CALLS_PER_REPLY = "a2a_max_tool_calls_per_reply"
 _MAX_CALLS = "a2a_max_tool_calls"
 _MAX_REQUEST = "a2a_max_request_bytes"
+_MAX_MCP_REQUESTS = "a2a_max_mcp_requests"
+_MAX_AGENT_BYTES = "a2a_max_agent_bytes"
 # The limits a record leaves out at their defaults, so records of runs made before a limit existed match.
 _LIMITS = ((_MAX_REPLY, "max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, "--a2a-max-reply-bytes"),
            (_MAX_CALLS_PER_REPLY, "max_tool_calls_per_reply", DEFAULT_MAX_TOOL_CALLS_PER_REPLY,
             "--a2a-max-tool-calls-per-reply"),
            (_MAX_CALLS, "max_tool_calls", DEFAULT_MAX_TOOL_CALLS, "--a2a-max-tool-calls"),
-           (_MAX_REQUEST, "max_request_bytes", DEFAULT_MAX_REQUEST_BYTES, "--a2a-max-request-bytes"))
+           (_MAX_REQUEST, "max_request_bytes", DEFAULT_MAX_REQUEST_BYTES, "--a2a-max-request-bytes"),
+           (_MAX_MCP_REQUESTS, "max_mcp_requests", DEFAULT_MAX_MCP_REQUESTS, "--a2a-max-mcp-requests"),
+           (_MAX_AGENT_BYTES, "max_agent_bytes", DEFAULT_MAX_AGENT_BYTES, "--a2a-max-agent-bytes"))
 MAX_LIMIT = 1 << 40  # beyond any real run: a bigger value is a mistake
 _TARGETS = "a2a_allowed_targets"
 _TOOLS = "a2a_tools"
@@ -64,6 +77,9 @@ _MCP_PORT = "a2a_mcp_port"
 _MCP_PUBLIC_URL = "a2a_mcp_public_url"
 _MCP_FIXED = "a2a_mcp_fixed"
 _MCP_PUBLIC_HOST = "a2a_mcp_public_host"
+_MCP_MAX_CONNECTIONS = "a2a_mcp_max_connections"
+_MCP_READ_TIMEOUT = "a2a_mcp_read_timeout"
+_MCP_TOKEN_ENV = "a2a_mcp_token_env"  # the variable's name; its value, the token, never travels
 _PRICE_MODEL = "a2a_price_model"
 
 # --a2a-transport choices: `auto` takes the card's first interface we speak.
@@ -74,10 +90,11 @@ TOOLS_MODES = ("message", "mcp", "auto")
 
 @dataclass(frozen=True)
 class McpServing:
-    """Where the MCP tools server of a run listens, and the URL agents are told.
+    """Where the MCP tools server of a run listens, the URL agents are told, and the bounds on its connections.
 
     `fixed`: one URL for every simulation, with no per-simulation token, for agents whose MCP servers are
-    configured beforehand; its calls belong to the one simulation in flight.
+    configured beforehand; its calls belong to the one simulation in flight. Off loopback it needs `token_env`,
+    the environment variable holding a bearer token the agent is configured with too (never on a command line).
     """
 
     host: str = "127.0.0.1"
@@ -85,6 +102,9 @@ class McpServing:
     public_url: str | None = None  # None: http://PUBLIC_HOST:PORT/mcp
     fixed: bool = False
     public_host: str | None = None  # the host name agents reach this machine by (None: HOST, or its address)
+    max_connections: int = DEFAULT_MCP_MAX_CONNECTIONS  # open at once; see client/connection_guard.py
+    read_timeout: float = DEFAULT_MCP_READ_TIMEOUT_SECONDS  # to send a request's headers and body
+    token_env: str | None = None  # the variable holding the fixed URL's bearer token
 
     def __post_init__(self) -> None:
         if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
@@ -100,7 +120,38 @@ class McpServing:
             raise ConfigError("--a2a-mcp-fixed serves the tools at one URL your agent is configured with "
                               "beforehand: pass --a2a-mcp-port PORT (and --a2a-mcp-public-url if the agent "
                               "reaches this machine by another name).")
+        check_limit(self.max_connections, "--a2a-mcp-max-connections")
+        check_timeout(self.read_timeout, "--a2a-mcp-read-timeout")
+        if self.token_env is not None:
+            if not self.fixed:
+                raise ConfigError("--a2a-mcp-token-env is the fixed URL's token (--a2a-mcp-fixed); without "
+                                  "--a2a-mcp-fixed each simulation has a token of its own.")
+            self.fixed_token()
+        elif self.fixed and not is_loopback(self.host):
+            raise ConfigError(f"--a2a-mcp-fixed on --a2a-mcp-host {self.host} would serve the live simulation's "
+                              "tools to anyone on the network, with no token: configure your agent with a bearer "
+                              "token and pass --a2a-mcp-token-env NAME, NAME the environment variable holding it "
+                              "(or listen on 127.0.0.1).")
 
+    def fixed_token(self) -> str | None:
+        """The fixed URL's bearer token, read from `token_env` (None without one); ConfigError when unset."""
+        if self.token_env is None:
+            return None
+        token = os.environ.get(self.token_env, "").strip()
+        if not token:
+            raise ConfigError(f"--a2a-mcp-token-env {self.token_env}: the environment variable {self.token_env} is "
+                              "unset or empty; set it to the bearer token your agent sends.")
+        return token
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (an address or name to listen on) is this machine's loopback only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -188,7 +239,8 @@ def check_timeout(seconds: float, flag: str = "--a2a-timeout") -> float:
 @dataclass(frozen=True)
 class AgentLimits:
     """What one agent under test may take of a run, as A2AConfig holds them: the time a reply may take, the
-    bytes of a reply and of a request, the tool calls of a reply and of a simulation. The evaluation service's
+    bytes of a reply and of a request, the tool calls of a reply and of a simulation, the MCP requests and the
+    bytes the agent sends in a simulation. The evaluation service's
     operator sets them for every evaluation it runs (`tau2-a2a serve --agent-*`); see `A2AConfig.limited`."""
 
     timeout: float = DEFAULT_TIMEOUT_SECONDS
@@ -196,6 +248,8 @@ class AgentLimits:
     max_tool_calls_per_reply: int = DEFAULT_MAX_TOOL_CALLS_PER_REPLY
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_mcp_requests: int = DEFAULT_MAX_MCP_REQUESTS
+    max_agent_bytes: int = DEFAULT_MAX_AGENT_BYTES
 
 
 def check_limit(value: int, flag: str) -> int:
@@ -220,6 +274,8 @@ class A2AConfig:
     max_tool_calls_per_reply: int = DEFAULT_MAX_TOOL_CALLS_PER_REPLY
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS  # per simulation
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # one request back to the agent
+    max_mcp_requests: int = DEFAULT_MAX_MCP_REQUESTS  # per simulation, of every kind
+    max_agent_bytes: int = DEFAULT_MAX_AGENT_BYTES  # what the agent sends in a simulation
     targets: TargetPolicy | None = None  # None: any host but link-local and metadata addresses
     tools: str = "message"  # how the agent gets its tools: in messages, over MCP, or as its card asks (auto)
     driven: bool = False  # the agent drives the conversation: one A2A task, the user an MCP tool (implies MCP)
@@ -273,6 +329,13 @@ class A2AConfig:
             record[_DRIVEN] = self.driven
             record.update({_MCP_HOST: self.mcp.host, _MCP_PORT: self.mcp.port, _MCP_PUBLIC_URL: self.mcp.public_url,
                            _MCP_FIXED: self.mcp.fixed, _MCP_PUBLIC_HOST: self.mcp.public_host})
+            bounds: tuple[tuple[str, object, object], ...] = (
+                (_MCP_MAX_CONNECTIONS, self.mcp.max_connections, McpServing.max_connections),
+                (_MCP_READ_TIMEOUT, self.mcp.read_timeout, McpServing.read_timeout),
+                (_MCP_TOKEN_ENV, self.mcp.token_env, None))
+            for key, value, unset in bounds:  # the defaults leave earlier runs' records as they were
+                if value != unset:
+                    record[key] = value
         if self.price_model is not None:
             record[_PRICE_MODEL] = self.price_model
         return record
@@ -302,7 +365,10 @@ class A2AConfig:
                            port=int(record.get(_MCP_PORT, McpServing.port)),
                            public_url=record.get(_MCP_PUBLIC_URL),
                            fixed=bool(record.get(_MCP_FIXED, False)),
-                           public_host=record.get(_MCP_PUBLIC_HOST)),
+                           public_host=record.get(_MCP_PUBLIC_HOST),
+                           max_connections=int(record.get(_MCP_MAX_CONNECTIONS, McpServing.max_connections)),
+                           read_timeout=float(record.get(_MCP_READ_TIMEOUT, McpServing.read_timeout)),
+                           token_env=record.get(_MCP_TOKEN_ENV)),
             price_model=record.get(_PRICE_MODEL) or None,
         )
 

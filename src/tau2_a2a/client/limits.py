@@ -5,10 +5,14 @@ Every tool call the agent asks for runs in tau2's environment, its result is
 kept in the trajectory and sent back to the agent: an agent asking for
 thousands of calls per reply would take the run's memory and disk. The reply
 size (`--a2a-max-reply-bytes`) and its time (`--a2a-timeout`) are enforced
-where replies are read (transport.py).
+where replies are read (transport.py). What the agent sends in a whole
+simulation (MCP requests of every kind, and bytes) has a budget of its own
+(`SimulationBudget`), in every tools mode.
 """
 
 from __future__ import annotations
+
+import threading
 
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.client.errors import AgentOverLimit
@@ -35,3 +39,46 @@ def request_over_limit(doing: str, size: int, max_bytes: int) -> AgentOverLimit:
         f"{doing} would send {size} bytes, over the limit of {max_bytes} (--a2a-max-request-bytes); it was not "
         "sent and its simulation ends here. The tool results going back to the agent make up most of a request: "
         "raise --a2a-max-request-bytes if the agent really needs this much.")
+
+
+class SimulationBudget:
+    """What the agent sent in one simulation, against --a2a-max-mcp-requests (MCP requests of every kind) and
+    --a2a-max-agent-bytes (the bytes of its replies, messages and MCP requests, tool arguments among them: the
+    trajectory keeps them). Spent from the MCP server's event loop and the simulation's thread alike.
+
+    The first spend past a budget returns its AgentOverLimit, which ends the simulation; `over` keeps it, and
+    whatever the agent sends after it is refused unkept."""
+
+    def __init__(self, config: A2AConfig) -> None:
+        self._config = config
+        self._lock = threading.Lock()
+        self.mcp_requests = 0
+        self.sent_bytes = 0
+        self.over: AgentOverLimit | None = None
+
+    def spend_request(self) -> AgentOverLimit | None:
+        """One more MCP request: its AgentOverLimit the first time that is past the budget, else None."""
+        with self._lock:
+            self.mcp_requests += 1
+            if self.over is not None or self.mcp_requests <= self._config.max_mcp_requests:
+                return None
+            self.over = AgentOverLimit(
+                f"the agent at {self._config.endpoint} sent {self.mcp_requests} MCP requests in one simulation, over "
+                f"the limit of {self._config.max_mcp_requests} (--a2a-max-mcp-requests, every kind counts: "
+                "initialize, tools/list, tools/call...); its simulation ends here. Raise --a2a-max-mcp-requests if "
+                "the agent really needs more.")
+            return self.over
+
+    def spend_bytes(self, size: int, what: str) -> AgentOverLimit | None:
+        """`size` more bytes the agent sent (`what`: "MCP requests", "replies"): its AgentOverLimit the first time
+        that is past the budget, else None."""
+        with self._lock:
+            self.sent_bytes += size
+            if self.over is not None or self.sent_bytes <= self._config.max_agent_bytes:
+                return None
+            self.over = AgentOverLimit(
+                f"the agent at {self._config.endpoint} sent {self.sent_bytes} bytes in one simulation (its "
+                f"replies, messages and MCP requests; the last were {what}), over the limit of "
+                f"{self._config.max_agent_bytes} (--a2a-max-agent-bytes); its simulation ends here. Raise "
+                "--a2a-max-agent-bytes if the agent really needs more.")
+            return self.over

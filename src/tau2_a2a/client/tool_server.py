@@ -15,7 +15,14 @@ each request stands alone, so no session outlives its simulation. Every
 request is metered like an A2A request (latency, bytes, status) into the
 simulation's records. A request the server cannot take (no or an unknown
 token, a finished simulation, a tool the domain lacks, a malformed or
-oversized body) gets an HTTP or MCP error, never a traceback.
+oversized body) gets an HTTP or MCP error, never a traceback; an MCP error's
+message is kept on the request's record, and a call of a tool the
+simulation lacks is counted there (`unknown_tool_calls`), whatever protocol
+version the client speaks.
+
+Bounds: each simulation's MCP requests and the bytes they carry are spent
+from its budget (client/limits.py), and the server's connections are capped
+and must send their requests promptly (client/connection_guard.py).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -41,7 +49,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tau2_a2a.client import tracing
 from tau2_a2a.client.agent_actions import ActionQueue, FailureAction, ToolCallAction, UserMessageAction
 from tau2_a2a.client.config import McpServing
+from tau2_a2a.client.connection_guard import ConnectionGuard, effective_cap
 from tau2_a2a.client.errors import AgentMalformedReply
+from tau2_a2a.client.limits import SimulationBudget
 from tau2_a2a.client.records import RequestRecord
 from tau2_a2a.protocol.hosting import BackgroundServer
 from tau2_a2a.protocol.mcp_tools import SEND_TO_USER, SEND_TO_USER_DESCRIPTION, McpServer
@@ -54,6 +64,10 @@ log = logging.getLogger("tau2_a2a.mcp")
 MCP_PATH = "/mcp"
 MAX_REQUEST_BYTES = 1 << 20  # a tool call is a name and a few arguments; tau2's largest is well under 64 KiB
 MCP_BINDING = "MCP"
+# In a request's ASGI scope, set by the MCP handlers for its record: the MCP error it was answered, and whether it
+# called a tool the simulation lacks.
+MCP_ERROR_KEY = "tau2_mcp_error"
+UNKNOWN_TOOL_KEY = "tau2_unknown_tool"
 _SEND_TO_USER_TOOL = types.Tool(
     name=SEND_TO_USER,
     description=SEND_TO_USER_DESCRIPTION,
@@ -70,6 +84,7 @@ class SimulationTools:
     tools: list[types.Tool]
     actions: ActionQueue
     driven: bool
+    budget: SimulationBudget | None = None  # None: unbounded (a server tried alone)
     records: list[RequestRecord] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     waiting: bool = False  # a message of tau2's waits for the agent's reply: the time for its tool calls
@@ -102,6 +117,8 @@ class ToolServer:
         self._lock = threading.Lock()
         self._server: BackgroundServer | None = None
         self.url = ""
+        self.fixed_token = serving.fixed_token()  # the fixed URL's bearer token, when the operator set one
+        self.guard = ConnectionGuard(effective_cap(serving.max_connections), serving.read_timeout)
 
     def start(self) -> ToolServer:
         """Listen on the configured host and port (a free one by default)."""
@@ -109,8 +126,8 @@ class ToolServer:
         inner = mcp.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
                                         max_request_body_size=MAX_REQUEST_BYTES,
                                         transport_security=self._security())
-        self._server = BackgroundServer(_Gate(inner, self), host=self.serving.host,
-                                        port=self.serving.port or None).start()
+        self._server = BackgroundServer(_Gate(inner, self), host=self.serving.host, port=self.serving.port or None,
+                                        http=self.guard.protocol(), backlog=self.guard.max_connections).start()
         host = self.serving.public_host or advertised_host(self.serving.host)
         self.url = self.serving.public_url or f"http://{_url_host(host)}:{self._server.port}{MCP_PATH}"
         log.info("MCP tools server on %s:%d, told to agents as %s", self.serving.host, self._server.port, self.url)
@@ -131,10 +148,12 @@ class ToolServer:
         return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                          allowed_origins=[f"http://{h}" for h in hosts])
 
-    def open(self, tools: list[dict[str, Any]], actions: ActionQueue, driven: bool) -> McpServer:
-        """Serve one simulation's tools (OpenAI-style schemas, as tau2 gives them); what the agent is told."""
+    def open(self, tools: list[dict[str, Any]], actions: ActionQueue, driven: bool,
+             budget: SimulationBudget | None = None) -> McpServer:
+        """Serve one simulation's tools (OpenAI-style schemas, as tau2 gives them), spending what its agent sends
+        from `budget`; what the agent is told."""
         listed = [_mcp_tool(schema) for schema in tools] + ([_SEND_TO_USER_TOOL] if driven else [])
-        simulation = SimulationTools(listed, actions, driven)
+        simulation = SimulationTools(listed, actions, driven, budget)
         with self._lock:
             if self.serving.fixed:
                 if "" in self._simulations:
@@ -157,6 +176,9 @@ class ToolServer:
         if self._server is not None:
             self._server.stop()
             self._server = None
+            refused = self.guard.summary()
+            if refused:
+                log.warning("%s", refused)
 
     # -- the MCP handlers (on the server's event loop) -------------------------------
 
@@ -165,7 +187,10 @@ class ToolServer:
         (MCP clients list the tools again to check the result of the call that was answered last)."""
         simulation = request.scope.get("tau2_simulation") if request is not None else None
         if simulation is None or (calling and simulation.actions.closed):
-            raise _mcp_error(types.INVALID_REQUEST, "This conversation is over: its tools are closed.")
+            raise _mcp_error(types.INVALID_REQUEST, "This conversation is over: its tools are closed.", request)
+        if calling and simulation.budget is not None and simulation.budget.over is not None:
+            raise _mcp_error(types.INVALID_REQUEST, f"Over a limit of this conversation: {simulation.budget.over}",
+                             request)
         return simulation
 
     async def _list_tools(self, ctx: ServerRequestContext[object, Request],
@@ -174,19 +199,23 @@ class ToolServer:
 
     async def _call_tool(self, ctx: ServerRequestContext[object, Request],
                          params: types.CallToolRequestParams) -> types.CallToolResult:
-        simulation = self._find(ctx.request)
+        request = ctx.request
+        simulation = self._find(request)
         if params.name not in simulation.names():
+            if request is not None:
+                request.scope[UNKNOWN_TOOL_KEY] = True
             raise _mcp_error(types.INVALID_PARAMS, f"Unknown tool {params.name[:100]!r}: this server offers "
-                                                   f"{', '.join(sorted(simulation.names()))}.")
+                                                   f"{', '.join(sorted(simulation.names()))}.", request)
         arguments = dict(params.arguments or {})
         size = len(json.dumps(arguments, default=str))
         if params.name == SEND_TO_USER and simulation.driven:
             message = arguments.get("message")
             if not isinstance(message, str):
-                raise _mcp_error(types.INVALID_PARAMS, f"{SEND_TO_USER} takes one argument, message: a string.")
+                raise _mcp_error(types.INVALID_PARAMS, f"{SEND_TO_USER} takes one argument, message: a string.",
+                                 request)
             said = UserMessageAction(message, request_bytes=size)
             if not simulation.actions.post(said):
-                raise _mcp_error(types.INVALID_REQUEST, "This conversation is over.")
+                raise _mcp_error(types.INVALID_REQUEST, "This conversation is over.", request)
             reply = await asyncio.wrap_future(said.reply)
             return types.CallToolResult(content=[types.TextContent(type="text", text=reply)], is_error=False)
         if not simulation.waiting and not simulation.driven:
@@ -195,10 +224,10 @@ class ToolServer:
                 "tools while tau2's message waits for its reply, then replies (docs/protocol.md)")
             simulation.actions.post(FailureAction(late))
             raise _mcp_error(types.INVALID_REQUEST, "No message of tau2's waits for your reply: call tools while "
-                                                    "one does, before you reply.")
+                                                    "one does, before you reply.", request)
         call = ToolCallAction(params.name, arguments, request_bytes=size)
         if not simulation.actions.post(call):
-            raise _mcp_error(types.INVALID_REQUEST, "This conversation is over: its tools are closed.")
+            raise _mcp_error(types.INVALID_REQUEST, "This conversation is over: its tools are closed.", request)
         outcome = await asyncio.wrap_future(call.outcome)
         return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.content)],
                                     is_error=outcome.error)
@@ -213,17 +242,20 @@ class _Gate:
         self._server = server
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":  # the server's loop: accept errors are counted, and logged once
+            asyncio.get_running_loop().set_exception_handler(self._server.guard.loop_exception_handler)
         if scope["type"] != "http":
             await self._inner(scope, receive, send)
             return
         started = time.perf_counter()
         try:
             simulation = self._simulation(scope)
+            spend = _spending(simulation)
         except _Refused as refused:
             await _plain_error(send, refused.status, str(refused))
             return
         scope["tau2_simulation"] = simulation
-        metered = _Meter(receive, send)
+        metered = _Meter(receive, send, spend)
         try:
             with tracing.within(_trace_parent(scope, simulation)):
                 await self._inner(scope, metered.receive, metered.send)
@@ -236,6 +268,10 @@ class _Gate:
         token = bearer[len("Bearer "):].strip() if bearer.startswith("Bearer ") else ""
         simulations = self._server._simulations
         if self._server.serving.fixed:
+            expected = self._server.fixed_token
+            if expected is not None and not secrets.compare_digest(token.encode(), expected.encode()):
+                raise _Refused(401, "Send the bearer token this server was started with (Authorization: Bearer "
+                                    "TOKEN), as your MCP client was configured.")
             found = simulations.get("")
             if found is None:
                 raise _Refused(409, "No conversation is in progress: the fixed MCP URL serves the tools of the "
@@ -250,12 +286,35 @@ class _Gate:
         return found
 
 
-class _Meter:
-    """Counts one HTTP exchange's bytes and keeps its status and the JSON-RPC method it carried."""
+def _spending(simulation: SimulationTools) -> Callable[[int], None]:
+    """Spend one MCP request from the simulation's budget (refused, unkept, once it is spent); what spends the
+    request's body bytes as they arrive. Going past a budget ends the simulation."""
+    budget = simulation.budget
+    if budget is None:
+        return lambda size: None
+    if budget.over is not None:
+        raise _Refused(429, f"Over a limit of this conversation: {budget.over}")
+    over = budget.spend_request()
+    if over is not None:
+        simulation.actions.post(FailureAction(over))
+        raise _Refused(429, f"Over a limit of this conversation: {over}")
 
-    def __init__(self, receive: Receive, send: Send) -> None:
+    def spend(size: int) -> None:
+        over = budget.spend_bytes(size, "MCP requests")
+        if over is not None:
+            simulation.actions.post(FailureAction(over))
+
+    return spend
+
+
+class _Meter:
+    """Counts one HTTP exchange's bytes (spending those of the request with `spend`) and keeps its status and the
+    JSON-RPC method it carried."""
+
+    def __init__(self, receive: Receive, send: Send, spend: Callable[[int], None]) -> None:
         self._receive = receive
         self._send = send
+        self._spend = spend
         self.request_bytes = 0
         self.response_bytes = 0
         self.status: int | None = None
@@ -267,6 +326,7 @@ class _Meter:
         if message["type"] == "http.request":
             body = message.get("body", b"")
             self.request_bytes += len(body)
+            self._spend(len(body))
             if len(self.body_start) < 512:
                 self.body_start += body[:512]
         return message
@@ -283,13 +343,15 @@ class _Meter:
 
     def record(self, scope: Scope, started: float, url: str) -> RequestRecord:
         method = _method(self.body_start) or scope.get("method", "")
+        refused = scope.get(MCP_ERROR_KEY)  # a handler of ours answered an MCP error: HTTP 200 or 4xx by version
         failed = self.status is None or self.status >= 400
         return RequestRecord(turn=None, attempt=1, method=method, endpoint=url,
                              protocol_version=_header(scope, b"mcp-protocol-version"), context_id=None,
                              http_status=self.status, latency_ms=round((time.perf_counter() - started) * 1000, 3),
                              request_bytes=self.request_bytes, response_bytes=self.response_bytes,
                              input_tokens=0, output_tokens=0, transport=MCP_BINDING, events=1,
-                             error="http" if failed else self.error)
+                             error="mcp_error" if refused else "http" if failed else self.error,
+                             error_message=refused, unknown_tool_calls=1 if scope.get(UNKNOWN_TOOL_KEY) else 0)
 
 
 def _trace_parent(scope: Scope, simulation: SimulationTools) -> Context | None:
@@ -326,9 +388,12 @@ async def _plain_error(send: Send, status: int, message: str) -> None:
     await send({"type": "http.response.body", "body": body.encode()})
 
 
-def _mcp_error(code: int, message: str) -> Exception:
+def _mcp_error(code: int, message: str, request: Request | None = None) -> Exception:
+    """The MCP error to raise; its message is kept on the request's record."""
     from mcp.shared.exceptions import MCPError
 
+    if request is not None:
+        request.scope[MCP_ERROR_KEY] = message[:500]
     return MCPError(code, message)
 
 

@@ -116,11 +116,12 @@ async def _serve(server: uvicorn.Server, app: ASGIApp, grpc_address: str | None)
             await grpc.stop(GRPC_GRACE_SECONDS)
 
 
-def _uvicorn(app: ASGIApp, host: str, port: int, log_level: str,
-             graceful_seconds: int | None = None) -> uvicorn.Server:
+def _uvicorn(app: ASGIApp, host: str, port: int, log_level: str, graceful_seconds: int | None = None,
+             http: type[asyncio.Protocol] | str = "auto", backlog: int = 2048) -> uvicorn.Server:
     # The plain asyncio loop: grpc.aio shares it.
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="auto",
-                                         loop="asyncio", timeout_graceful_shutdown=graceful_seconds))
+                                         loop="asyncio", timeout_graceful_shutdown=graceful_seconds, http=http,
+                                         backlog=backlog))
 
 
 def serve_forever(app: ASGIApp, host: str, port: int, grpc_port: int | None = None,
@@ -144,13 +145,16 @@ class BackgroundServer:
     """An ASGI app (and, with `grpc_port`, its gRPC server) in a daemon thread; for tests, demos, benchmarks."""
 
     def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int | None = None,
-                 grpc_port: int | None = None) -> None:
+                 grpc_port: int | None = None, http: type[asyncio.Protocol] | str = "auto",
+                 backlog: int = 2048) -> None:
+        """`http`: uvicorn's HTTP protocol (a class of its own bounds, as the MCP tools server's); `backlog`: the
+        listen queue, which is also how many connections asyncio accepts at once."""
         self.host = host
         self.port = port or free_port(host)
         self.grpc_port = grpc_port
         self.app = app
         # Stopping ends requests still being answered after a moment (an agent under test may never answer).
-        self._server = _uvicorn(app, host, self.port, "warning", graceful_seconds=2)
+        self._server = _uvicorn(app, host, self.port, "warning", graceful_seconds=2, http=http, backlog=backlog)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"uvicorn:{self.port}", daemon=True)
 

@@ -53,6 +53,8 @@ CLI_TERMS: dict[str, str] = {
     "setting:a2a.max_request_bytes": "--a2a-max-request-bytes",
     "setting:a2a.max_tool_calls_per_reply": "--a2a-max-tool-calls-per-reply",
     "setting:a2a.max_tool_calls": "--a2a-max-tool-calls",
+    "setting:a2a.max_mcp_requests": "--a2a-max-mcp-requests",
+    "setting:a2a.max_agent_bytes": "--a2a-max-agent-bytes",
     "setting:retrieval_config": "--retrieval-config",
     "setting:retrieval_config_kwargs": "--retrieval-config-kwargs",
     "action:resume": RESUME,

@@ -131,10 +131,12 @@ def build_metrics(results: dict[str, Any], discovery: list[dict[str, Any]] | Non
                 **record} for record in simulation_records(simulation, MCP_REQUESTS_KEY)]
         if mcp:
             per_simulation[-1]["mcp"] = {"summary": summarize(mcp), "requests": mcp}
+            summary["unknown_tool_calls"] += per_simulation[-1]["mcp"]["summary"]["unknown_tool_calls"]
             all_mcp.extend(mcp)
     run = summarize(all_records)
-    if all_mcp:
+    if all_mcp:  # unknown tools count alike whichever way the agent called them
         run["mcp"] = summarize(all_mcp)
+        run["unknown_tool_calls"] += run["mcp"]["unknown_tool_calls"]
     run["simulations"] = len(per_simulation)
     run["simulations_ended_by_a2a_errors"] = ended_by
     run["a2a_time_s"] = round(run["latency_ms"]["total"] / 1000.0, 3)

@@ -33,7 +33,8 @@ DEFAULT_ALLOWED_TARGETS = ("public",)
 # is that name in lower case with dashes (AGENT_TIMEOUT: --agent-timeout).
 AGENT_LIMITS = {"timeout": "AGENT_TIMEOUT", "max_reply_bytes": "AGENT_MAX_REPLY_BYTES",
                 "max_tool_calls_per_reply": "AGENT_MAX_TOOL_CALLS_PER_REPLY",
-                "max_tool_calls": "AGENT_MAX_TOOL_CALLS", "max_request_bytes": "AGENT_MAX_REQUEST_BYTES"}
+                "max_tool_calls": "AGENT_MAX_TOOL_CALLS", "max_request_bytes": "AGENT_MAX_REQUEST_BYTES",
+                "max_mcp_requests": "AGENT_MAX_MCP_REQUESTS", "max_agent_bytes": "AGENT_MAX_AGENT_BYTES"}
 
 
 def setting_name(variable: str) -> str:
@@ -65,6 +66,8 @@ class ServiceSettings:
     # evaluated agents reach it by (None: MCP_HOST, or its address). The operator's, never a caller's.
     mcp_host: str = McpServing.host
     mcp_public_host: str | None = None
+    mcp_max_connections: int = McpServing.max_connections  # each evaluation's MCP server's bounds
+    mcp_read_timeout: float = McpServing.read_timeout
 
     def __post_init__(self) -> None:
         for field_name, variable in AGENT_LIMITS.items():
@@ -74,6 +77,8 @@ class ServiceSettings:
             else:
                 check_limit(value, setting_name(variable))
         check_limit(self.max_message_bytes, setting_name("MAX_MESSAGE_BYTES"))
+        check_limit(self.mcp_max_connections, setting_name("MCP_MAX_CONNECTIONS"))
+        check_timeout(self.mcp_read_timeout, setting_name("MCP_READ_TIMEOUT"))
 
     def user_llm_policy(self) -> UserLLMPolicy:
         """The user LLM policy, or ConfigError naming the setting that is wrong."""
@@ -153,7 +158,14 @@ class ServiceSettings:
             max_message_bytes=number("MAX_MESSAGE_BYTES", cls.max_message_bytes),
             mcp_host=get("MCP_HOST") or cls.mcp_host,
             mcp_public_host=get("MCP_PUBLIC_HOST"),
+            mcp_max_connections=number("MCP_MAX_CONNECTIONS", cls.mcp_max_connections),
+            mcp_read_timeout=seconds("MCP_READ_TIMEOUT", cls.mcp_read_timeout),
         )
+
+    def mcp_serving(self) -> McpServing:
+        """Where each evaluation's MCP tools server listens, and its connections' bounds."""
+        return McpServing(host=self.mcp_host, public_host=self.mcp_public_host,
+                          max_connections=self.mcp_max_connections, read_timeout=self.mcp_read_timeout)
 
     def tools(self, replica: str | None = None) -> EvaluationTools:
         """The tools over an evaluation manager for these settings, started (its database open, its
@@ -167,7 +179,7 @@ class ServiceSettings:
             children = ChildOptions(nice=self.evaluation_nice, ray_address=self.ray_address,
                                     user_llm_api_base=user_llms.api_base, allowed_targets=targets.entries,
                                     agent_limits=self.agent_limits,
-                                    mcp=McpServing(host=self.mcp_host, public_host=self.mcp_public_host))
+                                    mcp=self.mcp_serving())
             database = Database(self.database) if self.database else None  # None: SQLite in results_dir
             manager = EvaluationManager(self.results_dir, self.limits, database=database, children=children,
                                         replica=replica or self.replica, lease_seconds=self.lease_seconds)

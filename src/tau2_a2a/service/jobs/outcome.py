@@ -30,7 +30,8 @@ SERVICE_TERMS = {
     "setting:retrieval_config": "retrieval_config",
     # The agent's limits: the operator's settings here (cli/serve.py).
     **{f"setting:a2a.{name}": f"the service's --agent-{name.replace('_', '-')}"
-       for name in ("timeout", "max_reply_bytes", "max_request_bytes", "max_tool_calls_per_reply", "max_tool_calls")},
+       for name in ("timeout", "max_reply_bytes", "max_request_bytes", "max_tool_calls_per_reply", "max_tool_calls",
+                    "max_mcp_requests", "max_agent_bytes")},
     "action:resume": "send the evaluation again",
     "action:retry": "sending the evaluation again retries them",
 }

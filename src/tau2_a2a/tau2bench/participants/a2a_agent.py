@@ -21,7 +21,7 @@ from a2a.types import Part
 
 from tau2_a2a.client.config import MESSAGE, redact
 from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit
-from tau2_a2a.client.limits import check_tool_calls
+from tau2_a2a.client.limits import SimulationBudget, check_tool_calls
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.client.sending import Exchange
 from tau2_a2a.client.session import A2ASession
@@ -66,6 +66,7 @@ class A2AAgentState:
     pending_calls: dict[str, tuple[str, CallForm]] = field(default_factory=dict)
     tool_calls: int = 0  # asked for so far (see client.limits)
     mcp: McpConversation | None = None  # in an MCP tools mode: the simulation's tools and open request
+    budget: SimulationBudget | None = None  # in the message mode: the bytes the agent sent (MCP: on its tools)
 
 
 class A2AAgent(LLMAgent):
@@ -160,6 +161,13 @@ class A2AAgent(LLMAgent):
     def _to_assistant_message(self, exchange: Exchange, state: A2AAgentState) -> AssistantMessage:
         texts, data_parts = reply_parts(exchange.reply)
         record = exchange.records[-1]
+        if state.budget is None:
+            state.budget = SimulationBudget(self.config)
+        over = state.budget.spend_bytes(sum(r.response_bytes for r in exchange.records), "A2A replies")
+        if over is not None:
+            record.error, record.error_message = over.category.value, str(over)
+            over.records = exchange.records
+            raise over
         try:
             parsed = parse_reply(texts, data_parts)
             if parsed.text is None and not parsed.tool_calls:

@@ -35,7 +35,7 @@ from tau2_a2a.client.agent_actions import (
 )
 from tau2_a2a.client.config import DRIVEN, redact
 from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit, AgentTimeout
-from tau2_a2a.client.limits import check_tool_calls
+from tau2_a2a.client.limits import SimulationBudget, check_tool_calls
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
 from tau2_a2a.client.sending import Exchange, InFlight
 from tau2_a2a.client.session import A2ASession
@@ -87,7 +87,8 @@ class McpConversation:
     @classmethod
     def open(cls, session: A2ASession, tool_schemas: list[dict[str, object]]) -> McpConversation:
         actions = ActionQueue()
-        server = session.tool_server.open(tool_schemas, actions, session.tools_mode == DRIVEN)
+        server = session.tool_server.open(tool_schemas, actions, session.tools_mode == DRIVEN,
+                                          SimulationBudget(session.config))
         return cls(session, server, actions, session.tool_server.simulation(server))
 
     @property
@@ -184,6 +185,12 @@ class McpConversation:
         self.task_id = exchange.task_id
         texts, _ = reply_parts(exchange.reply)
         text = "\n".join(t for t in texts if t).strip()
+        if self.tools.budget is not None:
+            over = self.tools.budget.spend_bytes(sum(r.response_bytes for r in exchange.records), "A2A replies")
+            if over is not None:
+                exchange.records[-1].error, exchange.records[-1].error_message = over.category.value, str(over)
+                over.records = exchange.records
+                raise self._failure(over)
         requests = [r.as_dict() for r in exchange.records]
         usage, cost = self._usage(exchange)
         if self.driven:  # the agent ended its task: the conversation is over
