@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import textwrap
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from tau2_a2a.compare import stats
@@ -79,14 +80,57 @@ def _svg(figure: Figure) -> str:
 
 def _run_legend(figure: Figure, runs: list[tuple[int, str]], extra: list[Line2D] | None = None,
                 **style: Any) -> None:
-    """Below the chart, each run's colour and its name in full (wrapped), then the `extra` entries; two columns
-    when there are several runs."""
+    """Below the chart, each run's colour and its name in full (wrapped), then the `extra` entries, as large as
+    the tick labels; two columns when there are several runs."""
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=PALETTE[index % len(PALETTE)], label=_wrapped(label), **style)
-               for index, label in runs]
+    handles = [Line2D([], [], color=PALETTE[index % len(PALETTE)], label=_wrapped(label, _legend_width(len(runs))),
+                      **style) for index, label in runs]
     figure.legend(handles=handles + (extra or []), loc="outside lower center", ncols=1 if len(runs) == 1 else 2,
-                  fontsize=7, frameon=False)
+                  fontsize="medium", handlelength=3, frameon=False)
+
+
+def _compact(value: float, _position: object = None) -> str:
+    """A tick label: thousands as "k", millions as "M", and no negative tick (no figure here is below zero)."""
+    if value < 0:
+        return ""
+    for size, suffix in ((1e6, "M"), (1e4, "k")):
+        if value >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def _dollars(value: float, _position: object = None) -> str:
+    return "" if value < 0 else f"${value:g}"
+
+
+def _readable(axis: Any, formatter: Callable[[float, object], str] = _compact) -> None:
+    """A value axis with a few round ticks (1, 2, 2.5 or 5 times a power of ten) and short labels, so that long
+    numbers never run into each other whatever the chart's width."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3))
+    axis.set_major_formatter(FuncFormatter(formatter))
+
+
+def _milliseconds(groups: list[tuple[str, list[float], str]], what: str) -> tuple[list[tuple[str, list[float], str]],
+                                                                                  str]:
+    """Times in ms as the axis reads best: seconds once any reaches a second; the axis label names the unit."""
+    if max((v for _, values, _ in groups for v in values), default=0.0) < 1000:
+        return groups, f"{what} (ms)"
+    return [(label, [v / 1000 for v in values], colour) for label, values, colour in groups], f"{what} (s)"
+
+
+def _legend_width(runs: int) -> int:
+    """Characters per line of a run's name in the legend: two columns of names fit the chart's width."""
+    return 26 if runs > 1 else 60
+
+
+def _legend_height(labels: list[str], extra: int = 0) -> float:
+    """Inches the legend below a chart takes (its names wrapped, in one or two columns), so that the plot keeps
+    its height however long the names."""
+    lines = sum(len(_wrapped(label, _legend_width(len(labels))).splitlines()) for label in labels) + extra
+    return 0.2 * (lines if len(labels) == 1 else (lines + 1) // 2) + 0.15
 
 
 def _style(axes: Axes, title: str) -> None:
@@ -101,7 +145,7 @@ def pass_k_chart(per_run: list[tuple[str, DomainFigures]]) -> str:
     convention."""
     from matplotlib.lines import Line2D
 
-    figure = _figure(height=3.0 + 0.25 * len(per_run))
+    figure = _figure(height=2.8 + _legend_height([label for label, _ in per_run], extra=2))
     axes = figure.add_subplot()
     styles: tuple[tuple[str, Literal["-", "--"], float, str], ...] = (
         (stats.COMBINATORIAL, "-", -0.06, "tau2's estimator"), (stats.FIRST_K, "--", 0.06, "first k trials"))
@@ -149,7 +193,7 @@ def frontier_chart(frontier: Frontier, labels: list[str]) -> str:
     """Average reward against the agent's cost per conversation, the frontier joined by a line. The runs are
     told apart by colour, named in the legend: runs of about the same cost and reward share a spot, where names
     beside the points would print over each other."""
-    figure = _figure(height=3.2 + 0.25 * len(frontier["points"]))
+    figure = _figure(height=3.0 + _legend_height([p["label"] for p in frontier["points"]]))
     axes = figure.add_subplot()
     for point in frontier["points"]:
         index = labels.index(point["label"])
@@ -161,8 +205,11 @@ def frontier_chart(frontier: Frontier, labels: list[str]) -> str:
                   linewidth=1.0, linestyle=":", zorder=2)
     axes.set_xlabel("agent cost per conversation (USD)")
     axes.set_ylabel("average reward")
-    axes.set_ylim(-0.02, 1.05)
-    axes.set_xlim(left=0)
+    axes.set_ylim(-0.08, 1.08)  # a point at reward 0 or 1 drawn whole, off the edge
+    costs = [p["agent_cost"] for p in frontier["points"]]
+    right = max(costs) * 1.1 or 0.001
+    axes.set_xlim(min(0.0, min(costs)) - 0.06 * right, right)  # zero in sight, a free agent's point off the edge
+    _readable(axes.xaxis, _dollars)
     _style(axes, "Reward against cost")
     _run_legend(figure, [(labels.index(p["label"]), p["label"]) for p in frontier["points"]], marker="o",
                 linestyle="none", markersize=6)
@@ -191,14 +238,14 @@ def latency_chart(per_run: list[tuple[str, DomainFigures]]) -> str:
         for method, summary in figures["protocol"]["latency_ms_by_method"].items():
             groups.append((f"{label} · {method}" if len(per_run) > 1 else method, summary["values"],
                            PALETTE[index % len(PALETTE)]))
-    return _box_chart(groups, "latency (ms)", "Latency per request kind")
+    return _box_chart(*_milliseconds(groups, "latency"), "Latency per request kind")
 
 
 def first_event_chart(per_run: list[tuple[str, DomainFigures]]) -> str:
     """Time from the request to the first A2A event (equal to the latency when the reply is not streamed)."""
     groups = [(label, figures["protocol"]["first_event_ms"]["values"], PALETTE[i % len(PALETTE)])
               for i, (label, figures) in enumerate(per_run)]
-    return _box_chart(groups, "time to first event (ms)", "Time to first event")
+    return _box_chart(*_milliseconds(groups, "time to first event"), "Time to first event")
 
 
 def _box_chart(groups: list[tuple[str, list[float], str]], xlabel: str, title: str) -> str:
@@ -206,6 +253,7 @@ def _box_chart(groups: list[tuple[str, list[float], str]], xlabel: str, title: s
     figure = _figure(height=max(1.6, 0.45 * len(groups) + 1.0))
     axes = figure.add_subplot()
     _boxes(axes, groups)
+    _readable(axes.xaxis)
     axes.set_xlabel(xlabel)
     _style(axes, title)
     axes.grid(axis="x", color="#dddddd", linewidth=0.6)
@@ -233,7 +281,7 @@ def retries_chart(per_run: list[tuple[str, DomainFigures]]) -> str:
     """Retried requests, failed requests and simulations with retries, per run (drawn only when there are some)."""
     from matplotlib.ticker import MaxNLocator
 
-    figure = _figure(height=2.4 + (0.25 * len(per_run) if len(per_run) > 1 else 0))
+    figure = _figure(height=2.4 + (_legend_height([label for label, _ in per_run]) if len(per_run) > 1 else 0))
     axes = figure.add_subplot()
     names = ["retried requests", "failed requests", "simulations with retries"]
     width = 0.8 / max(len(per_run), 1)

@@ -72,7 +72,7 @@ class Failures(TypedDict):
 
 
 class CostFigures(TypedDict):
-    """USD by participant (None: not reported), and seconds by phase."""
+    """USD by participant (None: not reported), and seconds by phase: the whole run's and a conversation's."""
 
     simulations: int
     per_conversation: dict[str, float | None]
@@ -80,6 +80,7 @@ class CostFigures(TypedDict):
     reported_by: dict[str, int]
     per_task: list[dict[str, str | int | float | None]]
     time_s_by_phase: dict[str, float] | None
+    time_s_per_conversation: dict[str, float] | None
 
 
 class DomainFigures(TypedDict):

@@ -172,6 +172,7 @@ def cost_figures(run: DomainRun) -> CostFigures:
                          **{who: None if total is None else total / len(rows) for who, total in sums.items()}})
     times = [t for t in (conversation_times(s) for s in simulations) if t]
     phases = ("agent", "user", "tools", "judge")
+    by_phase = {phase: sum(float(t.get(phase) or 0.0) for t in times) for phase in phases}
     return {
         "simulations": len(simulations),
         "per_conversation": {who: None if total is None else total / len(simulations)
@@ -179,7 +180,8 @@ def cost_figures(run: DomainRun) -> CostFigures:
         "total": totals,
         "reported_by": {who: sum(1 for c in costs if c[who] is not None) for who in COST_PARTIES},
         "per_task": per_task,
-        "time_s_by_phase": {phase: round(sum(float(t.get(phase) or 0.0) for t in times), 3) for phase in phases}
+        "time_s_by_phase": {phase: round(total, 3) for phase, total in by_phase.items()} if times else None,
+        "time_s_per_conversation": {phase: round(total / len(times), 3) for phase, total in by_phase.items()}
         if times else None,
     }
 
