@@ -33,10 +33,20 @@ CHART_TEXTS = """[...document.querySelectorAll('.chart svg')].map((svg) => {
 
 
 def variant(source: Path, target: Path, *, trials: int | None = None, rewards: dict[str, float] | None = None,
-            agent_cost: float | None = None, first_event_ms: list[float] | None = None) -> Path:
+            agent_cost: float | None = None, first_event_ms: list[float] | None = None,
+            usage: bool = False) -> Path:
     """A copy of a results file with its first `trials` trials, each task's reward set, the agent's cost set, and
-    with `first_event_ms` its requests streamed, the first event after these times in turn (and the reply then)."""
+    with `first_event_ms` its requests streamed, the first event after these times in turn (and the reply then).
+    With `usage`, the agent reported LLM usage with each reply (prompt 1000 + the reply's index, completion 10),
+    except the first reply of the last simulation (tau2's greeting, cost 0.0, is no reply)."""
     data = json.loads(source.read_text())
+    if usage:
+        for number, simulation in enumerate(data["simulations"]):
+            replies = [m for m in simulation["messages"] if m["role"] == "assistant" and m["cost"] is None]
+            for index, reply in enumerate(replies):
+                last = number == len(data["simulations"]) - 1
+                reply["usage"] = None if last and index == 0 else {"prompt_tokens": 1000 + index,
+                                                                    "completion_tokens": 10}
     if first_event_ms is not None:
         times = iter(first_event_ms * 1000)
         for record in (r for s in data["simulations"] for r in a2a_records(s)):
@@ -82,7 +92,8 @@ def outlier(runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> 
     every task (the frontier's corner: cost 0, reward 1) and one that costs a fifth of a cent."""
     folder = tmp_path_factory.mktemp("outlier")
     free = variant(runs["oracle"], folder / "free.json", agent_cost=0.0, first_event_ms=[20_000.0, *range(200, 900, 50)])
-    paid = variant(runs["flaky"], folder / "paid.json", agent_cost=0.002, first_event_ms=list(range(300, 1000, 70)))
+    paid = variant(runs["flaky"], folder / "paid.json", agent_cost=0.002, first_event_ms=list(range(300, 1000, 70)),
+                   usage=True)
     return write([f"free={free}", f"paid={paid}"], folder / "report.html", resamples=200)[1]
 
 
@@ -254,3 +265,36 @@ def test_the_time_beside_the_cost_is_per_conversation(outlier: Path, browser: Br
         assert per == {phase: pytest.approx(total / cost["simulations"], abs=1e-3)
                        for phase, total in cost["time_s_by_phase"].items()}
         assert row[-1] == " · ".join(f"{per[phase]:.2f}" for phase in ("agent", "user", "tools", "judge")) + " s"
+
+
+def test_message_tokens_and_the_agents_llm_usage_are_named_apart(outlier: Path, browser: Browser) -> None:
+    """The tokens of the A2A messages' text are not the agent's LLM usage: each is named for what it counts; the
+    usage the agent reported is drawn beside them where every reply reported it, a partial sum is not drawn and
+    is said to be a lower bound, and a run that reported none reads "not reported", never 0."""
+    charts = opened(browser, outlier)
+    report = json.loads(outlier.with_suffix(".json").read_text())
+    free, paid = (run["domains"][0]["protocol"] for run in report["runs"])
+    assert {s["agent_usage"] is None for s in free["per_simulation"]} == {True}
+    assert free["usage_reported"] == {"whole": 0, "partial": 0}
+    assert paid["usage_reported"] == {"whole": 11, "partial": 1}
+    *whole, partial = paid["per_simulation"]
+    assert partial["agent_usage"]["replies_with_usage"] == partial["agent_usage"]["replies"] - 1
+    assert all(s["agent_usage"]["input"] == sum(1000 + i for i in range(s["agent_usage"]["replies"]))
+               for s in whole)
+    tokens = texts(titled(charts, "Tokens per simulation"))
+    assert {"free · A2A text sent", "paid · A2A text received", "paid · LLM in (agent-reported)",
+            "paid · LLM out (agent-reported)"} <= set(tokens)
+    assert not [t for t in tokens if t.startswith("free · LLM")]
+    assert browser.evaluate("document.querySelector('p.usage').innerText").endswith(
+        "free not reported; paid 11 of 12 (1 more reported it for some replies only: a lower bound, not drawn).")
+
+    index = next(s["index"] for s in whole if s["requests"])
+    browser.click(f'td.cell[data-sim="1/airline/{index}"]')
+    browser.wait_for(f"document.getElementById('trajectory').dataset.sim === '1/airline/{index}'")
+    text = browser.evaluate("document.getElementById('trajectory-body').innerText")
+    assert "LLM usage (agent-reported): 1000 tokens in · 10 out" in text
+    assert re.search(r"A2A text \d+ tokens sent · \d+ received", text)
+    assert not re.search(r"· \d+ tokens in · \d+ out", text)  # the A2A text's tokens were shown as the agent's
+    browser.click('td.cell[data-sim="0/airline/0"]')
+    browser.wait_for("document.getElementById('trajectory').dataset.sim === '0/airline/0'")
+    assert "LLM usage: not reported" in browser.evaluate("document.getElementById('trajectory-body').innerText")

@@ -262,15 +262,20 @@ def _box_chart(groups: list[tuple[str, list[float], str]], xlabel: str, title: s
 
 def volume_charts(per_run: list[tuple[str, DomainFigures]]) -> tuple[str, str]:
     """Tokens, and bytes, per simulation, each way, per run: two charts, each as wide as the others, so that long
-    run names leave room for the boxes, the title and the axis label."""
+    run names leave room for the boxes, the title and the axis label. The tokens of the A2A messages' text, and
+    beside them the LLM usage the agent reported, for the simulations whose every reply reported it (a partial
+    sum would look whole)."""
     token_groups: list[tuple[str, list[float], str]] = []
     byte_groups: list[tuple[str, list[float], str]] = []
     for index, (label, figures) in enumerate(per_run):
         sims = figures["protocol"]["per_simulation"]
         colour = PALETTE[index % len(PALETTE)]
         prefix = f"{label} · " if len(per_run) > 1 else ""
-        token_groups += [(f"{prefix}in", [s["input_tokens"] for s in sims], colour),
-                         (f"{prefix}out", [s["output_tokens"] for s in sims], colour)]
+        whole = [u for u in (s["agent_usage"] for s in sims) if u and u["replies_with_usage"] == u["replies"]]
+        token_groups += [(f"{prefix}A2A text sent", [s["input_tokens"] for s in sims], colour),
+                         (f"{prefix}A2A text received", [s["output_tokens"] for s in sims], colour),
+                         (f"{prefix}LLM in (agent-reported)", [u["input"] for u in whole], colour),
+                         (f"{prefix}LLM out (agent-reported)", [u["output"] for u in whole], colour)]
         byte_groups += [(f"{prefix}sent", [s["request_bytes"] / 1024 for s in sims], colour),
                         (f"{prefix}received", [s["response_bytes"] / 1024 for s in sims], colour)]
     return (_box_chart(token_groups, "tokens per simulation", "Tokens per simulation"),

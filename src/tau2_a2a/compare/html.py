@@ -122,6 +122,10 @@ def message_view(message: dict[str, Any]) -> dict[str, object]:
         view["calls"] = [{"name": c.get("name"), "arguments": c.get("arguments")} for c in message["tool_calls"]]
     if message.get("role") == "tool":
         view["error"] = bool(message.get("error"))
+    if message.get("role") == "assistant":  # the LLM usage the agent reported for this reply (None: not reported)
+        usage = message.get("usage") or {}
+        view["usage"] = ({"input": usage.get("prompt_tokens"), "output": usage.get("completion_tokens")}
+                         if usage else None)
     raw = (message.get("raw_data") or {}).get(RAW_DATA_KEY) or {}
     if raw.get("requests"):
         view["requests"] = [request_view(r) for r in raw["requests"]]

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tau2_a2a.compare import stats
 from tau2_a2a.compare.figures import (
+    AgentUsage,
     ComparisonFigures,
     CostFigures,
     DomainFigures,
@@ -53,7 +54,7 @@ from tau2_a2a.compare.runs import (
     task_trials,
 )
 from tau2_a2a.runner.outcome import usd
-from tau2_a2a.runner.protocol_metrics import known_total
+from tau2_a2a.runner.protocol_metrics import agent_usage, known_total
 from tau2_a2a.tau2bench.run.layout import metrics_path
 from tau2_a2a.tau2bench.run.resume import CARD_KEY
 from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION
@@ -132,7 +133,7 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
             latency_by_method.setdefault(str(record.get("method")), []).append(float(record.get("latency_ms") or 0))
             if record.get("first_event_ms") is not None:
                 first_event.append(float(record["first_event_ms"]))
-        figures = simulation_protocol(records)
+        figures = simulation_protocol(records, simulation)
         per_simulation.append({"index": index, **figures})
         cells.setdefault(str(simulation["task_id"]), []).append({
             "trial": simulation.get("trial"), "index": index, "reward": reward_of(simulation),
@@ -152,6 +153,7 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
         "per_simulation": per_simulation,
         "retried_requests": sum(p["retries"] for p in per_simulation),
         "simulations_with_retries": sum(1 for p in per_simulation if p["retries"]),
+        "usage_reported": usage_reported([p["agent_usage"] for p in per_simulation]),
     }
     return grid, failures, protocol
 
@@ -186,17 +188,35 @@ def cost_figures(run: DomainRun) -> CostFigures:
     }
 
 
-def simulation_protocol(records: list[dict[str, Any]]) -> SimulationProtocol:
+def simulation_protocol(records: list[dict[str, Any]], simulation: dict[str, Any]) -> SimulationProtocol:
+    """A simulation's A2A requests summed (their tokens count the messages' text), and the LLM usage the agent
+    reported with its replies."""
     return {
         "requests": len(records),
         "retries": sum(1 for r in records if int(r.get("attempt") or 1) > 1),
         "failed_requests": sum(1 for r in records if r.get("error")),
         "input_tokens": sum(int(r.get("input_tokens") or 0) for r in records),
         "output_tokens": sum(int(r.get("output_tokens") or 0) for r in records),
+        "agent_usage": simulation_usage(simulation),
         "request_bytes": sum(int(r.get("request_bytes") or 0) for r in records),
         "response_bytes": sum(int(r.get("response_bytes") or 0) for r in records),
         "latency_ms": round(sum(float(r.get("latency_ms") or 0) for r in records), 3),
     }
+
+
+def simulation_usage(simulation: dict[str, Any]) -> AgentUsage | None:
+    """The usage the agent reported over a conversation, None when no reply reported any."""
+    usage = agent_usage([simulation])
+    if usage["input"] is None or usage["output"] is None:
+        return None
+    return {"input": usage["input"], "output": usage["output"], "replies_with_usage": usage["replies_with_usage"],
+            "replies": usage["replies"]}
+
+
+def usage_reported(usages: list[AgentUsage | None]) -> dict[str, int]:
+    """How many simulations reported their LLM usage with every reply ("whole"), with some only ("partial")."""
+    whole = sum(1 for u in usages if u and u["replies_with_usage"] == u["replies"])
+    return {"whole": whole, "partial": sum(1 for u in usages if u) - whole}
 
 
 def summary(values: list[float]) -> ValueSummary:
