@@ -30,7 +30,7 @@ from tau2_a2a.tau2bench.seam.distribution import Results
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.cli import run_cli
 from tests.support.middleware import GrpcMetadataLog, HttpExchange, RequireBearer, WireLog
-from tests.support.otlp import descends_from
+from tests.support.otlp import Span, descends_from
 from tests.support.paths import REPO
 from tests.support.runs import FAST, run_a2a
 
@@ -241,3 +241,32 @@ def test_an_agent_served_over_grpc_continues_the_trace_its_call_carries(traced, 
     by_id = {s.span_id: s for s in requests}
     assert len(served) == len(requests) and all(by_id[s.parent_id].name == f"A2A {method}" for s in served)
     assert {s.attributes["rpc.method"] for s in served} == {method}
+
+
+
+@pytest.mark.parametrize("transport", ["jsonrpc", "grpc"])
+def test_the_card_fetch_and_access_check_are_in_the_runs_trace(traced, tmp_path: Path, transport: str) -> None:
+    """The requests made before any simulation (the card fetch, the access check) are spans of the run's trace,
+    under its span; the card's GET carries that trace to the agent, so the agent's own span of it joins the run's
+    trace instead of starting one of its own."""
+    http: list[HttpExchange] = []
+    port, grpc_port = free_port(), free_port()
+    url = f"http://127.0.0.1:{port}"
+    app = a2a_app(OracleExecutor(), oracle_card(url, grpc_url=f"127.0.0.1:{grpc_port}"),
+                  middleware=[Middleware(WireLog, exchanges=http)])
+    with BackgroundServer(app, port=port, grpc_port=grpc_port):
+        run_a2a(url, tmp_path, task_ids=["0"], a2a=A2AConfig(endpoint=url, retry=FAST, transport=transport))
+    [run] = traced.wait_for(lambda spans: [s for s in spans if s.name == "tau2-a2a run airline"
+                                           and s.attributes.get("server.port") == port])
+
+    def before_simulations(spans: list[Span]) -> list[Span]:
+        return [s for s in spans if s.attributes.get("server.port") == port and "a2a.turn" not in s.attributes
+                and s.name in ("A2A GetAgentCard", "A2A GetTask")]
+
+    discovery = traced.wait_for(lambda spans: len(before_simulations(spans)) == 2 and before_simulations(spans))
+    assert sorted(s.name for s in discovery) == ["A2A GetAgentCard", "A2A GetTask"]
+    everything = traced.trace(run.trace_id)
+    assert all(s.trace_id == run.trace_id and descends_from(s, run, everything) for s in discovery)
+    [card_span] = [s for s in discovery if s.name == "A2A GetAgentCard"]
+    [card_get] = [e for e in http if e.method == "GET" and e.path.endswith("agent-card.json")]
+    assert traceparents(card_get.headers["traceparent"]) == (run.trace_id, card_span.span_id)

@@ -27,14 +27,14 @@ def template(tmp_path_factory: pytest.TempPathFactory, oracle_url: str) -> dict[
     return json.loads(outcome.results_path.read_text())
 
 
-def constructed(template: dict[str, Any], path: Path, outcomes: dict[str, str]) -> Path:
-    """The template with TRIALS trials of each task, trial i passed when outcomes[task][i] is "1" (default all)."""
+def constructed(template: dict[str, Any], path: Path, outcomes: dict[str, str], trials: int = TRIALS) -> Path:
+    """The template with `trials` trials of each task, trial i passed when outcomes[task][i] is "1" (default all)."""
     data = copy.deepcopy(template)
     by_task = {s["task_id"]: s for s in data["simulations"]}
-    data["info"]["num_trials"] = TRIALS
+    data["info"]["num_trials"] = trials
     data["simulations"] = []
     for task in TASKS:
-        for trial, passed in enumerate(outcomes.get(task, "1" * TRIALS)):
+        for trial, passed in enumerate(outcomes.get(task, "1" * trials)):
             simulation = copy.deepcopy(by_task[task])
             simulation["id"] = f"{task}-{trial}"
             simulation["trial"] = trial
@@ -45,12 +45,15 @@ def constructed(template: dict[str, Any], path: Path, outcomes: dict[str, str]) 
 
 
 def gate(capsys: pytest.CaptureFixture[str], tmp_path: Path, base: Path, new: Path, *flags: str) -> tuple[int, str]:
+    """The exit code and the verdict, which is the output's last line (a CI step's `tail -1`)."""
     code = main(["report", f"base={base}", f"new={new}", "--gate", "--resamples", "2000",
                  "--out", str(tmp_path / "gate.html"), *flags])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
-    [line] = [line for line in captured.out.splitlines() if line.startswith("gate: ")]
-    return code, line
+    lines = captured.out.splitlines()
+    assert [line for line in lines if line.startswith("gate: ")] == lines[-1:]
+    assert lines[-3:-1] == [f"Report: {tmp_path / 'gate.html'}", f"Figures: {tmp_path / 'gate.json'}"]
+    return code, lines[-1]
 
 
 def test_identical_runs_pass(template: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -82,7 +85,11 @@ def test_a_real_regression_fails(template: dict[str, Any], tmp_path: Path, capsy
     assert '<p class="gate fail">gate: FAIL: new is worse than base' in page
 
     code, line = gate(capsys, tmp_path, base, new, "--min-effect", "50")
-    assert code == 0 and "airline: worse, but by less than the min effect: average reward -40.0 points" in line
+    assert code == 0
+    assert line.startswith("gate: pass: new is worse than base, but by less than the min effect (50 points) "
+                           "(airline: worse, but by less than the min effect: average reward -40.0 points; ")
+    verdict = json.loads((tmp_path / "gate.json").read_text())["gate"]
+    assert [d["verdict"] for d in verdict["domains"]] == ["worse, but by less than the min effect"]
 
 
 def test_noise_passes(template: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -95,6 +102,29 @@ def test_noise_passes(template: dict[str, Any], tmp_path: Path, capsys: pytest.C
     assert line.startswith("gate: pass: new is not worse than base beyond noise (airline: no regression beyond noise: "
                            "average reward -3.8 points; paired permutation over 20 tasks p = ")
     assert "McNemar 4 lost vs 1 gained of 80 task x trial pairs p = 0.188 (one-sided, exact binomial)" in line
+
+
+def test_runs_with_other_trial_counts_are_refused_unless_asked(template: dict[str, Any], tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """3 trials against 1: refused; with --unequal-trials judged, and the verdict says how the trials were paired."""
+    base = constructed(template, tmp_path / "base.json", {}, trials=3)
+    new = constructed(template, tmp_path / "new.json", dict.fromkeys(TASKS[:8], "0"), trials=1)
+    assert main(["report", f"base={base}", f"new={new}", "--gate", "--out", str(tmp_path / "refused.html")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "error: --gate: base and new ran different trials per task in airline (base 3, new 1); run both with the "
+        "same --num-trials, or pass --unequal-trials to pair trial i with trial i over the fewer"]
+    assert captured.out == "" and not (tmp_path / "refused.html").exists()
+
+    code, line = gate(capsys, tmp_path, base, new, "--unequal-trials")
+    assert code == 1
+    assert line.startswith("gate: FAIL: new is worse than base (airline: worse beyond noise: average reward -40.0 "
+                           "points; paired permutation over 20 tasks p = 0.00391, McNemar 8 lost vs 0 gained of 20 "
+                           "task x trial pairs p = 0.00391 (one-sided, exact binomial)")
+    assert line.endswith("min effect 0 points; trials per task 3 (base) vs 1 (new): McNemar paired trial i with "
+                         "trial i over the first 1, the permutation test compared per-task means)")
+    verdict = json.loads((tmp_path / "gate.json").read_text())["gate"]
+    assert verdict["domains"][0]["trials"] == {"base": 3, "new": 1}
 
 
 def test_runs_on_other_tasks_or_more_runs_are_refused(template: dict[str, Any], tmp_path: Path,

@@ -374,3 +374,32 @@ def test_a_run_tau2_named_is_labelled_by_its_agent(runs: dict[str, Path], tmp_pa
     assert [run.label for run in parse_runs([str(first), str(second)])] == [
         "tau2 oracle · 2026-11-26 11:32:58", "tau2 oracle · 2026-11-27 09:00:00"]
     assert [run.label for run in parse_runs([f"base={first}", str(runs["flaky"])])] == ["base", "flaky"]
+
+
+def tau2_named_copy(source: Path, target: Path, endpoint: str) -> Path:
+    """A copy of a results file whose agent answered at `endpoint`."""
+    data = json.loads(source.read_text())
+    data["info"]["agent_info"]["llm_args"]["a2a_endpoint"] = endpoint
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data))
+    return target
+
+
+def test_two_agents_with_one_card_name_are_told_apart(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Two `tau2-a2a agent` servers on one model share a card name: their runs are told apart by the agents'
+    endpoints; runs of one endpoint by the date tau2 named them by, then by their own names; LABEL= stays."""
+    name = "20261126_113258_airline_a2a_agent_a2a-tau2-oracle_scripted_user_scripted"
+    first = tau2_named_copy(runs["oracle"], tmp_path / "a" / f"{name}.json", "http://user:pw@127.0.0.1:9001/?k=1")
+    second = tau2_named_copy(runs["oracle"], tmp_path / "b" / name / "results.json", "http://127.0.0.1:9002")
+    assert [run.label for run in parse_runs([str(first), str(second.parent)])] == [
+        "tau2 oracle · 127.0.0.1:9001", "tau2 oracle · 127.0.0.1:9002"]
+    later = tau2_named_copy(runs["oracle"], tmp_path / "c" / f"{name.replace('113258', '120000')}.json",
+                            "http://127.0.0.1:9001")
+    assert [run.label for run in parse_runs([str(first), str(later)])] == [
+        "tau2 oracle · 2026-11-26 11:32:58", "tau2 oracle · 2026-11-26 12:00:00"]
+    mine = tau2_named_copy(runs["oracle"], tmp_path / "mine.json", "http://127.0.0.1:9001")
+    assert [run.label for run in parse_runs([str(mine), f"mine={second}", str(first)])] == [
+        "mine", "mine (2)", "tau2 oracle"]
+    report, html_path, _ = write([str(first), str(second.parent)], tmp_path / "r.html", resamples=200)
+    assert [run["label"] for run in report["runs"]] == ["tau2 oracle · 127.0.0.1:9001", "tau2 oracle · 127.0.0.1:9002"]
+    assert "user:pw" not in html_path.read_text() and "k=1" not in json.dumps(report["runs"][0]["label"])

@@ -24,6 +24,7 @@ from tau2_a2a.protocol.messages import conversation_start, user_turn
 from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI
 from tau2_a2a.reference.llm_agent import LLMExecutor, llm_agent_card
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+from tau2_a2a.runner.outcome import format_summary
 from tau2_a2a.tau2bench.run.fidelity import trajectory_differences
 from tau2_a2a.tau2bench.run.layout import results_path
 from testbed.standin_llm import MODEL, StandinLLM
@@ -259,6 +260,13 @@ def test_the_reported_usage_is_what_the_llm_used_on_every_binding(priced_agent: 
     assert {r["transport"] for r in metrics["requests"]} == {{"jsonrpc": "JSONRPC", "http-json": "HTTP+JSON",
                                                               "grpc": "GRPC"}[transport]}
     assert {r["method"] for r in metrics["requests"]} == {"SendStreamingMessage" if streaming else "SendMessage"}
+    # the run's summary names the A2A text's tokens and the LLM's usage apart, the latter equal to the stand-in's
+    spent_in, spent_out = sum(u["prompt_tokens"] for u in used), sum(u["completion_tokens"] for u in used)
+    assert outcome.metrics["run"]["agent_usage"] == {"input": spent_in, "output": spent_out,
+                                                     "replies_with_usage": len(replies), "replies": len(replies)}
+    summary = format_summary(outcome.metrics).splitlines()
+    assert f"  agent's reported LLM usage, tokens: in {spent_in}   out {spent_out}" in summary
+    assert any(line.startswith("  A2A message text, tokens: sent ") for line in summary)
 
 
 @pytest.mark.parametrize("driven", [False, True], ids=["mcp", "agent-driven"])

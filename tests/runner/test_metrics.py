@@ -21,6 +21,7 @@ from tau2.data_model.simulation import Results
 
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
+from tau2_a2a.runner.outcome import format_summary, usage_line
 from tau2_a2a.runner.protocol_metrics import write_metrics
 from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA, ConsoleDisplay, compute_metrics
 from tau2_a2a.tau2bench.seam.hooks import tau2_hooks
@@ -209,6 +210,13 @@ def test_a_cost_not_reported_is_null_and_tau2_reads_it_so(metered_run: dict[str,
     assert report["run"]["cost_usd_per_simulation"] == report["run"]["cost_usd"]
     assert report["run"]["cost_reported_by"] == {"agent": 0, "user": 2, "judge": 2, "total": 0}
     assert set(report["run"]["time_s_by_phase"]) == {"agent", "user", "tools", "judge"}
+    replies = sum(1 for s in results.simulations for m in s.messages if m.role == "assistant" and m.cost is None)
+    assert replies > 0 and report["run"]["agent_usage"] == {"input": None, "output": None, "replies_with_usage": 0,
+                                                            "replies": replies}  # tau2's greeting is no reply
+    summary = format_summary(report).splitlines()
+    assert "  agent's reported LLM usage, tokens: not reported" in summary
+    assert [line for line in summary if "tokens" in line and "A2A message text" not in line] == [
+        "  agent's reported LLM usage, tokens: not reported"]
     for simulation in report["simulations"]:
         assert simulation["cost_usd"] == {"agent": None, "user": 0.0, "judge": 0.0, "total": None}
         assert simulation["time_s"]["agent"] > 0 and simulation["judge"]["calls"] == 0
@@ -221,3 +229,13 @@ def test_a_cost_not_reported_is_null_and_tau2_reads_it_so(metered_run: dict[str,
         assert json.loads(summary.read_text(), parse_constant=no_nan)["metrics"]["avg_agent_cost"] is None
     else:
         assert not summary.exists()  # upstream writes no summary files
+
+
+def test_usage_some_replies_did_not_report_reads_as_a_lower_bound() -> None:
+    """A sum over the replies that reported usage, when some did not, is only a lower bound: it says so."""
+    assert usage_line({"input": 900, "output": 12, "replies_with_usage": 3, "replies": 4}) == (
+        "  agent's reported LLM usage, tokens: at least in 900   out 12   (3 of 4 replies reported it)")
+    assert usage_line({"input": 900, "output": 12, "replies_with_usage": 4, "replies": 4}) == (
+        "  agent's reported LLM usage, tokens: in 900   out 12")
+    assert usage_line(None) == usage_line({"input": None, "output": None, "replies_with_usage": 0, "replies": 4}) == (
+        "  agent's reported LLM usage, tokens: not reported")

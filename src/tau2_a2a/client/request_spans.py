@@ -5,7 +5,7 @@ Each attempt of a request is a client span: what is asked before it is sent
 once it ended (status, bytes, events), and its failure by category. The
 request carries the current trace context as a2a-sdk's service parameters,
 which a2a-sdk sends as HTTP headers (JSON-RPC, HTTP+JSON) and as gRPC
-metadata alike, streaming or not.
+metadata alike, streaming or not; the card's GET carries it as headers.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 from urllib.parse import urlsplit
 
-from a2a.client import ClientCallContext
+from a2a.client import A2ACardResolver, ClientCallContext
 from a2a.types import AgentCard
 
 from tau2_a2a.client import tracing
@@ -38,6 +38,13 @@ class TracedSession(Protocol):
     binding: str
     protocol_version: str
     streaming: bool
+
+
+async def fetch_card(resolver: A2ACardResolver) -> AgentCard:
+    """The agent's card, its GET carrying the current trace context (awaited inside the card fetch's span, under
+    the run's): the agent's server span of it then joins the run's trace instead of starting one of its own."""
+    headers = tracing.carrier()
+    return await resolver.get_agent_card(http_kwargs={"headers": headers} if headers else None)
 
 
 def with_trace(context: ClientCallContext | None) -> ClientCallContext | None:

@@ -214,7 +214,7 @@ class A2ASession:
         for path in CARD_PATHS:
             resolver = A2ACardResolver(self._http, endpoint, path)
             try:
-                card, record = await self._request("GetAgentCard", None, 1, None, 0, resolver.get_agent_card(),
+                card, record = await self._request("GetAgentCard", None, 1, None, 0, request_spans.fetch_card(resolver),
                                                    discovery=True)
             except Failed as failed:
                 failure = card_failure(failed.cause or failed.failure, endpoint, path, self.config.auth_token,

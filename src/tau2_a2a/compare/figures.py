@@ -20,14 +20,24 @@ class ValueSummary(TypedDict):
     values: list[float]
 
 
+class AgentUsage(TypedDict):
+    """The LLM usage the agent reported over one simulation's replies; a lower bound unless every reply did."""
+
+    input: int
+    output: int
+    replies_with_usage: int
+    replies: int
+
+
 class SimulationProtocol(TypedDict):
-    """One simulation's A2A requests, summed."""
+    """One simulation's A2A requests, summed, and the LLM usage its agent reported (None: not reported)."""
 
     requests: int
     retries: int
     failed_requests: int
-    input_tokens: int
+    input_tokens: int  # tokens of the A2A messages' text, counted by the client: not the agent's LLM usage
     output_tokens: int
+    agent_usage: AgentUsage | None
     request_bytes: int
     response_bytes: int
     latency_ms: float
@@ -44,6 +54,7 @@ class ProtocolFigures(TypedDict):
     per_simulation: list[IndexedSimulationProtocol]
     retried_requests: int
     simulations_with_retries: int
+    usage_reported: dict[str, int]  # simulations whose every reply reported LLM usage ("whole"), some ("partial")
 
 
 class GridCell(TypedDict):
@@ -72,7 +83,7 @@ class Failures(TypedDict):
 
 
 class CostFigures(TypedDict):
-    """USD by participant (None: not reported), and seconds by phase."""
+    """USD by participant (None: not reported), and seconds by phase: the whole run's and a conversation's."""
 
     simulations: int
     per_conversation: dict[str, float | None]
@@ -80,6 +91,7 @@ class CostFigures(TypedDict):
     reported_by: dict[str, int]
     per_task: list[dict[str, str | int | float | None]]
     time_s_by_phase: dict[str, float] | None
+    time_s_per_conversation: dict[str, float] | None
 
 
 class DomainFigures(TypedDict):

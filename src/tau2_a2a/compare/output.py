@@ -14,9 +14,9 @@ from tau2_a2a.compare.runs import ReportError, parse_runs
 
 def write(arguments: list[str], out: Path, json_out: Path | None = None, seed: int = stats.SEED,
           resamples: int = stats.RESAMPLES,
-          gate: tuple[float, float] | None = None) -> tuple[Report, Path, Path]:
-    """Read the runs, write the HTML and JSON reports; returns (report, html path, json path). With `gate`
-    (alpha, min effect), two runs, judged as base and new."""
+          gate: stats.GateSettings | None = None) -> tuple[Report, Path, Path]:
+    """Read the runs, write the HTML and JSON reports; returns (report, html path, json path). With `gate`, two
+    runs, judged as base and new."""
     if gate is not None and len(arguments) != 2:
         raise ReportError(f"--gate compares two runs, base then new; got {len(arguments)}: "
                           "tau2-a2a report BASE.json NEW.json --gate")

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tau2_a2a.compare import stats
 from tau2_a2a.compare.figures import (
+    AgentUsage,
     ComparisonFigures,
     CostFigures,
     DomainFigures,
@@ -40,6 +41,7 @@ from tau2_a2a.compare.runs import (
     COST_PARTIES,
     SCHEMA_ID,
     DomainRun,
+    ReportError,
     Run,
     a2a_records,
     conversation_cost,
@@ -52,7 +54,7 @@ from tau2_a2a.compare.runs import (
     task_trials,
 )
 from tau2_a2a.runner.outcome import usd
-from tau2_a2a.runner.protocol_metrics import known_total
+from tau2_a2a.runner.protocol_metrics import agent_usage, known_total
 from tau2_a2a.tau2bench.run.layout import metrics_path
 from tau2_a2a.tau2bench.run.resume import CARD_KEY
 from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION
@@ -131,7 +133,7 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
             latency_by_method.setdefault(str(record.get("method")), []).append(float(record.get("latency_ms") or 0))
             if record.get("first_event_ms") is not None:
                 first_event.append(float(record["first_event_ms"]))
-        figures = simulation_protocol(records)
+        figures = simulation_protocol(records, simulation)
         per_simulation.append({"index": index, **figures})
         cells.setdefault(str(simulation["task_id"]), []).append({
             "trial": simulation.get("trial"), "index": index, "reward": reward_of(simulation),
@@ -151,6 +153,7 @@ def simulation_figures(run: DomainRun, trials: dict[str, stats.TaskTrials]
         "per_simulation": per_simulation,
         "retried_requests": sum(p["retries"] for p in per_simulation),
         "simulations_with_retries": sum(1 for p in per_simulation if p["retries"]),
+        "usage_reported": usage_reported([p["agent_usage"] for p in per_simulation]),
     }
     return grid, failures, protocol
 
@@ -171,6 +174,7 @@ def cost_figures(run: DomainRun) -> CostFigures:
                          **{who: None if total is None else total / len(rows) for who, total in sums.items()}})
     times = [t for t in (conversation_times(s) for s in simulations) if t]
     phases = ("agent", "user", "tools", "judge")
+    by_phase = {phase: sum(float(t.get(phase) or 0.0) for t in times) for phase in phases}
     return {
         "simulations": len(simulations),
         "per_conversation": {who: None if total is None else total / len(simulations)
@@ -178,22 +182,41 @@ def cost_figures(run: DomainRun) -> CostFigures:
         "total": totals,
         "reported_by": {who: sum(1 for c in costs if c[who] is not None) for who in COST_PARTIES},
         "per_task": per_task,
-        "time_s_by_phase": {phase: round(sum(float(t.get(phase) or 0.0) for t in times), 3) for phase in phases}
+        "time_s_by_phase": {phase: round(total, 3) for phase, total in by_phase.items()} if times else None,
+        "time_s_per_conversation": {phase: round(total / len(times), 3) for phase, total in by_phase.items()}
         if times else None,
     }
 
 
-def simulation_protocol(records: list[dict[str, Any]]) -> SimulationProtocol:
+def simulation_protocol(records: list[dict[str, Any]], simulation: dict[str, Any]) -> SimulationProtocol:
+    """A simulation's A2A requests summed (their tokens count the messages' text), and the LLM usage the agent
+    reported with its replies."""
     return {
         "requests": len(records),
         "retries": sum(1 for r in records if int(r.get("attempt") or 1) > 1),
         "failed_requests": sum(1 for r in records if r.get("error")),
         "input_tokens": sum(int(r.get("input_tokens") or 0) for r in records),
         "output_tokens": sum(int(r.get("output_tokens") or 0) for r in records),
+        "agent_usage": simulation_usage(simulation),
         "request_bytes": sum(int(r.get("request_bytes") or 0) for r in records),
         "response_bytes": sum(int(r.get("response_bytes") or 0) for r in records),
         "latency_ms": round(sum(float(r.get("latency_ms") or 0) for r in records), 3),
     }
+
+
+def simulation_usage(simulation: dict[str, Any]) -> AgentUsage | None:
+    """The usage the agent reported over a conversation, None when no reply reported any."""
+    usage = agent_usage([simulation])
+    if usage["input"] is None or usage["output"] is None:
+        return None
+    return {"input": usage["input"], "output": usage["output"], "replies_with_usage": usage["replies_with_usage"],
+            "replies": usage["replies"]}
+
+
+def usage_reported(usages: list[AgentUsage | None]) -> dict[str, int]:
+    """How many simulations reported their LLM usage with every reply ("whole"), with some only ("partial")."""
+    whole = sum(1 for u in usages if u and u["replies_with_usage"] == u["replies"])
+    return {"whole": whole, "partial": sum(1 for u in usages if u) - whole}
 
 
 def summary(values: list[float]) -> ValueSummary:
@@ -365,9 +388,9 @@ def difference_sentence(a: str, b: str, d: stats.PairedDifference, tasks: int, t
 
 
 def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMPLES,
-          gate: tuple[float, float] | None = None) -> Report:
-    """The report's figures (the JSON file's content; see report_schema.json); with `gate` (alpha, min effect),
-    the verdict on the second run against the first."""
+          gate: stats.GateSettings | None = None) -> Report:
+    """The report's figures (the JSON file's content; see report_schema.json); with `gate`, the verdict on the
+    second run against the first."""
     domains = sorted(runs[0].domains)
     figures = [[domain_figures(run.domains[d], seed, resamples) for d in domains] for run in runs]
     report: Report = {
@@ -382,25 +405,47 @@ def build(runs: list[Run], seed: int = stats.SEED, resamples: int = stats.RESAMP
         "runs": [{"label": run.label, "domains": by_domain} for run, by_domain in zip(runs, figures)],
         "comparisons": [comparison(runs[0], other, d, seed, resamples) for other in runs[1:] for d in domains],
         "frontiers": [frontier(runs, d, [by_domain[i] for by_domain in figures]) for i, d in enumerate(domains)],
-        "gate": gate_verdict(runs, domains, *gate, seed, resamples) if gate else None,
+        "gate": gate_verdict(runs, domains, gate, seed, resamples) if gate else None,
     }
     return report
 
 
-def gate_verdict(runs: list[Run], domains: list[str], alpha: float, min_effect: float, seed: int,
+def gate_verdict(runs: list[Run], domains: list[str], settings: stats.GateSettings, seed: int,
                  resamples: int) -> GateFigures:
-    """The second run against the first, domain by domain: a regression in any domain fails the gate."""
+    """The second run against the first, domain by domain: a regression in any domain fails the gate. Runs with
+    different trials per task are refused unless `settings.unequal_trials`: a task's mean over 3 trials and its
+    single trial are not alike under no change, which the sign-flip test assumes, and McNemar would use the
+    fewer trials only."""
     base, new = runs[0], runs[1]
     verdicts = []
     for domain in domains:
         a, b = task_trials(base.domains[domain]), task_trials(new.domains[domain])
-        verdicts.append(stats.gate(domain, [a[t] for t in a], [b[t] for t in a], alpha, min_effect, seed, resamples))
+        a_tasks, b_tasks = [a[t] for t in a], [b[t] for t in a]
+        a_count, b_count = trial_counts(a_tasks), trial_counts(b_tasks)
+        if a_count != b_count and not settings.unequal_trials:
+            raise ReportError(
+                f"--gate: {base.label} and {new.label} ran different trials per task in {domain} "
+                f"({base.label} {a_count}, {new.label} {b_count}); run both with the same --num-trials, or pass "
+                "--unequal-trials to pair trial i with trial i over the fewer")
+        verdicts.append(stats.gate(domain, a_tasks, b_tasks, settings.alpha, settings.min_effect, seed, resamples))
     failed = [v for v in verdicts if v.regression]
-    head = (f"gate: FAIL: {new.label} is worse than {base.label}" if failed
-            else f"gate: pass: {new.label} is not worse than {base.label} beyond noise")
-    return {"base": base.label, "new": new.label, "alpha": alpha, "min_effect": min_effect,
+    below = [v for v in verdicts if v.verdict == stats.WORSE_BELOW_MIN_EFFECT]
+    if failed:
+        head = f"gate: FAIL: {new.label} is worse than {base.label}"
+    elif below:
+        head = (f"gate: pass: {new.label} is worse than {base.label}, but by less than the min effect "
+                f"({settings.min_effect * 100:g} points)")
+    else:
+        head = f"gate: pass: {new.label} is not worse than {base.label} beyond noise"
+    return {"base": base.label, "new": new.label, "alpha": settings.alpha, "min_effect": settings.min_effect,
             "regression": bool(failed), "domains": [v.as_dict() for v in verdicts],
-            "line": f"{head} ({'; '.join(v.reason for v in (failed or verdicts))})"}
+            "line": f"{head} ({'; '.join(v.reason for v in (failed or below or verdicts))})"}
+
+
+def trial_counts(tasks: list[stats.TaskTrials]) -> str:
+    """The trials per task of one run, as a reader would say it: "3", or "1 to 3" when tasks differ."""
+    counts = {len(t.rewards) for t in tasks}
+    return str(min(counts)) if len(counts) == 1 else f"{min(counts)} to {max(counts)}"
 
 
 def schema() -> dict[str, object]:
@@ -409,7 +454,8 @@ def schema() -> dict[str, object]:
 
 
 def terminal_summary(report: Report) -> str:
-    """A few lines: each run's scores with intervals, failures, and each comparison's sentence."""
+    """A few lines: each run's scores with intervals, failures, and each comparison's sentence (the gate's line,
+    the verdict, is the caller's to print last)."""
     lines = []
     for run in report["runs"]:
         for figures in run["domains"]:
@@ -439,7 +485,4 @@ def terminal_summary(report: Report) -> str:
         test = item["mcnemar"]
         lines.append(f"  flips: {test['lost']} task x trial verdicts lost, {test['gained']} gained of "
                      f"{test['pairs']} (McNemar p = {test['p_value']:.3g}, {test['method']})")
-    gate = report.get("gate")
-    if gate:
-        lines.append(gate["line"])
     return "\n".join(lines)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -49,11 +50,15 @@ class DomainRun:
 
 @dataclass
 class Run:
-    """What one label stands for: one results file per domain. `when` tells runs of the same name apart."""
+    """What one label stands for: one results file per domain. Runs labelled alike without LABEL= are told apart
+    by their agents' `endpoint`, then by `when` tau2 named them, then by their `name`."""
 
     label: str
     domains: dict[str, DomainRun] = field(default_factory=dict)
     when: str | None = None
+    named: bool = False  # labelled LABEL=PATH: the label stays as given
+    name: str | None = None  # the run's own name (its --save-to, or the name tau2 made up)
+    endpoint: str | None = None  # the agent's, as host:port/path: no scheme, credentials, query or fragment
 
 
 # -- reading -------------------------------------------------------------------------
@@ -130,9 +135,10 @@ def parse_run(argument: str) -> Run:
     label, sep, rest = argument.partition("=")
     path = Path(rest if sep and label and not Path(argument).exists() else argument)
     named = bool(sep) and not Path(argument).exists()
+    one_file = layout.results_in(path) != path or not path.is_dir()  # a results file, or a run's own directory
     if not named:
-        label = layout.run_name(path) if path.is_file() or path.suffix == ".json" else path.name
-    run = Run(label)
+        label = layout.run_name(layout.results_in(path)) if one_file else path.name
+    run = Run(label, named=named, name=label if not named else None)
     paths = results_files(path) if path.is_dir() else [path]
     if not paths:
         raise ReportError(f"{path}: a folder with no tau2 results files; pass the results file or its folder")
@@ -143,9 +149,25 @@ def parse_run(argument: str) -> Run:
                               f"({layout.shown(run.domains[domain_run.domain].path)}, {layout.shown(file)}); "
                               "pass them as separate runs (LABEL=FILE)")
         run.domains[domain_run.domain] = domain_run
-    if not named and not path.is_dir():
-        run.label, run.when = short_label(layout.run_name(path), next(iter(run.domains.values())).results)
+    first = next(iter(run.domains.values())).results
+    run.endpoint = endpoint_label(((first["info"].get("agent_info") or {}).get("llm_args") or {}).get(ENDPOINT_KEY))
+    if not named and one_file:
+        run.label, run.when = short_label(label, first)
     return run
+
+
+ENDPOINT_KEY = "a2a_endpoint"  # where tau2's agent_info keeps the A2A agent's endpoint
+
+
+def endpoint_label(url: object) -> str | None:
+    """An endpoint as a label reads it: host:port and path, without scheme, credentials, query or fragment."""
+    if not isinstance(url, str) or not url:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if host and parts.port:
+        host = f"{host}:{parts.port}"
+    return f"{host}{parts.path.rstrip('/')}" or None
 
 
 # tau2's own run names: "<YYYYMMDD>_<HHMMSS>_<domain>_<agent>_<agent llm>_<user>_<user llm>"
@@ -168,10 +190,7 @@ def short_label(stem: str, results: dict[str, Any]) -> tuple[str, str | None]:
 def parse_runs(arguments: list[str]) -> list[Run]:
     """The runs named on the command line; refuses runs that cannot stand side by side."""
     runs = [parse_run(argument) for argument in arguments]
-    names = [run.label for run in runs]
-    for run in runs:
-        if run.when and names.count(run.label) > 1:
-            run.label = f"{run.label} · {run.when}"
+    tell_apart(runs)
     seen: dict[str, int] = {}
     for run in runs:
         seen[run.label] = seen.get(run.label, 0) + 1
@@ -193,6 +212,20 @@ def parse_runs(arguments: list[str]) -> list[Run]:
                                   "same task ids but different task definitions (tau2 versions?); "
                                   "compare runs of the same task data")
     return runs
+
+
+def tell_apart(runs: list[Run]) -> None:
+    """Runs labelled alike (two agents with one card name) get, in turn, their agent's endpoint, the date tau2
+    named them by, or their own name added, whichever first tells them apart. LABEL= labels stay as given."""
+    details: tuple[tuple[Callable[[Run], str | None], str], ...] = (
+        (lambda run: run.endpoint, "no endpoint"), (lambda run: run.when, "undated"), (lambda run: run.name, "unnamed"))
+    for detail, missing in details:
+        labels = [run.label for run in runs]
+        for label in sorted({label for label in labels if labels.count(label) > 1}):
+            alike = [run for run in runs if run.label == label and not run.named]
+            if len({detail(run) for run in alike}) > 1:
+                for run in alike:
+                    run.label = f"{run.label} · {detail(run) or missing}"
 
 
 # -- one simulation ------------------------------------------------------------------

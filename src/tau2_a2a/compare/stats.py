@@ -373,6 +373,21 @@ def noise_floor(tasks: Sequence[TaskTrials]) -> NoiseFloor | None:
 
 
 @dataclass(frozen=True)
+class GateSettings:
+    """How `--gate` judges: the chance of failing identical agents, the smallest drop that fails (a fraction), and
+    whether runs with different trials per task may be judged (their trials paired i with i over the fewer)."""
+
+    alpha: float = ALPHA
+    min_effect: float = 0.0
+    unequal_trials: bool = False
+
+
+WORSE = "worse beyond noise"
+WORSE_BELOW_MIN_EFFECT = "worse, but by less than the min effect"
+NOT_WORSE = "no regression beyond noise"
+
+
+@dataclass(frozen=True)
 class GateVerdict:
     """Whether the second run is worse than the first beyond noise, and why, on one domain."""
 
@@ -383,12 +398,15 @@ class GateVerdict:
     mcnemar: McNemar
     alpha: float
     min_effect: float
+    verdict: str  # WORSE, WORSE_BELOW_MIN_EFFECT or NOT_WORSE
+    trials: tuple[int, int]  # the fewest trials any task has, in a and in b
     reason: str
 
     def as_dict(self) -> dict[str, object]:
-        return {"domain": self.domain, "regression": self.regression, "difference": self.difference.value,
-                "p_worse": self.p_worse, "mcnemar": self.mcnemar.as_dict(), "alpha": self.alpha,
-                "min_effect": self.min_effect, "reason": self.reason}
+        return {"domain": self.domain, "regression": self.regression, "verdict": self.verdict,
+                "difference": self.difference.value, "p_worse": self.p_worse, "mcnemar": self.mcnemar.as_dict(),
+                "alpha": self.alpha, "min_effect": self.min_effect,
+                "trials": {"base": self.trials[0], "new": self.trials[1]}, "reason": self.reason}
 
 
 def gate(domain: str, a: Sequence[TaskTrials], b: Sequence[TaskTrials], alpha: float = ALPHA,
@@ -411,11 +429,11 @@ def gate(domain: str, a: Sequence[TaskTrials], b: Sequence[TaskTrials], alpha: f
     evidence = (f"paired permutation over {len(a)} tasks p = {p_worse:.3g}, McNemar {test.lost} lost vs "
                 f"{test.gained} gained of {pairs} task x trial pairs p = {test.p_worse:.3g} (one-sided, "
                 f"{test.method}); alpha {alpha:g} (each test at {alpha / 2:g}), min effect {min_effect * 100:g} points")
+    trials = (max_k(a), max_k(b))
+    if trials[0] != trials[1]:  # only with GateSettings.unequal_trials: say how the runs were paired
+        evidence += (f"; trials per task {trials[0]} (base) vs {trials[1]} (new): McNemar paired trial i with "
+                     f"trial i over the first {min(trials)}, the permutation test compared per-task means")
     change = f"average reward {difference.value * 100:+.1f} points"
-    if regression:
-        reason = f"{domain}: worse beyond noise: {change}; {evidence}"
-    elif drop > 0 and significant:
-        reason = f"{domain}: worse, but by less than the min effect: {change}; {evidence}"
-    else:
-        reason = f"{domain}: no regression beyond noise: {change}; {evidence}"
-    return GateVerdict(domain, regression, difference, p_worse, test, alpha, min_effect, reason)
+    verdict = WORSE if regression else WORSE_BELOW_MIN_EFFECT if drop > 0 and significant else NOT_WORSE
+    reason = f"{domain}: {verdict}: {change}; {evidence}"
+    return GateVerdict(domain, regression, difference, p_worse, test, alpha, min_effect, verdict, trials, reason)

@@ -135,13 +135,24 @@ def format_summary(metrics: dict[str, Any]) -> str:
             f"   first event p50 {run['first_event_ms']['p50']}",
             f"  transports: {', '.join(f'{k}={v}' for k, v in sorted(run['transports'].items())) or '-'}"
             f"   events: {run['events']}",
-            f"  tokens: in {run['tokens']['input']}   out {run['tokens']['output']}"
+            f"  A2A message text, tokens: sent {run['tokens']['input']}   received {run['tokens']['output']}"
             f"   bytes: sent {run['bytes']['request']}   received {run['bytes']['response']}",
+            usage_line(run.get("agent_usage")),
             f"  time in A2A calls: {run['a2a_time_s']} s   local simulation time: {run['local_time_s']} s",
             f"  unknown tool calls: {run['unknown_tool_calls']}",
             *cost_lines(run),
         ]
     )
+
+
+def usage_line(usage: dict[str, Any] | None) -> str:
+    """The LLM usage the agent reported: whole, a lower bound when some replies reported none, or not reported."""
+    if not usage or usage.get("input") is None:
+        return "  agent's reported LLM usage, tokens: not reported"
+    if usage["replies_with_usage"] < usage["replies"]:
+        return (f"  agent's reported LLM usage, tokens: at least in {usage['input']}   out {usage['output']}"
+                f"   ({usage['replies_with_usage']} of {usage['replies']} replies reported it)")
+    return f"  agent's reported LLM usage, tokens: in {usage['input']}   out {usage['output']}"
 
 
 def usd(value: float | None) -> str:

@@ -142,6 +142,7 @@ def build_metrics(results: dict[str, Any], discovery: list[dict[str, Any]] | Non
     run["a2a_time_s"] = round(run["latency_ms"]["total"] / 1000.0, 3)
     run["local_time_s"] = round(local_seconds, 3)
     run.update(run_costs(per_simulation))
+    run["agent_usage"] = agent_usage(results["simulations"])
     discovery = list(discovery or [])
     return {
         "run": run,
@@ -195,6 +196,29 @@ def run_costs(per_simulation: list[dict[str, Any]]) -> RunCosts:
         "time_s_by_phase": {phase: round(sum(float(t.get(phase) or 0.0) for t in timed), 3) for phase in PHASES}
         if timed else None,
     }
+
+
+class AgentUsage(TypedDict):
+    """The LLM usage the agent reported with its replies, over a run ("tokens" counts the A2A messages' text)."""
+
+    input: int | None  # None: no reply reported usage
+    output: int | None
+    replies_with_usage: int  # fewer than replies: the sums are a lower bound
+    replies: int
+
+
+def agent_usage(simulations: Iterable[dict[str, Any]]) -> AgentUsage:
+    """The sums of the usage the agent reported over the simulations' replies, and how many replies reported any.
+
+    A reply is an assistant message that ends an exchange with the agent: it carries usage, or its cost is
+    unknown. tau2's greeting and the tool calls an agent makes over MCP carry none and cost 0.0: not replies.
+    """
+    replies = [m for s in simulations for m in s["messages"]
+               if m.get("role") == "assistant" and (m.get("usage") or m.get("cost") is None)]
+    reported = [m["usage"] for m in replies if m.get("usage")]
+    return {"input": sum(int(u.get("prompt_tokens") or 0) for u in reported) if reported else None,
+            "output": sum(int(u.get("completion_tokens") or 0) for u in reported) if reported else None,
+            "replies_with_usage": len(reported), "replies": len(replies)}
 
 
 def ending_error(simulation: dict[str, Any]) -> str | None:
