@@ -7,7 +7,11 @@ own, evaluations cannot see each other, and the service's logging is never
 touched. The child is the runner's own entry point, `python -m tau2_a2a.runner`,
 given the evaluation's RunSettings (`EvaluationRequest.run_settings`) as JSON
 on its stdin: the run `tau2-a2a run` makes of its flags, so the service and
-the CLI score alike. Only `start_child` knows how it is started.
+the CLI score alike. Warm, the same launch is handed to a process forked from
+the service's fork server (forkserver.py, warm.py), which has tau2 imported and
+makes itself what `start_child` makes (session, environment, umask, log,
+priority) before it runs; cold, `start_child` starts a new process. Only
+`ChildOptions.start` chooses.
 
 - Secrets: the target's bearer token reaches the child only on its stdin,
   beside the settings, never its command line or environment; nothing of the

@@ -62,6 +62,8 @@ def main() -> None:
               file=sys.stderr, flush=True)
     control.sendall(READY)
     serve(control)
+    sys.stdout.flush(), sys.stderr.flush()
+    os._exit(0)  # nothing of what the imports registered to run at exit is ours to run
 
 
 def serve(control: socket.socket) -> None:
