@@ -218,3 +218,37 @@ def test_a_killed_service_takes_its_fork_server_and_children_along_and_the_next_
     simulations = saved_simulations(results_file(root / evaluation_id))
     assert simulations is not None
     assert Counter((s["task_id"], s["trial"]) for s in simulations) == Counter((str(t), 0) for t in range(6))
+
+
+def test_a_fork_server_that_cannot_start_leaves_evaluations_cold_saying_so(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from tau2_a2a.service.jobs.warm import ForkServer
+
+    broken = tmp_path / "broken-python"
+    broken.write_text("#!/bin/sh\nexit 3\n")
+    broken.chmod(0o755)
+    with caplog.at_level("WARNING", logger="tau2_a2a.service"):
+        forkserver = ForkServer(str(broken), {})
+        forkserver.start()
+        assert not forkserver.wait_ready(GENEROUS) and not forkserver.ready
+        forkserver.close()
+        missing = ForkServer(str(tmp_path / "no-such-python"), {})
+        missing.start()
+        assert not missing.wait_ready(GENEROUS)
+    assert [record.getMessage() for record in caplog.records] == [
+        "the fork server ended before it was ready (exit code 3; its output is above in this log); evaluations "
+        "start cold",
+        f"the fork server could not start (FileNotFoundError: [Errno 2] No such file or directory: "
+        f"'{tmp_path / 'no-such-python'}'); evaluations start cold"]
+
+
+def test_the_evaluation_start_setting() -> None:
+    from tau2_a2a.errors import ConfigError
+    from tau2_a2a.service.settings import ServiceSettings
+
+    assert ServiceSettings.from_env({}).evaluation_start == "warm"
+    assert ServiceSettings.from_env({"TAU2_EVAL_EVALUATION_START": "cold"}).evaluation_start == "cold"
+    with pytest.raises(ConfigError, match=r"^--evaluation-start \(TAU2_EVAL_EVALUATION_START\) is warm or cold, "
+                                          r"got 'tepid'\.$"):
+        ServiceSettings.from_env({"TAU2_EVAL_EVALUATION_START": "tepid"})
+    assert ChildOptions(warm=False).forkserver() is None
