@@ -31,6 +31,8 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +57,8 @@ def preload() -> None:
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
-    preload()
+    with ending_with_parent():
+        preload()
     if threading.active_count() > 1:  # a fork copies no thread: an import that started one is named here
         names = ", ".join(thread.name for thread in threading.enumerate() if thread is not threading.current_thread())
         print(f"tau2-a2a fork server: importing started threads ({names}); they do not cross the fork",
@@ -64,6 +67,26 @@ def main() -> None:
     serve(control)
     sys.stdout.flush(), sys.stderr.flush()
     os._exit(0)  # nothing of what the imports registered to run at exit is ours to run
+
+
+@contextmanager
+def ending_with_parent() -> Iterator[None]:
+    """Inside, this process ends as soon as the service does: importing takes minutes on a busy machine, and
+    the service's socket is read only afterwards. The watching thread is gone before anything is forked."""
+    parent, stop = os.getppid(), threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.25):
+            if os.getppid() != parent:
+                os._exit(0)
+
+    watcher = threading.Thread(target=watch, daemon=True, name="fork server: exit with the service")
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
 
 
 def serve(control: socket.socket) -> None:
