@@ -115,6 +115,9 @@ def add_serve_command(commands: argparse._SubParsersAction[OneLineParser]) -> No
                        help="Run each evaluation's process this many nice steps (0-19) below the service, so "
                             "the service answers promptly while evaluations run (TAU2_EVAL_EVALUATION_NICE; "
                             "default 10; 0 keeps the service's priority)")
+    serve.add_argument("--evaluation-start", choices=("warm", "cold"), default=None,
+                       help="warm: fork each evaluation's process from a process that has tau2 imported; cold: "
+                            "start a new one, which imports tau2 first (TAU2_EVAL_EVALUATION_START; default warm)")
     serve.add_argument("--mcp-host", default=None, metavar="HOST",
                        help="Where an evaluation with agent_tools mcp or agent_driven serves the domain's tools "
                             "over MCP, on a free port (TAU2_EVAL_MCP_HOST; default 127.0.0.1: agents on this "
@@ -160,6 +163,7 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         lease_seconds=base.lease_seconds if args.lease_seconds is None else args.lease_seconds,
         max_request_bytes=base.max_request_bytes if args.max_request_bytes is None else args.max_request_bytes,
         evaluation_nice=base.evaluation_nice if args.evaluation_nice is None else args.evaluation_nice,
+        evaluation_start=args.evaluation_start or base.evaluation_start,
         allowed_user_llms=names(args.allowed_user_llms) or base.allowed_user_llms,
         user_llm_api_base=args.user_llm_api_base or base.user_llm_api_base,
         agent_limits=AgentLimits(**{name: getattr(base.agent_limits, name) if getattr(args, f"agent_{name}") is None

@@ -1,6 +1,8 @@
 """`python -m tau2_a2a.runner`: one run, its settings read as JSON from stdin.
 
-The evaluation service starts each evaluation so, in a process of its own:
+The evaluation service starts each evaluation so, in a process of its own (or
+forks it from its fork server, service/jobs/forkserver.py, which hands main()
+the same document):
 `{"settings": RunSettings.to_dict(), "auth_token": "...", "outcome_file": PATH}`
 on stdin, nothing on the command line, so no setting is ever a flag to quote
 and the token is in no process listing or environment. The exit codes are
@@ -63,12 +65,13 @@ def outcome_written(path: Path | None) -> Iterator[None]:
         raise
 
 
-def main() -> int:
+def main(request_text: str | None = None) -> int:
+    """The run `request_text` asks for (read from stdin when None: a child forked warm is handed it)."""
     exit_with_parent()
     mend_import_effects()  # this process is tau2-a2a's own
 
     def run() -> int:
-        request = read_request(sys.stdin.read())
+        request = read_request(sys.stdin.read() if request_text is None else request_text)
         outcome_file = Path(request["outcome_file"]) if request.get("outcome_file") else None
         with outcome_written(outcome_file):
             settings = settings_of(request)

@@ -29,6 +29,7 @@ SERVICE_TOKEN_ENV = "TAU2_EVAL_AUTH_TOKEN"  # the bearer token callers must send
 DEFAULT_RESULTS_DIR = "tau2_eval_results"
 # Globally routable addresses only: callers must not reach, or map by its answers, the operator's own network.
 DEFAULT_ALLOWED_TARGETS = ("public",)
+EVALUATION_STARTS = ("warm", "cold")  # how each evaluation's process starts (service/jobs/warm.py)
 # Each limit an evaluated agent meets (AgentLimits' fields), by the name of its variable after TAU2_EVAL_; its flag
 # is that name in lower case with dashes (AGENT_TIMEOUT: --agent-timeout).
 AGENT_LIMITS = {"timeout": "AGENT_TIMEOUT", "max_reply_bytes": "AGENT_MAX_REPLY_BYTES",
@@ -57,6 +58,7 @@ class ServiceSettings:
     lease_seconds: float = 30.0  # how long a silent replica keeps its evaluations
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     evaluation_nice: int = DEFAULT_NICE  # evaluations run this many nice steps below the service
+    evaluation_start: str = "warm"  # warm: forked from the fork server, which has tau2 imported; cold: a new process
     # The user LLMs callers may choose, and the endpoint the evaluations reach them at (None: the provider's).
     allowed_user_llms: tuple[str, ...] = DEFAULT_ALLOWED_USER_LLMS
     user_llm_api_base: str | None = None
@@ -79,6 +81,8 @@ class ServiceSettings:
         check_limit(self.max_message_bytes, setting_name("MAX_MESSAGE_BYTES"))
         check_limit(self.mcp_max_connections, setting_name("MCP_MAX_CONNECTIONS"))
         check_timeout(self.mcp_read_timeout, setting_name("MCP_READ_TIMEOUT"))
+        if self.evaluation_start not in EVALUATION_STARTS:
+            raise ConfigError(f"{setting_name('EVALUATION_START')} is warm or cold, got {self.evaluation_start!r}.")
 
     def user_llm_policy(self) -> UserLLMPolicy:
         """The user LLM policy, or ConfigError naming the setting that is wrong."""
@@ -152,6 +156,7 @@ class ServiceSettings:
             lease_seconds=decimal("LEASE_SECONDS", cls.lease_seconds),
             max_request_bytes=int(decimal("MAX_REQUEST_BYTES", cls.max_request_bytes)),
             evaluation_nice=number("EVALUATION_NICE", cls.evaluation_nice),
+            evaluation_start=get("EVALUATION_START") or cls.evaluation_start,
             allowed_user_llms=names(get("ALLOWED_USER_LLMS")) or DEFAULT_ALLOWED_USER_LLMS,
             user_llm_api_base=get("USER_LLM_API_BASE"),
             agent_limits=agent_limits,
@@ -176,7 +181,8 @@ class ServiceSettings:
         user_llms = self.user_llm_policy()
         targets = TargetPolicy.from_entries(self.allowed_targets, flag=SERVICE_FLAG)
         try:
-            children = ChildOptions(nice=self.evaluation_nice, ray_address=self.ray_address,
+            children = ChildOptions(nice=self.evaluation_nice, warm=self.evaluation_start == "warm",
+                                    ray_address=self.ray_address,
                                     user_llm_api_base=user_llms.api_base, allowed_targets=targets.entries,
                                     agent_limits=self.agent_limits,
                                     mcp=self.mcp_serving())

@@ -6,6 +6,8 @@
                    taken over, cancel passed on, each end recorded
     supervisor.py  the children of this replica: started, watched until they exit, stopped
     child.py       one child process: `python -m tau2_a2a.runner`, its settings on stdin, its priority, its stop
+    forkserver.py  the fork server: tau2 imported once, one child forked per evaluation (warm starts)
+    warm.py        the service's side of it: started, ready or not, a forked child as the supervisor sees it
     outcome.py     how an evaluation ended, from its run's outcome file, in the service's words
     progress.py    progress and the final result, from tau2's results file
     store.py       the records in the database: written, read, listed (only stored)

@@ -7,7 +7,11 @@ own, evaluations cannot see each other, and the service's logging is never
 touched. The child is the runner's own entry point, `python -m tau2_a2a.runner`,
 given the evaluation's RunSettings (`EvaluationRequest.run_settings`) as JSON
 on its stdin: the run `tau2-a2a run` makes of its flags, so the service and
-the CLI score alike. Only `start_child` knows how it is started.
+the CLI score alike. Warm, the same launch is handed to a process forked from
+the service's fork server (forkserver.py, warm.py), which has tau2 imported and
+makes itself what `start_child` makes (session, environment, umask, log,
+priority) before it runs; cold, `start_child` starts a new process. Only
+`ChildOptions.start` chooses.
 
 - Secrets: the target's bearer token reaches the child only on its stdin,
   beside the settings, never its command line or environment; nothing of the
@@ -58,6 +62,7 @@ from tau2_a2a.service.jobs.directory import (
     results_file,
 )
 from tau2_a2a.service.jobs.errors import EvaluationError
+from tau2_a2a.service.jobs.warm import ForkServer, ForkServerError, WarmProcess
 from tau2_a2a.service.request import EvaluationRequest
 
 log = logging.getLogger("tau2_a2a.service")
@@ -87,15 +92,28 @@ class ChildOptions:
             raise EvaluationError(f"Evaluations run 0 to 19 nice steps below the service, got {self.nice}: set "
                                   "--evaluation-nice or TAU2_EVAL_EVALUATION_NICE within that range.")
 
+    warm: bool = True  # fork each evaluation's process from the fork server (warm.py), else start it cold
+
     def start(self, request: EvaluationRequest, directory: Path, token: str | None,
-              trace_parent: dict[str, str] | None = None) -> ChildRun:
-        """Start the evaluation's child (see ChildRun)."""
-        process = start_child(request, directory, token, python=self.python, ray_address=self.ray_address,
-                              user_llm_api_base=self.user_llm_api_base, allowed_targets=self.allowed_targets,
-                              agent_limits=self.agent_limits, mcp=self.mcp, trace_parent=trace_parent)
-        run = ChildRun(process, directory)
+              trace_parent: dict[str, str] | None = None, forkserver: ForkServer | None = None) -> ChildRun:
+        """Start the evaluation's child (see ChildRun): forked from `forkserver` when it is ready, else cold."""
+        launch = prepare_child(request, directory, token, ray_address=self.ray_address,
+                               user_llm_api_base=self.user_llm_api_base, allowed_targets=self.allowed_targets,
+                               agent_limits=self.agent_limits, mcp=self.mcp, trace_parent=trace_parent)
+        if forkserver is not None and forkserver.ready:
+            try:
+                return ChildRun(forkserver.fork(launch.warm(self.nice)), directory)
+            except ForkServerError as error:
+                log.warning("evaluation in %s starts cold: %s", directory.name, error)
+        elif forkserver is not None:
+            log.info("evaluation in %s starts cold: the fork server is not ready", directory.name)
+        run = ChildRun(popen_child(launch, self.python), directory)
         run.lower_priority(self.nice)
         return run
+
+    def forkserver(self) -> ForkServer | None:
+        """The fork server these options ask for (not started), or None for cold starts."""
+        return ForkServer(self.python, child_environment()) if self.warm else None
 
 
 def _private_append(path: Path) -> IO[bytes]:
@@ -105,23 +123,24 @@ def _private_append(path: Path) -> IO[bytes]:
     return os.fdopen(descriptor, "ab")
 
 
-def start_child(request: EvaluationRequest, directory: Path, token: str | None, *, python: str = sys.executable,
-                ray_address: str | None = None, user_llm_api_base: str | None = None,
-                allowed_targets: tuple[str, ...] = (), agent_limits: AgentLimits = AgentLimits(),
-                mcp: McpServing = McpServing(), trace_parent: dict[str, str] | None = None
-                ) -> subprocess.Popen[bytes]:
-    """Start the evaluation's child in `directory`: the runner's entry point, the run's settings, the
-    target's `token` and where to write its outcome as JSON on its stdin, nothing on its command line; with
-    `trace_parent`, the trace context its run continues. The only place that knows how a child is started.
+@dataclass(frozen=True)
+class Launch:
+    """What an evaluation's child is given: its directory, its request on stdin, its environment."""
 
-    The child writes one results file in `directory`, read for progress and kept on cancel; a child
-    started again on it (a resumed evaluation) redoes no finished simulation. The outcome of an earlier
-    child is removed first: the file the service reads is this child's or none.
-    """
-    settings = request.run_settings(directory, RESULTS_NAME, ray=ray_address, user_llm_api_base=user_llm_api_base,
-                                    allowed_targets=allowed_targets, agent_limits=agent_limits, mcp=mcp)
-    outcome = outcome_file(directory)
-    stdin = json.dumps({"settings": settings.to_dict(), "auth_token": token, "outcome_file": str(outcome)}).encode()
+    directory: Path
+    stdin: bytes = field(repr=False)  # holds the target's token
+    env: dict[str, str] = field(repr=False)
+
+    def warm(self, nice: int) -> dict[str, object]:
+        """The launch as the fork server's child applies it to itself (forkserver.become)."""
+        return {"directory": str(self.directory), "log": str(self.directory / CHILD_LOG), "umask": CHILD_UMASK,
+                "env": self.env, "exit_with_variable": EXIT_WITH_ENV, "nice": nice,
+                "priority": min(19, os.getpriority(os.PRIO_PROCESS, 0) + nice), "stdin": self.stdin.decode()}
+
+
+def child_environment(trace_parent: dict[str, str] | None = None) -> dict[str, str]:
+    """An evaluation's environment: the service's, without its own settings and secrets; with `trace_parent`,
+    the trace context its run continues."""
     env = {k: v for k, v in os.environ.items() if k != AUTH_TOKEN_ENV and not k.startswith(SERVICE_ENV_PREFIX)}
     env.update({COST_MAP_ENV: BUNDLED}, NO_COLOR="1", TERM="dumb", COLUMNS="120")
     env[EXIT_WITH_ENV] = str(os.getpid())
@@ -130,16 +149,52 @@ def start_child(request: EvaluationRequest, directory: Path, token: str | None, 
         env[TRACEPARENT_ENV] = trace_parent["traceparent"]
         if trace_parent.get("tracestate"):
             env[TRACESTATE_ENV] = trace_parent["tracestate"]
+    return env
+
+
+def prepare_child(request: EvaluationRequest, directory: Path, token: str | None, *,
+                  ray_address: str | None = None, user_llm_api_base: str | None = None,
+                  allowed_targets: tuple[str, ...] = (), agent_limits: AgentLimits = AgentLimits(),
+                  mcp: McpServing = McpServing(), trace_parent: dict[str, str] | None = None) -> Launch:
+    """The evaluation's launch in `directory` (made, private; the outcome of an earlier child removed, so the
+    file the service reads is this child's or none): the run's settings, the target's `token` and where to
+    write its outcome, as JSON for its stdin; nothing for its command line."""
+    settings = request.run_settings(directory, RESULTS_NAME, ray=ray_address, user_llm_api_base=user_llm_api_base,
+                                    allowed_targets=allowed_targets, agent_limits=agent_limits, mcp=mcp)
+    outcome = outcome_file(directory)
+    stdin = json.dumps({"settings": settings.to_dict(), "auth_token": token, "outcome_file": str(outcome)}).encode()
     directory.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
     outcome.unlink(missing_ok=True)
-    with _private_append(directory / CHILD_LOG) as child_log:
+    return Launch(directory, stdin, child_environment(trace_parent))
+
+
+def start_child(request: EvaluationRequest, directory: Path, token: str | None, *, python: str = sys.executable,
+                ray_address: str | None = None, user_llm_api_base: str | None = None,
+                allowed_targets: tuple[str, ...] = (), agent_limits: AgentLimits = AgentLimits(),
+                mcp: McpServing = McpServing(), trace_parent: dict[str, str] | None = None
+                ) -> subprocess.Popen[bytes]:
+    """Start the evaluation's child cold in `directory`: the runner's entry point run by `python`, given its
+    launch (prepare_child) on stdin. The only place that knows how a cold child is started.
+
+    The child writes one results file in `directory`, read for progress and kept on cancel; a child
+    started again on it (a resumed evaluation) redoes no finished simulation.
+    """
+    launch = prepare_child(request, directory, token, ray_address=ray_address, user_llm_api_base=user_llm_api_base,
+                           allowed_targets=allowed_targets, agent_limits=agent_limits, mcp=mcp,
+                           trace_parent=trace_parent)
+    return popen_child(launch, python)
+
+
+def popen_child(launch: Launch, python: str) -> subprocess.Popen[bytes]:
+    """The runner's entry point run by `python` in the launch's directory, its request on stdin."""
+    with _private_append(launch.directory / CHILD_LOG) as child_log:
         process = subprocess.Popen(
-            [python, "-m", "tau2_a2a.runner"], env=env, stdout=child_log, stderr=subprocess.STDOUT,
-            stdin=subprocess.PIPE, cwd=directory, start_new_session=True, umask=CHILD_UMASK,
+            [python, "-m", "tau2_a2a.runner"], env=launch.env, stdout=child_log, stderr=subprocess.STDOUT,
+            stdin=subprocess.PIPE, cwd=launch.directory, start_new_session=True, umask=CHILD_UMASK,
         )
     try:
         assert process.stdin is not None
-        process.stdin.write(stdin)
+        process.stdin.write(launch.stdin)
         process.stdin.close()
     except BrokenPipeError:  # the child ended before reading: its exit code and log say why
         pass
@@ -149,7 +204,7 @@ def start_child(request: EvaluationRequest, directory: Path, token: str | None, 
 class ChildRun:
     """One run of an evaluation's child, from its start at a lower priority to its exit."""
 
-    def __init__(self, process: subprocess.Popen[bytes], directory: Path) -> None:
+    def __init__(self, process: subprocess.Popen[bytes] | WarmProcess, directory: Path) -> None:
         self.process = process
         self.directory = directory
 

@@ -81,6 +81,7 @@ class Scheduler:
 
     def start(self) -> None:
         """Take up what a stopped service left, start queued work, and go on doing so every tick."""
+        self.supervisor.open()
         with self._lock:
             self._adopt_expired(at_start=True)
             self._dispatch()
@@ -98,6 +99,7 @@ class Scheduler:
         if self._maintainer is not None:
             self._maintainer.join(10)
         self.supervisor.stop_all(timeout=30)
+        self.supervisor.close()
         try:
             self.queue.release(self.replica)
         except SQLAlchemyError as error:

@@ -4,6 +4,7 @@ Each running evaluation of this replica is a Job: its record, its directory,
 the target's token (in memory only, dropped when the child ends) and its
 child. A thread per job waits for the child's exit and reports it to
 `on_exit`, the scheduler's; what the exit means is the scheduler's to record.
+The supervisor also runs the fork server its children are forked from (warm.py), from open() to close().
 """
 
 from __future__ import annotations
@@ -46,9 +47,21 @@ class Supervisor:
         self._on_exit = on_exit
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
+        self.forkserver = options.forkserver()
+
+    def open(self) -> None:
+        """Start the fork server (it gets ready in the background; children start cold until then)."""
+        if self.forkserver is not None:
+            self.forkserver.start()
+
+    def close(self) -> None:
+        """Stop the fork server (after stop_all)."""
+        if self.forkserver is not None:
+            self.forkserver.close()
 
     def start(self, job: Job) -> None:
-        job.child = self.options.start(job.record.request, job.directory, job.token, job.trace_parent)
+        job.child = self.options.start(job.record.request, job.directory, job.token, job.trace_parent,
+                                       forkserver=self.forkserver)
         with self._lock:
             self._jobs[job.evaluation_id] = job
         threading.Thread(target=self._watch, args=(job,), daemon=True, name=f"watch {job.evaluation_id}").start()
