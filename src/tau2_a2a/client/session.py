@@ -57,7 +57,6 @@ from tau2_a2a.client.limits import request_over_limit
 from tau2_a2a.client.records import RequestRecord, TokenCounter
 from tau2_a2a.client.sending import Exchange, InFlight, SendOptions, open_task_id
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable
-from tau2_a2a.client.tool_server import ToolServer
 from tau2_a2a.client.transport import (
     Wire,
     current_wire,
@@ -72,6 +71,8 @@ from tau2_a2a.protocol.toolcalls import MalformedReply
 
 if TYPE_CHECKING:
     import grpc.aio
+
+    from tau2_a2a.client.tool_server import ToolServer
 
 log = logging.getLogger("tau2_a2a.client")
 T = TypeVar("T")
@@ -171,6 +172,8 @@ class A2ASession:
         """The run's MCP tools server in this process, started at its first use."""
         with self._tool_server_lock:
             if self._tool_server is None:
+                from tau2_a2a.client.tool_server import ToolServer  # the MCP server: only for a run that serves it
+
                 self._tool_server = ToolServer(self.config.mcp).start()
             return self._tool_server
 
