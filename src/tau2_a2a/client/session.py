@@ -35,13 +35,7 @@ from a2a.utils.errors import TaskNotFoundError
 
 from tau2_a2a.client import request_spans, tracing
 from tau2_a2a.client.bindings import GRPC, choose_interface, protocol_version
-from tau2_a2a.client.card_check import (
-    CARD_PATHS,
-    access_refusal,
-    check_interfaces,
-    missing_card,
-    validate_card,
-)
+from tau2_a2a.client.card_check import CARD_PATHS, access_refusal, check_interfaces, missing_card, validate_card
 from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS, MESSAGE, A2AConfig, tools_mode_of
 from tau2_a2a.client.errors import (
     A2AFailure,
@@ -173,7 +167,6 @@ class A2ASession:
         with self._tool_server_lock:
             if self._tool_server is None:
                 from tau2_a2a.client.tool_server import ToolServer  # the MCP server: only for a run that serves it
-
                 self._tool_server = ToolServer(self.config.mcp).start()
             return self._tool_server
 
