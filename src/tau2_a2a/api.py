@@ -9,10 +9,28 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tau2_a2a.client.config import A2AConfig, RetryPolicy
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.outcome import RunOutcome
-from tau2_a2a.runner.run import evaluate
-from tau2_a2a.runner.settings import RunSettings
+
+if TYPE_CHECKING:
+    from tau2_a2a.runner.run import evaluate
+    from tau2_a2a.runner.settings import RunSettings
 
 __all__ = ["A2AConfig", "ConfigError", "RetryPolicy", "RunOutcome", "RunSettings", "evaluate"]
+
+
+def __getattr__(name: str) -> object:
+    """`evaluate` and `RunSettings`, imported when first asked for: they import tau2 (seconds), which
+    importing this module does not."""
+    if name == "evaluate":
+        from tau2_a2a.runner.run import evaluate
+
+        return evaluate
+    if name == "RunSettings":
+        from tau2_a2a.runner.settings import RunSettings
+
+        return RunSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -277,7 +277,7 @@ def test_ctrl_c_or_sigterm_keeps_what_finished_writes_its_metrics_and_says_how_t
 
 
 def test_the_printed_resume_command_holds_no_secret(tmp_path: Path) -> None:
-    from tau2_a2a.cli import resume_command
+    from tau2_a2a.cli.run import resume_command
     from tau2_a2a.runner.interrupt import RunInterrupted
 
     stopped = RunInterrupted(1, tmp_path / "run.json", None)

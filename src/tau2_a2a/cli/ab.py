@@ -10,7 +10,7 @@ from tau2_a2a.cli.tau2_flags import add_tau2_run_args
 
 
 def add_ab_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
-    ab = commands.add_parser("ab", help="Protocol A/B: tau2's llm_agent vs the same model over A2A, side by side")
+    ab = commands.add_parser("ab")
     ab.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
     ab.add_argument("--model", required=True, help="LiteLLM model for both arms (sets --agent-llm)")
     ab.add_argument("--api-base", default=None, help="Base URL of an OpenAI-compatible endpoint, for both arms")

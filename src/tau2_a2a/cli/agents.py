@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def add_agent_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
-    agent = commands.add_parser("agent", help="Serve a reference A2A agent")
+    agent = commands.add_parser("agent")
     agent_kinds = agent.add_subparsers(dest="kind")
     oracle = agent_kinds.add_parser("oracle", help="Replays each task's golden actions (use with scripted_user)")
     oracle.add_argument("--host", default="127.0.0.1")

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import argparse
-
-from a2a.types import AgentCard
+from typing import TYPE_CHECKING
 
 from tau2_a2a.cli.common import OneLineParser, add_transport_args, auth_token
-from tau2_a2a.client.bindings import READABLE, choose_interface, protocol_version
 from tau2_a2a.client.config import AUTH_TOKEN_ENV, A2AConfig
-from tau2_a2a.client.session import A2ASession
 from tau2_a2a.terminal import plain
+
+if TYPE_CHECKING:
+    from a2a.types import AgentCard
 
 
 def add_card_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
-    card = commands.add_parser("card", help="Fetch, validate and show an agent card")
+    card = commands.add_parser("card")
     card.add_argument("url", help="The agent's base URL")
     card.add_argument("--a2a-auth-token", default=None, help=f"Bearer token (or ${AUTH_TOKEN_ENV})")
     card.add_argument("--a2a-timeout", type=float, default=30.0, help="Seconds to wait for the card")
@@ -23,6 +23,8 @@ def add_card_command(commands: argparse._SubParsersAction[OneLineParser]) -> Non
 
 
 def card_command(args: argparse.Namespace) -> int:
+    from tau2_a2a.client.session import A2ASession  # a2a-sdk's client: only to fetch a card
+
     a2a = A2AConfig(endpoint=args.url, timeout=args.a2a_timeout, transport=args.a2a_transport,
                     streaming=args.a2a_streaming, auth_token=auth_token(args.a2a_auth_token))
     session = A2ASession(a2a)
@@ -36,6 +38,8 @@ def card_command(args: argparse.Namespace) -> int:
 def describe_card(card: AgentCard, endpoint: str, transport: str = "auto", streaming: bool = False) -> str:
     """What tau2 will use of an agent card, in words a person can check; the agent's words shown as text
     (`plain`: their control characters escaped, so the card cannot drive the terminal)."""
+    from tau2_a2a.client.bindings import READABLE, choose_interface, protocol_version
+
     interfaces = [
         f"{plain(i.protocol_binding)} {plain(i.url)} (A2A {plain(i.protocol_version) or 'unspecified'})"
         for i in card.supported_interfaces

@@ -5,14 +5,10 @@ from __future__ import annotations
 import argparse
 
 from tau2_a2a.cli.common import OneLineParser
-from tau2_a2a.client.config import A2AConfig
-from tau2_a2a.runner.outcome import print_outcome
-from tau2_a2a.runner.run import evaluate
-from tau2_a2a.runner.settings import RunSettings
 
 
 def add_demo_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
-    demo = commands.add_parser("demo", help="Offline: evaluate the bundled oracle over A2A on a few tasks")
+    demo = commands.add_parser("demo")
     demo.add_argument("--domain", default="airline")
     demo.add_argument("--num-tasks", type=int, default=5)
     demo.add_argument("--max-concurrency", type=int, default=4)
@@ -21,8 +17,12 @@ def add_demo_command(commands: argparse._SubParsersAction[OneLineParser]) -> Non
 
 
 def demo_command(args: argparse.Namespace) -> int:
+    from tau2_a2a.client.config import A2AConfig
     from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
     from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
+    from tau2_a2a.runner.outcome import print_outcome
+    from tau2_a2a.runner.run import evaluate
+    from tau2_a2a.runner.settings import RunSettings
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tau2_a2a.apps.merge import merge_files
 from tau2_a2a.cli.common import OneLineParser
-from tau2_a2a.tau2bench.run.layout import metrics_path
 
 
 def add_merge_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
     merge = commands.add_parser(
-        "merge", help="Merge tau2 results files of shards or runs with the same settings into one",
+        "merge",
         description="Merge the tau2 results files of several shards (or runs of the same domain, agent, user "
                     "and settings) into one results file, scored over all of them (pass^k), with one A2A "
                     "metrics file beside it.",
@@ -25,6 +23,9 @@ def add_merge_command(commands: argparse._SubParsersAction[OneLineParser]) -> No
 
 
 def merge_command(args: argparse.Namespace) -> int:
+    from tau2_a2a.apps.merge import merge_files  # tau2 scores the merged file
+    from tau2_a2a.tau2bench.run.layout import metrics_path
+
     target = merge_files([Path(p) for p in args.results_files], args.save_to,
                          Path(args.results_dir) if args.results_dir else None)
     print(f"Results: {target}\nProtocol metrics: {metrics_path(target)}")

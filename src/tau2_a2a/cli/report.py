@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 
 
 def add_report_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
-    report = commands.add_parser("report", help="Scores with 95%% intervals, comparisons and every trajectory: "
-                                 "one offline HTML page, its figures as JSON, a summary")
+    report = commands.add_parser("report")
     report.add_argument("results", nargs="+", metavar="RESULTS",
                         help="tau2 results files or folders of them (one per domain); LABEL=PATH names a run. "
                              "Several runs are compared with the first, on the same domains and tasks")

@@ -54,8 +54,7 @@ RUN_EPILOG = ("Exit codes: 0 no simulation ended with an A2A error; 3 some did (
 
 
 def add_run_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
-    run = commands.add_parser("run", help="Run tau2-bench; with --agent a2a_agent, against an A2A agent",
-                              epilog=RUN_EPILOG)
+    run = commands.add_parser("run", epilog=RUN_EPILOG)
     run.add_argument("domain_positional", nargs="?", metavar="DOMAIN", help="The domain (same as --domain)")
     add_tau2_run_args(run)
     add_a2a_args(run)

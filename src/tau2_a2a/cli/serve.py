@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tau2_a2a.cli.common import OneLineParser
 from tau2_a2a.client.config import (
@@ -28,7 +29,9 @@ from tau2_a2a.client.config import (
 )
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.request_limit import KEPT_TEXT_BYTES
-from tau2_a2a.service.settings import AGENT_LIMITS, SERVICE_TOKEN_ENV, ServiceSettings, names
+
+if TYPE_CHECKING:
+    from tau2_a2a.service.settings import ServiceSettings
 
 DEFAULT_PORT = 9200
 
@@ -36,7 +39,7 @@ DEFAULT_PORT = 9200
 def add_serve_command(commands: argparse._SubParsersAction[OneLineParser]) -> None:
     """`tau2-a2a serve`: flags override the TAU2_EVAL_* environment variables."""
     serve = commands.add_parser(
-        "serve", help="Serve tau2 evaluations as an A2A agent (Google ADK)",
+        "serve",
         description="Serve tau2-bench evaluations as an A2A agent: card at /.well-known/agent-card.json, "
                     "JSON-RPC at / and HTTP+JSON on --port, gRPC on --grpc-port, each for A2A 1.0 and 0.3. "
                     "Flags override TAU2_EVAL_* environment variables.",
@@ -54,7 +57,7 @@ def add_serve_command(commands: argparse._SubParsersAction[OneLineParser]) -> No
     serve.add_argument("--model-api-base", default=None,
                        help="OpenAI-compatible endpoint for --model openai/NAME (TAU2_EVAL_MODEL_API_BASE)")
     serve.add_argument("--auth-token", default=None,
-                       help=f"Bearer token callers must send (prefer ${SERVICE_TOKEN_ENV}: a flag shows in ps)")
+                       help="Bearer token callers must send (prefer $TAU2_EVAL_AUTH_TOKEN: a flag shows in ps)")
     serve.add_argument("--allowed-user-llms", default=None, metavar="MODELS",
                        help="Comma-separated LiteLLM models callers may choose as user_llm "
                             "(TAU2_EVAL_ALLOWED_USER_LLMS; default: tau2's default user LLM only)")
@@ -139,6 +142,8 @@ def add_serve_command(commands: argparse._SubParsersAction[OneLineParser]) -> No
 
 
 def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
+    from tau2_a2a.service.settings import AGENT_LIMITS, ServiceSettings, names  # the service imports tau2
+
     base = ServiceSettings.from_env()
     def pick(flag: int | None, default: int) -> int:
         return default if flag is None else flag

@@ -86,14 +86,18 @@ class TokenCounter:
     MAX_KEPT = 4096
 
     def __init__(self) -> None:
-        use_bundled_cost_map()
-        from litellm.litellm_core_utils.default_encoding import encoding
-
-        self._encoding = encoding
+        self._encoding: Any = None  # loaded at the first count: importing litellm takes seconds
         self._by_content: dict[str | bytes, int] = {}
 
     def count(self, text: str) -> int:
-        return len(self._encoding.encode(text, disallowed_special=())) if text else 0
+        if not text:
+            return 0
+        if self._encoding is None:
+            use_bundled_cost_map()
+            from litellm.litellm_core_utils.default_encoding import encoding
+
+            self._encoding = encoding
+        return len(self._encoding.encode(text, disallowed_special=()))
 
     def count_parts(self, parts: Iterable[Part]) -> int:
         """Tokens of A2A parts, each counted by its content (metadata, such as the trial's seed, aside)."""

@@ -35,13 +35,7 @@ from a2a.utils.errors import TaskNotFoundError
 
 from tau2_a2a.client import request_spans, tracing
 from tau2_a2a.client.bindings import GRPC, choose_interface, protocol_version
-from tau2_a2a.client.card_check import (
-    CARD_PATHS,
-    access_refusal,
-    check_interfaces,
-    missing_card,
-    validate_card,
-)
+from tau2_a2a.client.card_check import CARD_PATHS, access_refusal, check_interfaces, missing_card, validate_card
 from tau2_a2a.client.config import MAX_TIMEOUT_SECONDS, MESSAGE, A2AConfig, tools_mode_of
 from tau2_a2a.client.errors import (
     A2AFailure,
@@ -66,7 +60,6 @@ from tau2_a2a.client.limits import request_over_limit
 from tau2_a2a.client.records import RequestRecord, TokenCounter
 from tau2_a2a.client.sending import Exchange, InFlight, SendOptions, open_task_id
 from tau2_a2a.client.targets import TargetPolicy, TargetRefused, TargetUnresolvable
-from tau2_a2a.client.tool_server import ToolServer
 from tau2_a2a.client.transport import (
     Wire,
     current_wire,
@@ -81,6 +74,8 @@ from tau2_a2a.protocol.toolcalls import MalformedReply
 
 if TYPE_CHECKING:
     import grpc.aio
+
+    from tau2_a2a.client.tool_server import ToolServer
 
 log = logging.getLogger("tau2_a2a.client")
 T = TypeVar("T")
@@ -176,6 +171,7 @@ class A2ASession:
         """The run's MCP tools server in this process, started at its first use."""
         with self._tool_server_lock:
             if self._tool_server is None:
+                from tau2_a2a.client.tool_server import ToolServer  # the MCP server: only for a run that serves it
                 self._tool_server = ToolServer(self.config.mcp).start()
             return self._tool_server
 

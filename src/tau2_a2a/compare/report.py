@@ -57,7 +57,7 @@ from tau2_a2a.runner.outcome import usd
 from tau2_a2a.runner.protocol_metrics import agent_usage, known_total
 from tau2_a2a.tau2bench.run.layout import metrics_path
 from tau2_a2a.tau2bench.run.resume import CARD_KEY
-from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION
+from tau2_a2a.tau2bench.seam.installed import DISTRIBUTION, VERSION
 
 SECRET_WORDS = ("key", "token", "secret", "password", "auth", "credential")
 FEW_TASKS = 20  # below this many tasks a percentile bootstrap interval is known to be too narrow

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from a2a.helpers import get_text_parts, new_data_part, new_text_part
-from a2a.server.agent_execution import RequestContext
 from a2a.types import Message, Part, Task
 from a2a.utils.errors import InvalidParamsError
 from google.protobuf.json_format import MessageToDict
@@ -31,6 +30,7 @@ from tau2_a2a.protocol.toolcalls import (
 )
 
 if TYPE_CHECKING:
+    from a2a.server.agent_execution import RequestContext
     from google.protobuf.struct_pb2 import Value
 
 KIND = "tau2_kind"

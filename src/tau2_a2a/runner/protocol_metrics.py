@@ -22,7 +22,7 @@ import numpy as np
 
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
 from tau2_a2a.tau2bench.run import provenance
-from tau2_a2a.tau2bench.run.accounting import CONVERSATION_KEY
+from tau2_a2a.tau2bench.run.keys import CONVERSATION_KEY
 from tau2_a2a.tau2bench.run.layout import metrics_path
 
 MCP_REQUESTS_KEY = "mcp_requests"  # beside "requests": the MCP requests of the MCP tools modes

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from tau2_a2a.client.pricing import known_model, price_tokens
+from tau2_a2a.tau2bench.run.keys import CONVERSATION_KEY
 from tau2_a2a.tau2bench.seam.distribution import (
     AssistantMessage,
     ConsoleDisplay,
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
 
     from tau2_a2a.tau2bench.seam.distribution import Message
 
-CONVERSATION_KEY = "tau2_a2a_conversation"
 AGENT, USER, TOOLS, JUDGE = "agent", "user", "tools", "judge"
 _ROLE_PHASES = {"agent": AGENT, "user": USER, "env": TOOLS}  # tau2's Role values: whom a step's message goes to
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
-from tau2_a2a.tau2bench.run.accounting import CONVERSATION_KEY
+from tau2_a2a.tau2bench.run.keys import CONVERSATION_KEY
 from tau2_a2a.tau2bench.seam.distribution import AssistantMessage, ToolMessage, UserMessage
 
 if TYPE_CHECKING:

@@ -18,20 +18,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tau2_a2a.tau2bench.seam.distribution import DATA_DIR, run_results_file
-
 RESULTS_FILE = "results.json"  # a run's results file in its own directory (upstream's layout)
 METRICS_SUFFIX = "_a2a_metrics.json"
 
 
 def results_root(results_dir: str | Path | None = None) -> Path:
     """The directory runs are written in: `results_dir`, or tau2's own (data/simulations)."""
-    return Path(results_dir) if results_dir else DATA_DIR / "simulations"
+    if results_dir:
+        return Path(results_dir)
+    from tau2_a2a.tau2bench.seam.distribution import DATA_DIR  # tau2 only when its own directory is asked for
+
+    return DATA_DIR / "simulations"
 
 
 def results_path(save_to: str, results_dir: str | Path | None = None) -> Path:
     """The results file of the run named `save_to`, as the installed tau2 places it; an earlier version's
     file of that run (`<root>/<save_to>.json`), when it is there and the new one is not, where it is."""
+    from tau2_a2a.tau2bench.seam.distribution import run_results_file
+
     root = results_root(results_dir)
     path = run_results_file(root, save_to)
     earlier = root / f"{save_to}.json"

