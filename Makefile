@@ -22,7 +22,7 @@ VENV03 := .venv-a2a03
 STAMP03 := $(VENV03)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test lint bench install install-nvidia clean postgres chromium curl-jq python313
+.PHONY: demo test lint bench install install-nvidia clean postgres chromium curl-jq python313 image test-docker
 
 install: $(STAMP) $(STAMP03) postgres chromium curl-jq
 
@@ -107,7 +107,7 @@ PYTEST := -m pytest -q --durations=25
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
 test: lint $(STAMP03) $(STAMP_NVIDIA) postgres chromium curl-jq
-	$(BIN)/python $(PYTEST) $(PARALLEL) -m "not ray"
+	$(BIN)/python $(PYTEST) $(PARALLEL) -m "not ray and not docker"
 	$(BIN)/python $(PYTEST) -m ray
 	$(VENV_NVIDIA)/bin/python $(PYTEST) $(PARALLEL) -m "nvidia and not ray"
 	$(VENV_NVIDIA)/bin/python $(PYTEST) -m "nvidia and ray"
@@ -123,6 +123,41 @@ bench: $(STAMP)
 	$(BIN)/python bench/service_throughput.py --levels 1,2,4 --num-tasks 5
 	$(BIN)/python bench/service_list_domains.py
 	$(BIN)/python bench/service_load.py
+
+# The images (docker/Dockerfile; docs/agentbeats.md, "Images"): $(IMAGE) (the green agent, tau2-a2a serve) and
+# $(IMAGE)-oracle (the oracle participant), from tau2-bench's archive (sha256 checked) and this checkout.
+# BASE_IMAGE: the official slim image when a registry answers, else a Debian trixie base made here from
+# Debian's packages (scripts/base-image.sh, root and debootstrap). RAY=true adds Ray.
+IMAGE ?= tau2-a2a
+RAY ?= false
+DOCKER_CONTEXT := docker/context
+image:
+	@test -n "$(TAU2_ARCHIVE)" || { echo "No tau2-bench $(TAU2_TAG) archive: set TAU2_ARCHIVE to its .tar.gz"; exit 1; }
+	@echo "$(TAU2_ARCHIVE_SHA256)  $(TAU2_ARCHIVE)" | sha256sum -c --status \
+	  || { echo "$(TAU2_ARCHIVE): sha256 is not $(TAU2_ARCHIVE_SHA256); set TAU2_ARCHIVE to tau2-bench $(TAU2_TAG)'s archive"; exit 1; }
+	mkdir -p $(DOCKER_CONTEXT)
+	cp "$(TAU2_ARCHIVE)" $(DOCKER_CONTEXT)/tau2-bench-1.0.1.tar.gz
+	@if [ -s /etc/ssl/certs/ca-certificates.crt ]; then cp /etc/ssl/certs/ca-certificates.crt $(DOCKER_CONTEXT)/; fi
+	@base="$(BASE_IMAGE)"; \
+	if [ -z "$$base" ]; then \
+	  if docker image inspect python:3.13-slim >/dev/null 2>&1 || timeout 120 docker pull -q python:3.13-slim >/dev/null 2>&1; \
+	  then base=python:3.13-slim; \
+	  else echo "No image registry answers: a base image from Debian's packages"; base=tau2-a2a-base:trixie; \
+	       scripts/base-image.sh $$base || exit 1; fi; \
+	fi; \
+	echo "Building $(IMAGE) and $(IMAGE)-oracle on $$base"; \
+	for target in oracle green; do \
+	  name=$(IMAGE)$$([ $$target = green ] || echo -$$target); \
+	  docker build --network host --file docker/Dockerfile --target $$target --tag $$name \
+	    --build-arg BASE_IMAGE=$$base --build-arg WITH_RAY=$(RAY) --build-arg TAU2_ARCHIVE_SHA256=$(TAU2_ARCHIVE_SHA256) . \
+	    || exit 1; \
+	done
+	@docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E '^$(IMAGE)(-oracle)?:latest '
+
+# The Docker test (tests/docker/): the green image started as AgentBeats starts it, assessing the oracle.
+# Not part of `make test` (CI has no Docker daemon); it skips when no daemon answers.
+test-docker: $(STAMP) image
+	$(BIN)/python $(PYTEST) -m docker tests/docker
 
 clean:
 	rm -rf $(VENV) $(VENV_NVIDIA) $(VENV03) results

@@ -4,7 +4,7 @@ ADK's server imports this module with no flags, so settings come from
 TAU2_EVAL_* environment variables (results directory, model, limits, allowed
 targets; see docs/service.md). The A2A endpoint is /a2a/tau2_eval and its card
 is agent.json beside this file (regenerate it with
-`tau2-a2a serve --write-card adk_agents/tau2_eval/agent.json --public-url URL`).
+`tau2-a2a serve --write-card adk_agents/tau2_eval/agent.json --card-url URL`).
 """
 
 import atexit

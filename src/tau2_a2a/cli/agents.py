@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from tau2_a2a.cli.common import OneLineParser
+from tau2_a2a.cli.urls import add_card_url_flag, advertised_urls
 from tau2_a2a.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ def add_agent_command(commands: argparse._SubParsersAction[OneLineParser]) -> No
     oracle.add_argument("--host", default="127.0.0.1")
     oracle.add_argument("--port", type=int, default=9100, help="JSON-RPC, HTTP+JSON and the card")
     oracle.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
+    add_card_url_flag(oracle)
     oracle.add_argument("--delay", type=float, default=0.0, help="Seconds to wait before each reply")
     add_tools_flag(oracle)
     oracle.set_defaults(func=oracle_command)
@@ -35,6 +37,7 @@ def add_agent_command(commands: argparse._SubParsersAction[OneLineParser]) -> No
     llm.add_argument("--host", default="127.0.0.1")
     llm.add_argument("--port", type=int, default=9101, help="JSON-RPC, HTTP+JSON and the card")
     llm.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
+    add_card_url_flag(llm)
     add_tools_flag(llm)
     llm.set_defaults(func=llm_agent_command)
     adk = agent_kinds.add_parser("adk", help="A Google ADK agent run by ADK's A2A executor, any LiteLLM model")
@@ -42,6 +45,7 @@ def add_agent_command(commands: argparse._SubParsersAction[OneLineParser]) -> No
     adk.add_argument("--host", default="127.0.0.1")
     adk.add_argument("--port", type=int, default=9102, help="JSON-RPC, HTTP+JSON and the card")
     adk.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
+    add_card_url_flag(adk)
     adk.add_argument("--mcp-url", default=None, metavar="URL",
                      help="Take the tools over MCP with ADK's McpToolset, from the run's MCP server at URL "
                           "(tau2-a2a run --a2a-mcp-port PORT serves it at http://127.0.0.1:PORT/mcp); the card then "
@@ -92,7 +96,7 @@ def traced(app: Starlette) -> Starlette:
 
 def _agent_urls(args: argparse.Namespace) -> tuple[str, str | None]:
     """The HTTP URL and the gRPC host:port (None without --grpc-port) an agent's card declares."""
-    return f"http://{args.host}:{args.port}", f"{args.host}:{args.grpc_port}" if args.grpc_port else None
+    return advertised_urls(args.host, args.port, args.grpc_port, args.card_url)
 
 
 def _print_bindings(url: str, grpc_url: str | None) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tau2_a2a.cli.common import OneLineParser
+from tau2_a2a.cli.urls import add_card_url_flag, advertised_urls
 from tau2_a2a.client.config import (
     DEFAULT_MAX_AGENT_BYTES,
     DEFAULT_MAX_MCP_REQUESTS,
@@ -47,9 +48,10 @@ def add_serve_command(commands: argparse._SubParsersAction[OneLineParser]) -> No
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="JSON-RPC, HTTP+JSON and the card")
     serve.add_argument("--grpc-port", type=int, default=None, help="Serve gRPC too, on this port")
-    serve.add_argument("--public-url", default=None, help="URL the card advertises (default http://HOST:PORT)")
+    add_card_url_flag(serve, "--public-url")
     serve.add_argument("--public-grpc-url", default=None,
-                       help="host:port the card advertises for gRPC (default HOST:GRPC_PORT)")
+                       help="host:port the card advertises for gRPC (default: --card-url's host, else HOST, "
+                            "on GRPC_PORT)")
     serve.add_argument("--results-dir", default=None, help="Where evaluations are kept (TAU2_EVAL_RESULTS_DIR; "
                                                            "default ./tau2_eval_results)")
     serve.add_argument("--model", default=None, help="LiteLLM model for text requests (TAU2_EVAL_MODEL); "
@@ -137,7 +139,7 @@ def add_serve_command(commands: argparse._SubParsersAction[OneLineParser]) -> No
                             f"(TAU2_EVAL_MCP_READ_TIMEOUT; default {DEFAULT_MCP_READ_TIMEOUT_SECONDS:g})")
     serve.add_argument("--write-card", metavar="PATH", default=None,
                        help="Write the card of the ADK app (JSON-RPC only) to PATH, for "
-                            "adk_agents/<app>/agent.json with --public-url, and exit")
+                            "adk_agents/<app>/agent.json with --card-url, and exit")
     serve.set_defaults(func=serve_command)
 
 
@@ -198,13 +200,12 @@ def serve_command(args: argparse.Namespace) -> int:
         raise ConfigError(str(error)) from None
     if settings.lease_seconds <= 0 or settings.max_request_bytes < 1:
         raise ConfigError("--lease-seconds and --max-request-bytes must be positive.")
-    url = (args.public_url or f"http://{args.host}:{args.port}").rstrip("/")
+    url, grpc_url = advertised_urls(args.host, args.port, args.grpc_port, args.card_url, args.public_grpc_url)
     if args.write_card:
         card = service_card(url, settings.limits, http_bindings=ADK_BINDINGS, user_llms=user_llms)
         Path(args.write_card).write_text(json.dumps(card_json(card), indent=2) + "\n")
         print(f"Wrote the card for {url} to {args.write_card}")
         return 0
-    grpc_url = (args.public_grpc_url or f"{args.host}:{args.grpc_port}") if args.grpc_port else None
     os.umask(0o077)  # everything the service writes (database, results, logs) is its user's only
     from tau2_a2a.service.app import build_app  # ADK and a2a-sdk's server: only when serving
 
