@@ -286,7 +286,8 @@ def test_message_tokens_and_the_agents_llm_usage_are_named_apart(outlier: Path, 
             "paid · LLM out (agent-reported)"} <= set(tokens)
     assert not [t for t in tokens if t.startswith("free · LLM")]
     assert browser.evaluate("document.querySelector('p.usage').innerText").endswith(
-        "free not reported; paid 11 of 12 (1 more reported it for some replies only: a lower bound, not drawn).")
+        "free not reported; paid 11 of 12 (1 more reported it for some replies only, or only in part: a lower bound, "
+        "not drawn).")
 
     index = next(s["index"] for s in whole if s["requests"])
     browser.click(f'td.cell[data-sim="1/airline/{index}"]')

@@ -19,6 +19,8 @@ from a2a.types import (
     TaskStatusUpdateEvent,
 )
 
+from tau2_a2a.client.pricing import price_tokens
+from tau2_a2a.client.turn_usage import tau2_usage_and_cost
 from tau2_a2a.protocol.stream import StreamedReply
 from tau2_a2a.protocol.usage import (
     ADK,
@@ -184,3 +186,49 @@ def test_a_stream_that_reports_nothing_assembles_as_before() -> None:
     streamed = stream(status_update({"adk_app_name": "app"}), artifact_update({}, "hi", append=False))
     reply = streamed.reply()
     assert ASSEMBLED_USAGE_KEY not in reply.metadata and reported_usage(reply) is None
+
+
+def turn_message(role: Role, kind: str | None = None) -> Message:
+    """A message of an ADK turn as a2a-sdk's task store keeps it in the history: no metadata of its own, its
+    parts marked by ADK's converter (a tool call, a tool result) or plain text."""
+    part = new_text_part("text")
+    if kind is not None:
+        part.metadata.update({"adk_type": kind})
+    return Message(message_id=f"m-{kind}", role=role, parts=[part])
+
+
+def blocking_adk_task(*turn: str | None, earlier: tuple[str | None, ...] = ()) -> Task:
+    """A blocking reply of ADK's executor: the last LLM call's usage on the Task, every event's message in history."""
+    reply = task(metadata=adk("ev-3", 7348, 10))
+    user = turn_message(Role.ROLE_USER)
+    for kinds in (earlier, turn) if earlier else (turn,):
+        reply.history.append(user)
+        reply.history.extend(turn_message(Role.ROLE_AGENT, kind) for kind in kinds)
+    return reply
+
+
+CALL, RESULT, TEXT = "function_call", "function_response", None
+
+
+def test_a_blocking_adk_turn_of_several_llm_calls_is_partial() -> None:
+    """Over MCP an ADK turn calls the LLM for each tool call and for its text; a blocking Task keeps the last
+    call's usage only: at least that, said to be partial, through the assembled reply too."""
+    reply = blocking_adk_task(CALL, RESULT, CALL, RESULT, TEXT)
+    assert reported_usage(reply) == ReportedUsage(7348, 10, source=ADK, partial=True)
+    assert reported_usage(stream(reply).reply()) == ReportedUsage(7348, 10, source=ADK, partial=True)
+
+
+def test_a_blocking_adk_turn_of_one_llm_call_is_whole() -> None:
+    """One call (the message mode's turn), or earlier turns' calls before the user's last message: whole."""
+    assert reported_usage(blocking_adk_task(TEXT)) == ReportedUsage(7348, 10, source=ADK)
+    assert reported_usage(blocking_adk_task(TEXT, earlier=(CALL, RESULT, TEXT))) == ReportedUsage(
+        7348, 10, source=ADK)
+
+
+def test_a_partial_turn_is_priced_as_unknown_with_its_lower_bound_kept() -> None:
+    record, cost = tau2_usage_and_cost(blocking_adk_task(CALL, RESULT, TEXT), "gpt-4.1-2025-04-14")
+    assert cost is None and record is not None
+    assert record["partial"] is True
+    assert record["cost_at_least"] == price_tokens("gpt-4.1-2025-04-14", 7348, 10)
+    whole, whole_cost = tau2_usage_and_cost(blocking_adk_task(TEXT), "gpt-4.1-2025-04-14")
+    assert whole is not None and "partial" not in whole and whole_cost == price_tokens("gpt-4.1-2025-04-14", 7348, 10)

@@ -263,22 +263,25 @@ def test_the_reported_usage_is_what_the_llm_used_on_every_binding(priced_agent: 
     # the run's summary names the A2A text's tokens and the LLM's usage apart, the latter equal to the stand-in's
     spent_in, spent_out = sum(u["prompt_tokens"] for u in used), sum(u["completion_tokens"] for u in used)
     assert outcome.metrics["run"]["agent_usage"] == {"input": spent_in, "output": spent_out,
-                                                     "replies_with_usage": len(replies), "replies": len(replies)}
+                                                     "replies_with_usage": len(replies), "replies_with_partial_usage": 0,
+                                                     "replies": len(replies)}
     summary = format_summary(outcome.metrics).splitlines()
     assert f"  agent's reported LLM usage, tokens: in {spent_in}   out {spent_out}" in summary
     assert any(line.startswith("  A2A message text, tokens: sent ") for line in summary)
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
 @pytest.mark.parametrize("driven", [False, True], ids=["mcp", "agent-driven"])
-def test_over_mcp_the_agent_costs_what_its_llm_calls_cost(priced_agent: Any, tmp_path: Path, driven: bool) -> None:
+def test_over_mcp_the_agent_costs_what_its_llm_calls_cost(priced_agent: Any, tmp_path: Path, driven: bool,
+                                                          streaming: bool) -> None:
     """Over MCP a turn's LLM calls are reported on its reply, and in the agent-driven mode the last reply comes
-    once the user has ended the conversation: either way the simulation's agent cost is the price of every call
-    the stand-in answered, and its tokens are theirs."""
+    once the user has ended the conversation: either way, blocking or streamed, the simulation's agent cost is the
+    price of every call the stand-in answered, and its tokens are theirs, whole (the turn's total, not partial)."""
     server, standin = priced_agent
     before = len(standin.usages)
 
     outcome = run_a2a(server.url, tmp_path, task_ids=["3"],
-                      a2a=A2AConfig(endpoint=server.url, retry=FAST, tools="mcp", driven=driven))
+                      a2a=A2AConfig(endpoint=server.url, retry=FAST, tools="mcp", driven=driven, streaming=streaming))
 
     [simulation] = outcome.results.simulations
     assert simulation.reward_info.reward == 1.0
@@ -288,6 +291,9 @@ def test_over_mcp_the_agent_costs_what_its_llm_calls_cost(priced_agent: Any, tmp
     assert simulation.agent_cost == pytest.approx(spent, rel=1e-9)
     reported = [m.usage for m in simulation.messages if m.role == "assistant" and m.usage is not None]
     assert sum(u["prompt_tokens"] for u in reported) == sum(u["prompt_tokens"] for u in used)
+    assert sum(u["completion_tokens"] for u in reported) == sum(u["completion_tokens"] for u in used)
+    assert not [u for u in reported if u.get("partial")]
+    assert outcome.metrics["run"]["agent_usage"]["replies_with_partial_usage"] == 0
     [metrics] = outcome.metrics["simulations"]
     assert metrics["cost_usd"]["agent"] == pytest.approx(spent, rel=1e-6)
 

@@ -212,7 +212,7 @@ def test_a_cost_not_reported_is_null_and_tau2_reads_it_so(metered_run: dict[str,
     assert set(report["run"]["time_s_by_phase"]) == {"agent", "user", "tools", "judge"}
     replies = sum(1 for s in results.simulations for m in s.messages if m.role == "assistant" and m.cost is None)
     assert replies > 0 and report["run"]["agent_usage"] == {"input": None, "output": None, "replies_with_usage": 0,
-                                                            "replies": replies}  # tau2's greeting is no reply
+                                                            "replies_with_partial_usage": 0, "replies": replies}  # tau2's greeting is no reply
     summary = format_summary(report).splitlines()
     assert "  agent's reported LLM usage, tokens: not reported" in summary
     assert [line for line in summary if "tokens" in line and "A2A message text" not in line] == [
@@ -237,5 +237,10 @@ def test_usage_some_replies_did_not_report_reads_as_a_lower_bound() -> None:
         "  agent's reported LLM usage, tokens: at least in 900   out 12   (3 of 4 replies reported it)")
     assert usage_line({"input": 900, "output": 12, "replies_with_usage": 4, "replies": 4}) == (
         "  agent's reported LLM usage, tokens: in 900   out 12")
+    # every reply reported usage, but two only part of it (the usage of some LLM calls was not in the reply)
+    assert usage_line({"input": 900, "output": 12, "replies_with_usage": 4, "replies_with_partial_usage": 2,
+                       "replies": 4}) == (
+        "  agent's reported LLM usage, tokens: at least in 900   out 12   (2 only in part: some LLM calls' usage was "
+        "not in the reply; stream (--a2a-streaming) to count every call)")
     assert usage_line(None) == usage_line({"input": None, "output": None, "replies_with_usage": 0, "replies": 4}) == (
         "  agent's reported LLM usage, tokens: not reported")

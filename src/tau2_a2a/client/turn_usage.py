@@ -4,6 +4,11 @@ What the agent reported (see `protocol.usage`), priced when it gave tokens but
 no cost (see `pricing`). An agent that reports nothing leaves both unknown:
 `usage` None and `cost` None, never 0; tau2 then records the simulation's
 `agent_cost` as None, which its metrics and `tau2 submit` read as "no cost".
+
+Usage known in part (`partial`: some of the turn's LLM calls reported none the
+client could read) is recorded with `"partial": true`, its tokens a lower
+bound; its cost is unknown (None), the priced lower bound kept in the usage as
+`cost_at_least`, so no total made of it looks whole.
 """
 
 from __future__ import annotations
@@ -37,4 +42,9 @@ def tau2_usage_and_cost(reply: Message | Task, price_model: str | None = None) -
         record["model"] = usage.model
     if priced_with:
         record["priced_with"] = priced_with
+    if usage.partial:
+        record["partial"] = True
+        if cost is not None:
+            record["cost_at_least"] = cost
+        return record, None
     return record, cost

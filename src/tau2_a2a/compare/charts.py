@@ -271,7 +271,8 @@ def volume_charts(per_run: list[tuple[str, DomainFigures]]) -> tuple[str, str]:
         sims = figures["protocol"]["per_simulation"]
         colour = PALETTE[index % len(PALETTE)]
         prefix = f"{label} · " if len(per_run) > 1 else ""
-        whole = [u for u in (s["agent_usage"] for s in sims) if u and u["replies_with_usage"] == u["replies"]]
+        whole = [u for u in (s["agent_usage"] for s in sims)
+                 if u and u["replies_with_usage"] == u["replies"] and not u["replies_with_partial_usage"]]
         token_groups += [(f"{prefix}A2A text sent", [s["input_tokens"] for s in sims], colour),
                          (f"{prefix}A2A text received", [s["output_tokens"] for s in sims], colour),
                          (f"{prefix}LLM in (agent-reported)", [u["input"] for u in whole], colour),

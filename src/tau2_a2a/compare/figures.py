@@ -21,11 +21,13 @@ class ValueSummary(TypedDict):
 
 
 class AgentUsage(TypedDict):
-    """The LLM usage the agent reported over one simulation's replies; a lower bound unless every reply did."""
+    """The LLM usage the agent reported over one simulation's replies; a lower bound unless every reply did, each
+    whole (replies_with_partial_usage 0)."""
 
     input: int
     output: int
     replies_with_usage: int
+    replies_with_partial_usage: int
     replies: int
 
 

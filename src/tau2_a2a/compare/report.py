@@ -210,12 +210,13 @@ def simulation_usage(simulation: dict[str, Any]) -> AgentUsage | None:
     if usage["input"] is None or usage["output"] is None:
         return None
     return {"input": usage["input"], "output": usage["output"], "replies_with_usage": usage["replies_with_usage"],
-            "replies": usage["replies"]}
+            "replies_with_partial_usage": usage["replies_with_partial_usage"], "replies": usage["replies"]}
 
 
 def usage_reported(usages: list[AgentUsage | None]) -> dict[str, int]:
-    """How many simulations reported their LLM usage with every reply ("whole"), with some only ("partial")."""
-    whole = sum(1 for u in usages if u and u["replies_with_usage"] == u["replies"])
+    """How many simulations reported their LLM usage whole with every reply ("whole"), in part ("partial")."""
+    whole = sum(1 for u in usages
+                if u and u["replies_with_usage"] == u["replies"] and not u["replies_with_partial_usage"])
     return {"whole": whole, "partial": sum(1 for u in usages if u) - whole}
 
 

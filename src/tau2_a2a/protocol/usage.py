@@ -26,6 +26,14 @@ status message and its artifacts, and their parts; and, for a streamed reply,
 of every event (status and artifact updates carry ADK's usage on the event
 itself, which the assembled reply alone would lose). Not the Task's history:
 a continued task keeps earlier turns there.
+
+Partial: a blocking reply of an ADK agent keeps on its Task the usage of the
+turn's last LLM call only (a2a-sdk's task store merges each event's metadata
+into the Task's, so each call's usage replaces the one before). The Task's
+history still holds one message per event of the turn, so the calls it made
+are counted there (an agent message that is not only tool results is an LLM
+call's output); fewer calls read than made is usage known in part, `partial`:
+at least what it says, never a figure that looks whole.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
-from a2a.types import AgentExtension, Message, StreamResponse, Task
+from a2a.types import AgentExtension, Message, Role, StreamResponse, Task
 
 if TYPE_CHECKING:
     from google.protobuf.struct_pb2 import Struct, Value
@@ -45,6 +53,8 @@ LLM_USAGE_KEY = "llm_usage"  # the baseline agent's metadata before the extensio
 ADK_USAGE_KEY = "adk_usage_metadata"
 ADK_EVENT_KEY = "adk_event_id"
 ADK_PARTIAL_KEY = "adk_partial"
+ADK_TYPE_KEY = "adk_type"  # on a part ADK converted: function_call, function_response, ...
+ADK_TOOL_RESULT = "function_response"
 KAGENT_USAGE_KEY = "kagent_usage_metadata"
 KAGENT_EVENT_KEY = "kagent_event_id"
 KAGENT_PARTIAL_KEY = "kagent_partial"
@@ -82,13 +92,15 @@ class AssembledUsage(UsagePayload):
     """The usage an assembled reply keeps, with the shape it came in."""
 
     source: str
+    partial: NotRequired[bool]
 
 
 @dataclass(frozen=True)
 class ReportedUsage:
     """What an agent said one turn cost it: tokens (input includes cached), USD cost and model when it said.
 
-    `source` names the shape it came in (extension, llm_usage, adk, kagent).
+    `source` names the shape it came in (extension, llm_usage, adk, kagent); `partial`, that some of the
+    turn's LLM calls reported no usage the client could read: the figures are a lower bound.
     """
 
     input_tokens: int = 0
@@ -99,6 +111,7 @@ class ReportedUsage:
     model: str | None = None
     llm_calls: int = 1
     source: str = EXTENSION
+    partial: bool = False
 
     def plus(self, other: ReportedUsage) -> ReportedUsage:
         """Two LLM calls of one turn: tokens and costs add (a cost unknown for either is unknown)."""
@@ -107,7 +120,8 @@ class ReportedUsage:
                        output_tokens=self.output_tokens + other.output_tokens,
                        cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
                        reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-                       cost_usd=cost, model=self.model or other.model, llm_calls=self.llm_calls + other.llm_calls)
+                       cost_usd=cost, model=self.model or other.model, llm_calls=self.llm_calls + other.llm_calls,
+                       partial=self.partial or other.partial)
 
     def as_extension(self) -> UsagePayload:
         """The extension's payload for this usage (what an agent puts under USAGE_EXTENSION_URI)."""
@@ -196,6 +210,7 @@ class UsageCollector:
         self._totals: dict[str, ReportedUsage] = {}  # per shape: the last turn total read
         # per shape: one entry a call, by its event id (or, without one, by the usage itself)
         self._calls: dict[str, dict[str | ReportedUsage, ReportedUsage]] = {ADK: {}, KAGENT: {}}
+        self._adk_calls_made = 0  # the ADK LLM calls a Task's history shows for the turn
 
     def add_metadata(self, metadata: Mapping[str, object]) -> None:
         if not metadata:
@@ -226,6 +241,7 @@ class UsageCollector:
 
     def add_task(self, task: Task) -> None:
         self.add_metadata(_plain(task.metadata))
+        self._adk_calls_made = max(self._adk_calls_made, _adk_calls_made(task))
         if task.status.HasField("message"):
             self.add_message(task.status.message)
         for artifact in task.artifacts:
@@ -269,6 +285,8 @@ class UsageCollector:
                 total = calls[0]
                 for call in calls[1:]:
                     total = total.plus(call)
+                if source == ADK and len(calls) < self._adk_calls_made:
+                    total = replace(total, partial=True)
                 return total
         return None
 
@@ -282,7 +300,10 @@ def reported_usage(reply: Message | Task) -> ReportedUsage | None:
 
 def assembled_note(usage: ReportedUsage) -> AssembledUsage:
     """What an assembled reply keeps under ASSEMBLED_USAGE_KEY: the usage, with the shape it came in."""
-    return {**usage.as_extension(), "source": usage.source}
+    note: AssembledUsage = {**usage.as_extension(), "source": usage.source}
+    if usage.partial:
+        note["partial"] = True
+    return note
 
 
 def _from_assembled(note: Mapping[str, object]) -> ReportedUsage | None:
@@ -290,7 +311,22 @@ def _from_assembled(note: Mapping[str, object]) -> ReportedUsage | None:
     if usage is None:
         return None
     source = note.get("source")
-    return replace(usage, source=source if isinstance(source, str) and source in _PRIORITY else EXTENSION)
+    return replace(usage, source=source if isinstance(source, str) and source in _PRIORITY else EXTENSION,
+                   partial=note.get("partial") is True)
+
+
+def _adk_calls_made(task: Task) -> int:
+    """The LLM calls an ADK agent's Task shows for the turn: its agent messages after the last user message
+    (history, then the status message) that are not only tool results; 0 for a Task ADK did not write."""
+    if not any(key.startswith("adk_") for key in task.metadata.fields):
+        return 0
+    messages = list(task.history) + ([task.status.message] if task.status.HasField("message") else [])
+    turn = messages
+    for index, message in enumerate(messages):
+        if message.role == Role.ROLE_USER:
+            turn = messages[index + 1:]
+    return sum(1 for m in turn if m.role == Role.ROLE_AGENT and m.parts
+               and not all(_plain(p.metadata).get(ADK_TYPE_KEY) == ADK_TOOL_RESULT for p in m.parts))
 
 
 def _plain(struct: Struct) -> dict[str, object]:

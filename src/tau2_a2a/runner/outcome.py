@@ -146,12 +146,19 @@ def format_summary(metrics: dict[str, Any]) -> str:
 
 
 def usage_line(usage: dict[str, Any] | None) -> str:
-    """The LLM usage the agent reported: whole, a lower bound when some replies reported none, or not reported."""
+    """The LLM usage the agent reported: whole, a lower bound when some replies reported none or part of it, or
+    not reported."""
     if not usage or usage.get("input") is None:
         return "  agent's reported LLM usage, tokens: not reported"
+    lacking = []
     if usage["replies_with_usage"] < usage["replies"]:
+        lacking.append(f"{usage['replies_with_usage']} of {usage['replies']} replies reported it")
+    if usage.get("replies_with_partial_usage"):
+        lacking.append(f"{usage['replies_with_partial_usage']} only in part: some LLM calls' usage was not in the "
+                       "reply; stream (--a2a-streaming) to count every call")
+    if lacking:
         return (f"  agent's reported LLM usage, tokens: at least in {usage['input']}   out {usage['output']}"
-                f"   ({usage['replies_with_usage']} of {usage['replies']} replies reported it)")
+                f"   ({'; '.join(lacking)})")
     return f"  agent's reported LLM usage, tokens: in {usage['input']}   out {usage['output']}"
 
 

@@ -204,6 +204,7 @@ class AgentUsage(TypedDict):
     input: int | None  # None: no reply reported usage
     output: int | None
     replies_with_usage: int  # fewer than replies: the sums are a lower bound
+    replies_with_partial_usage: int  # usage known in part (some LLM calls unread): the sums are a lower bound
     replies: int
 
 
@@ -218,7 +219,9 @@ def agent_usage(simulations: Iterable[dict[str, Any]]) -> AgentUsage:
     reported = [m["usage"] for m in replies if m.get("usage")]
     return {"input": sum(int(u.get("prompt_tokens") or 0) for u in reported) if reported else None,
             "output": sum(int(u.get("completion_tokens") or 0) for u in reported) if reported else None,
-            "replies_with_usage": len(reported), "replies": len(replies)}
+            "replies_with_usage": len(reported),
+            "replies_with_partial_usage": sum(1 for u in reported if u.get("partial") is True),
+            "replies": len(replies)}
 
 
 def ending_error(simulation: dict[str, Any]) -> str | None:

@@ -86,7 +86,7 @@ class Conversation(TypedDict):
 
     cost_usd: dict[str, float | None]  # per participant (agent, user, judge) and "total"; None: not reported
     time_s: dict[str, float]  # per phase
-    agent_tokens: dict[str, int]  # input, output, messages_with_usage, messages
+    agent_tokens: dict[str, int]  # input, output, messages_with_usage, messages_with_partial_usage, messages
     judge: JudgeCalls
 
 
@@ -139,6 +139,7 @@ def summarize(messages: list[Message], ledger: Ledger) -> Conversation:
             "input": sum(int(u.get("prompt_tokens") or 0) for u in reported),
             "output": sum(int(u.get("completion_tokens") or 0) for u in reported),
             "messages_with_usage": len(reported),
+            "messages_with_partial_usage": sum(1 for u in reported if u.get("partial") is True),
             "messages": sum(1 for m in messages if isinstance(m, AssistantMessage)),
         },
         "judge": {"calls": ledger.judge_calls, "model": ledger.judge_model,
