@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,15 +26,6 @@ from tests.support.runs import run_a2a
 
 ONCE = RetryPolicy(max_attempts=1)
 GENEROUS = 120.0  # seconds a run cut off after a few may take on a busy 2-core machine
-
-
-@pytest.fixture
-def hostile() -> Iterator[list[HostileAgent]]:
-    """Start hostile agents: hostile.append(HostileAgent(...).start()); each is stopped after the test."""
-    agents: list[HostileAgent] = []
-    yield agents
-    for agent in agents:
-        agent.stop()
 
 
 def started(agents: list[HostileAgent], hostility: Hostility, grpc: bool = False) -> HostileAgent:

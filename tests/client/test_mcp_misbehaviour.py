@@ -8,7 +8,6 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -83,14 +82,6 @@ def test_a_misbehaving_agent_fails_its_own_simulations_only(how, driven, transpo
 
 
 # -- what the agent sends in a simulation: one budget, every kind of request, every byte ----------------------------
-
-@pytest.fixture
-def hostile() -> Iterator[list[HostileAgent]]:
-    agents: list[HostileAgent] = []
-    yield agents
-    for agent in agents:
-        agent.stop()
-
 
 def started(agents: list[HostileAgent], hostility: Hostility) -> HostileAgent:
     agent = HostileAgent(hostility).start()
