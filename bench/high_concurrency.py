@@ -14,7 +14,7 @@ run process's CPU (user + system, its children included) and its peak RSS.
     python bench/high_concurrency.py                         # 100 simulations (50 tasks x 2 trials) at c64, 1 s
     python bench/high_concurrency.py --trials 1 --small 5
     python bench/high_concurrency.py --baseline ../main-before   # the same run by an earlier checkout first
-    python bench/high_concurrency.py --profile profile.txt   # the large arm under py-spy
+    python bench/high_concurrency.py --profile profile.txt   # the large arm under py-spy (--gil: CPU)
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def run_arm(label: str, url: str, api_base: str, num_tasks: int | None, trials: 
     if num_tasks is not None:
         command += ["--num-tasks", str(num_tasks)]
     if profile is not None:
-        command = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "--rate", "50",
+        command = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "--rate", "50", "--gil",
                    "--subprocesses", "-o", str(profile), "--", *command]
     env = {**os.environ, "OPENAI_API_BASE": api_base, "OPENAI_API_KEY": "standin-user-key"}
     if source is not None:
