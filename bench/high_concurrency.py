@@ -86,7 +86,8 @@ def run_arm(label: str, url: str, api_base: str, num_tasks: int | None, trials: 
     results = json.loads(results_path(save_to, results_dir).read_text())
     simulations = sorted(results["simulations"], key=lambda s: s["start_time"])  # in the order handed out
     first = datetime.fromisoformat(simulations[0]["start_time"])
-    requests = [sum(1 for m in s["messages"] if m["role"] == "assistant") for s in simulations]
+    # the agent's replies: every assistant message but tau2's own greeting, which opens each conversation
+    requests = [sum(1 for m in s["messages"][1:] if m["role"] == "assistant") for s in simulations]
     return Arm(label=label, simulations=len(simulations),
                rewards_1=sum(1 for s in simulations if (s.get("reward_info") or {}).get("reward") == 1.0),
                wall_s=wall, startup_s=first.timestamp() - started_at.timestamp(),
