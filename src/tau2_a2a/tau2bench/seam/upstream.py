@@ -57,6 +57,7 @@ from tau2_a2a.tau2bench.seam.imports import (
     resolve_variant,
     tau2_batch,
     tau2_build,
+    tau2_checkpoint,
     tau2_embeddings_cache,
     tau2_helpers,
     tau2_llm_utils,
@@ -332,11 +333,13 @@ def executor_patches(executor_class: type[ThreadPoolExecutor]) -> list[Patch]:
 def results_io_patches(open_function: Callable[..., AbstractContextManager[IO[str]]],
                        json_module: object, lock: AbstractContextManager[object]) -> list[Patch]:
     """Upstream writes its checkpoints atomically itself (temporary file, then rename), each under the lock its
-    batch run gives: `lock` instead, so that a stopped run can hold them off."""
+    batch run gives: `lock` instead, so that a stopped run can hold them off. Each save reads and writes the
+    whole file with its checkpoint module's `json`: `json_module` instead (a save then encodes only the new
+    simulation, not the whole file again under the lock)."""
     def checkpoint_fns(save_path: Path | None, _: object) -> tuple[Callable[..., None], Callable[..., None]]:
         return _stock_checkpoint_fns(save_path, lock)
 
-    return [Patch(tau2_batch, "create_checkpoint_fns", checkpoint_fns)]
+    return [Patch(tau2_batch, "create_checkpoint_fns", checkpoint_fns), Patch(tau2_checkpoint, "json", json_module)]
 
 
 def mend_import_effects() -> None:

@@ -89,6 +89,7 @@ class _Table:
     prefixes: dict[str, str]  # key -> '"key": '
     texts: dict[str, str]  # key -> the record's JSON text
     whole: str  # the table's JSON text
+    spans: dict[str, tuple[int, int]]  # key -> where the record's text is in `whole`
 
 
 def _json(value: object) -> str:
@@ -138,8 +139,15 @@ class DatabaseTemplate:
             keys = sorted(records)
             texts = {key: _json(texts_of[key]) for key in keys}
             prefixes = {key: json.dumps(key) + ": " for key in keys}
-            whole = "{" + ", ".join(prefixes[key] + texts[key] for key in keys) + "}"
-            self._tables[name] = _Table(records, keys, prefixes, texts, whole)
+            whole, spans, at = ["{"], {}, 1
+            for key in keys:
+                start = at + len(prefixes[key])
+                at = start + len(texts[key])
+                spans[key] = (start, at)
+                whole += [prefixes[key], texts[key], ", "]
+                at += 2
+            whole[-1:] = ["}"] if keys else ["{", "}"]
+            self._tables[name] = _Table(records, keys, prefixes, texts, "".join(whole), spans)
         self.fast_hash = bool(self._tables) and self._fast_text(self._copy(template)) == _json(dumped)
 
     def copy(self) -> BaseModel:
@@ -200,8 +208,14 @@ class DatabaseTemplate:
         if not owned and len(records) == len(table.records):
             return table.whole
         same_keys = len(records) == len(table.records) and all(key in table.records for key in owned)
-        keys = table.sorted_keys if same_keys else sorted(dict.keys(records))
         changed = {key: _json(dumped[key]) for key in owned}
+        if same_keys:  # the template's text with the touched records' texts in their places: slices, not a join
+            pieces, at = [], 0
+            for start, end, key in sorted((*table.spans[key], key) for key in owned):
+                pieces += [table.whole[at:start], changed[key]]
+                at = end
+            return "".join([*pieces, table.whole[at:]])
+        keys = sorted(dict.keys(records))
         texts, prefixes = table.texts, table.prefixes
         return "{" + ", ".join(
             (prefixes.get(key) or json.dumps(key) + ": ") + (changed[key] if key in changed else texts[key])
