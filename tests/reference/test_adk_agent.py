@@ -120,7 +120,7 @@ def test_cli_serves_the_adk_agent_and_reports_llm_failures(serve, tmp_path):
     process = run_cli(["agent", "adk", "--model", MODEL, "--api-base", llm.api_base, "--api-key-env", "STANDIN_KEY",
                        "--port", str(port), "--grpc-port", str(grpc_port)], env={"STANDIN_KEY": secret})
     try:
-        wait_for_card(url, process, timeout=90)
+        wait_for_card(url, process, timeout=180)
         card = httpx.get(f"{url}/.well-known/agent-card.json").json()
         assert card["supportedInterfaces"] == [
             {"url": where, "protocolBinding": binding, "protocolVersion": version}

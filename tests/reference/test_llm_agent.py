@@ -157,7 +157,7 @@ def test_cli_serves_the_agent(standin, tmp_path):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for_card(url, server, timeout=60)
+        wait_for_card(url, server, timeout=180)
         run = subprocess.run(
             [*cli, "run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", url,
              "--user", "scripted_user", "--task-ids", "1", "--max-concurrency", "1",

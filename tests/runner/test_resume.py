@@ -39,7 +39,7 @@ def test_killed_run_resumes_without_redoing_finishedsaved_simulations(tmp_path):
            "--save-to", "killed", "--results-dir", str(tmp_path)]
     killed = results_path("killed", tmp_path)
     try:
-        wait_for_card(url, oracle, timeout=60)
+        wait_for_card(url, oracle, timeout=180)
         first = subprocess.Popen(run, env=ENV, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 180
