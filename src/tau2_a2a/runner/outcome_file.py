@@ -16,7 +16,6 @@ evaluation again" where the command line says to run the same command again.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -26,6 +25,7 @@ from typing import Any
 from tau2_a2a.client.errors import A2AFailure, AgentAuthError, AgentReplyTooLarge, AgentTargetRefused, AgentTimeout
 from tau2_a2a.client.targets import CLI_FLAG, TargetRefused
 from tau2_a2a.errors import ConfigError
+from tau2_a2a.files import PRIVATE_FILE, write_whole
 from tau2_a2a.runner.interrupt import EXIT_INTERRUPTED, RunInterrupted
 from tau2_a2a.runner.outcome import (
     EXIT_A2A_ERRORS,
@@ -207,11 +207,7 @@ def ended_with(outcome: RunOutcome, exit_code: int) -> RunEnd:
 def write_outcome(path: Path, end: RunEnd) -> None:
     """Write the outcome file whole (a reader sees it complete or not at all), readable by this user only."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # a run that failed early made no directory
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        json.dump(end.to_json(), file, indent=2)
-    os.replace(partial, path)
+    write_whole(path, json.dumps(end.to_json(), indent=2), PRIVATE_FILE)
 
 
 def read_outcome(path: Path) -> RunEnd | None:

@@ -21,6 +21,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
+from tau2_a2a.files import write_whole
 from tau2_a2a.tau2bench.run import provenance
 from tau2_a2a.tau2bench.run.keys import CONVERSATION_KEY
 from tau2_a2a.tau2bench.run.layout import metrics_path
@@ -251,5 +252,5 @@ def write_metrics(results_path: Path, discovery_records: Iterable[RequestRecord]
     discovery += [record.as_dict() for record in discovery_records]
     metrics = build_metrics(results, discovery=discovery)
     metrics[provenance.PROVENANCE_KEY] = results.get(provenance.PROVENANCE_KEY)
-    path.write_text(json.dumps(metrics, indent=2))
+    write_whole(path, json.dumps(metrics, indent=2))  # a signal mid-write leaves the last whole file
     return metrics

@@ -13,14 +13,12 @@ behind the service's bearer auth like every route but the card.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tau2_a2a.files import PRIVATE_FILE, write_whole
 from tau2_a2a.service import summary
-from tau2_a2a.service.jobs.directory import PRIVATE_FILE
 from tau2_a2a.service.jobs.errors import EvaluationError, EvaluationNotFound
 from tau2_a2a.service.jobs.evaluation import ID_PATTERN, TERMINAL
 from tau2_a2a.service.jobs.manager import EvaluationManager
@@ -70,7 +68,7 @@ def report_page(manager: EvaluationManager, evaluation_id: str) -> str:
     with _building:
         page = build_page(path, evaluation_id)
     if finished:
-        write_private(cached, page)
+        write_whole(cached, page, PRIVATE_FILE)  # a replica reading it meanwhile sees the old file or none
     return page
 
 
@@ -86,15 +84,6 @@ def build_page(path: Path, label: str) -> str:
         raise ReportUnavailable(f"The results of evaluation {label} are being written; ask again in a moment.",
                                 503) from None
     return html.render(build(runs), runs)
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write `path` (mode 0600) whole or not at all: a replica reading it meanwhile sees the old file or none."""
-    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.replace(partial, path)
 
 
 def report_route(manager: EvaluationManager) -> Route:

@@ -50,13 +50,13 @@ from typing import IO
 
 from tau2_a2a.client.config import AUTH_TOKEN_ENV, AgentLimits, McpServing
 from tau2_a2a.client.tracing import TRACEPARENT_ENV, TRACESTATE_ENV
+from tau2_a2a.files import PRIVATE_FILE
 from tau2_a2a.litellm_cost_map import BUNDLED, COST_MAP_ENV
 from tau2_a2a.runner.parent import EXIT_WITH_ENV
 from tau2_a2a.service import summary
 from tau2_a2a.service.jobs.directory import (
     CHILD_LOG,
     PRIVATE_DIR,
-    PRIVATE_FILE,
     RESULTS_NAME,
     outcome_file,
     results_file,

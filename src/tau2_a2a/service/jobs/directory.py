@@ -19,7 +19,7 @@ from tau2_a2a.tau2bench.run.layout import results_path
 
 log = logging.getLogger("tau2_a2a.service")
 
-PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
+PRIVATE_DIR = 0o700
 RESULTS_NAME = "results"
 CHILD_LOG = "child.log"
 RECORD_NAME = "evaluation.json"  # the file layout of earlier versions, imported once

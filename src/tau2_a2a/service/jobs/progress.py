@@ -12,8 +12,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from tau2_a2a.files import PRIVATE_FILE
 from tau2_a2a.service import summary
-from tau2_a2a.service.jobs.directory import PRIVATE_FILE
 from tau2_a2a.service.jobs.evaluation import Progress
 from tau2_a2a.service.wire import JsonObject
 from tau2_a2a.tau2bench.run.layout import metrics_path

@@ -8,7 +8,6 @@ apart. Imports tau2 through `imports`; imported only by `distribution`.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from argparse import ArgumentParser
 from collections.abc import Callable, Mapping
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from tau2_a2a.errors import ConfigError
+from tau2_a2a.files import write_whole
 from tau2_a2a.tau2bench.seam.imports import (
     OUT_OF_SCOPE,
     STOP,
@@ -243,9 +243,7 @@ def _unknown_as_null(summary: Path) -> None:
     if "NaN" not in text:
         return
     data = json.loads(text, parse_constant=lambda constant: None)
-    temporary = summary.with_name(f".{summary.name}.tmp")
-    temporary.write_text(json.dumps(data, indent=2))
-    os.replace(temporary, summary)
+    write_whole(summary, json.dumps(data, indent=2))
 
 
 def simulation_notes(simulation: SimulationRun) -> dict[str, object] | None:
