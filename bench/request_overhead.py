@@ -240,9 +240,9 @@ def tool_call_costs(session: A2ASession, requests: int) -> None:
     import asyncio
     import threading
 
-    from tau2_a2a.client.agent_actions import ActionQueue, ToolCallAction, ToolOutcome
     from tau2_a2a.client.config import McpServing
-    from tau2_a2a.client.tool_server import ToolServer
+    from tau2_a2a.mcp.agent_actions import ActionQueue, ToolCallAction, ToolOutcome
+    from tau2_a2a.mcp.tool_server import ToolServer
     from tau2_a2a.protocol.messages import ToolResult, tool_results_turn
     from tau2_a2a.reference.mcp_client import mcp_session
 

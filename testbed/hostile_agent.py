@@ -49,8 +49,8 @@ from mcp.shared.exceptions import MCPError
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tau2_a2a.mcp.invitation import McpServer, read_mcp_invitation
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, agent_card, free_port
-from tau2_a2a.protocol.mcp_tools import McpServer, read_mcp_invitation
 from tau2_a2a.protocol.messages import read_turn, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.reference.mcp_client import mcp_session

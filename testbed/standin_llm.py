@@ -67,7 +67,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SEND_TO_USER
+from tau2_a2a.mcp.invitation import CONVERSATION_ENDED, SEND_TO_USER
 from tau2_a2a.tau2bench.participants.oracle_script import find_marker, find_task, task_marker
 from tau2_a2a.tau2bench.seam.distribution import STOP
 from testbed.standin_faults import FaultPlan, agent_plan, hashed_plan, no_faults

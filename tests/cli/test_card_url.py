@@ -16,8 +16,8 @@ from a2a.types import TaskState
 
 from tau2_a2a.cli import build_parser
 from tau2_a2a.cli.urls import advertised_urls
-from tau2_a2a.client.tool_server import advertised_host
 from tau2_a2a.errors import ConfigError
+from tau2_a2a.mcp.tool_server import advertised_host
 from tau2_a2a.protocol.hosting import free_port
 from tests.support.assessments import assess, request, result_of
 from tests.support.cli import run_cli

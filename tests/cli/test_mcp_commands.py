@@ -11,8 +11,8 @@ import pytest
 from tau2.data_model.simulation import Results
 
 from tau2_a2a.cli import main
+from tau2_a2a.protocol.cards import MCP_TOOLS_EXTENSION
 from tau2_a2a.protocol.hosting import free_port
-from tau2_a2a.protocol.mcp_tools import MCP_TOOLS_EXTENSION
 from tau2_a2a.tau2bench.run.layout import results_path
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.cli.test_commands import agent_process, finish, run_args  # noqa: F401  (agent_process: a fixture)

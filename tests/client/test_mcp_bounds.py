@@ -25,12 +25,12 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from tau2_a2a.client.agent_actions import ActionQueue
 from tau2_a2a.client.config import ConfigError, McpServing
-from tau2_a2a.client.connection_guard import effective_cap
-from tau2_a2a.client.tool_server import ToolServer
+from tau2_a2a.mcp.agent_actions import ActionQueue
+from tau2_a2a.mcp.connection_guard import effective_cap
+from tau2_a2a.mcp.invitation import McpServer
+from tau2_a2a.mcp.tool_server import ToolServer
 from tau2_a2a.protocol.hosting import free_port
-from tau2_a2a.protocol.mcp_tools import McpServer
 from tau2_a2a.reference.mcp_client import call, mcp_session
 from tests.client.test_tool_server import INITIALIZE, LOOKUP, answer_calls, open_waiting
 
@@ -238,7 +238,7 @@ def test_a_run_with_few_descriptors_under_a_connection_flood_loses_no_simulation
 
 def test_accept_errors_are_counted_and_logged_once(caplog):
     """asyncio reports each failed accept (out of descriptors) with a traceback, every second it retries."""
-    from tau2_a2a.client.connection_guard import ConnectionGuard
+    from tau2_a2a.mcp.connection_guard import ConnectionGuard
 
     caplog.set_level(logging.WARNING)
     guard = ConnectionGuard(max_connections=4, read_timeout=1.0)

@@ -17,8 +17,8 @@ from a2a.server.events import EventQueue
 
 from tau2_a2a.client.config import A2AConfig
 from tau2_a2a.client.records import RAW_DATA_KEY
+from tau2_a2a.mcp.invitation import read_mcp_invitation
 from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, agent_card, free_port
-from tau2_a2a.protocol.mcp_tools import read_mcp_invitation
 from tau2_a2a.reference.mcp_client import call, mcp_session
 from tau2_a2a.runner.outcome import format_summary
 from testbed.hostile_agent import HostileAgent, Hostility

@@ -12,11 +12,11 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tau2_a2a.client.agent_actions import ActionQueue, FailureAction, ToolCallAction, ToolOutcome, UserMessageAction
 from tau2_a2a.client.config import McpServing
-from tau2_a2a.client.tool_server import MAX_REQUEST_BYTES, ToolServer
+from tau2_a2a.mcp.agent_actions import ActionQueue, FailureAction, ToolCallAction, ToolOutcome, UserMessageAction
+from tau2_a2a.mcp.invitation import SEND_TO_USER, SIMULATION_ENDED, McpServer
+from tau2_a2a.mcp.tool_server import MAX_REQUEST_BYTES, ToolServer
 from tau2_a2a.protocol.hosting import free_port
-from tau2_a2a.protocol.mcp_tools import SEND_TO_USER, SIMULATION_ENDED, McpServer
 from tau2_a2a.reference.mcp_client import call, mcp_session
 
 LOOKUP = {"type": "function", "function": {"name": "get_user_details", "description": "Look a user up.",

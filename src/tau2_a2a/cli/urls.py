@@ -58,7 +58,7 @@ def _checked(card_url: str) -> str:
 def _reachable(host: str) -> str:
     if host not in WILDCARD_HOSTS:
         return host
-    from tau2_a2a.client.tool_server import advertised_host  # the MCP tools server's answer to the same question
+    from tau2_a2a.mcp.tool_server import advertised_host  # the MCP tools server's answer to the same question
 
     return advertised_host(host)
 

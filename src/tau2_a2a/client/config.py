@@ -41,7 +41,7 @@ DEFAULT_MAX_REQUEST_BYTES = 16 << 20  # one request back to the agent
 # and tool arguments (the trajectory keeps them). Set from bench/agent_limits.py's figures (docs/mcp-tools.md).
 DEFAULT_MAX_MCP_REQUESTS = 4000
 DEFAULT_MAX_AGENT_BYTES = 4 << 20
-# The MCP tools server's connections (client/connection_guard.py; docs/mcp-tools.md, "Limits").
+# The MCP tools server's connections (mcp/connection_guard.py; docs/mcp-tools.md, "Limits").
 DEFAULT_MCP_MAX_CONNECTIONS = 256
 DEFAULT_MCP_READ_TIMEOUT_SECONDS = 10.0
 
@@ -84,7 +84,7 @@ _PRICE_MODEL = "a2a_price_model"
 
 # --a2a-transport choices: `auto` takes the card's first interface we speak.
 TRANSPORTS = ("auto", "jsonrpc", "http-json", "grpc")
-# --a2a-tools choices: how the agent gets the domain's tools (see protocol/mcp_tools.py); `auto` asks the card.
+# --a2a-tools choices: how the agent gets the domain's tools (see mcp/invitation.py); `auto` asks the card.
 TOOLS_MODES = ("message", "mcp", "auto")
 
 
@@ -102,7 +102,7 @@ class McpServing:
     public_url: str | None = None  # None: http://PUBLIC_HOST:PORT/mcp
     fixed: bool = False
     public_host: str | None = None  # the host name agents reach this machine by (None: HOST, or its address)
-    max_connections: int = DEFAULT_MCP_MAX_CONNECTIONS  # open at once; see client/connection_guard.py
+    max_connections: int = DEFAULT_MCP_MAX_CONNECTIONS  # open at once; see mcp/connection_guard.py
     read_timeout: float = DEFAULT_MCP_READ_TIMEOUT_SECONDS  # to send a request's headers and body
     token_env: str | None = None  # the variable holding the fixed URL's bearer token
 
@@ -401,7 +401,7 @@ MESSAGE, MCP, DRIVEN = "message", "mcp", "driven"
 
 def tools_mode_of(config: A2AConfig, card: AgentCard) -> str:
     """How the agent of `card` gets its tools under `config`: MESSAGE, MCP or DRIVEN (`auto` asks the card)."""
-    from tau2_a2a.protocol.mcp_tools import declares_mcp_tools
+    from tau2_a2a.protocol.cards import declares_mcp_tools
 
     if config.driven:
         return DRIVEN

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.types import (
@@ -75,10 +75,15 @@ from tau2_a2a.protocol.toolcalls import MalformedReply
 if TYPE_CHECKING:
     import grpc.aio
 
-    from tau2_a2a.client.tool_server import ToolServer
-
 log = logging.getLogger("tau2_a2a.client")
 T = TypeVar("T")
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=Closable)  # a companion of the session (see A2ASession.companion)
 
 POLL_SECONDS = 0.2
 _PENDING_STATES = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
@@ -115,8 +120,8 @@ class A2ASession:
         self.targets = config.targets or TargetPolicy()
         self._http = make_http(config, self.targets)
         self._tools_mode = MESSAGE  # see tools_mode
-        self._tool_server: ToolServer | None = None
-        self._tool_server_lock = threading.Lock()
+        self._companions: dict[Callable[[A2AConfig], Closable], Closable] = {}  # see companion
+        self._companions_lock = threading.Lock()
 
     def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine for the calling thread, and wait for its end.
@@ -166,14 +171,12 @@ class A2ASession:
         _ = self.card
         return self._tools_mode
 
-    @property
-    def tool_server(self) -> ToolServer:
-        """The run's MCP tools server in this process, started at its first use."""
-        with self._tool_server_lock:
-            if self._tool_server is None:
-                from tau2_a2a.client.tool_server import ToolServer  # the MCP server: only for a run that serves it
-                self._tool_server = ToolServer(self.config.mcp).start()
-            return self._tool_server
+    def companion(self, start: Callable[[A2AConfig], C]) -> C:
+        """What `start` makes of the config, once, closed with the session (the MCP tools server: mcp/)."""
+        with self._companions_lock:
+            if start not in self._companions:
+                self._companions[start] = start(self.config)
+            return cast(C, self._companions[start])
 
     async def _make_client(self, card: AgentCard) -> Client:
         """a2a-sdk's client for the chosen binding; made on the session's loop, where gRPC needs its channel."""
@@ -491,5 +494,7 @@ class A2ASession:
             self._call(self._grpc_channel.close())
         self._call(self._http.aclose())
         self._background.close()
-        if self._tool_server is not None:
-            self._tool_server.close()
+        with self._companions_lock:
+            companions, self._companions = list(self._companions.values()), {}
+        for companion in companions:
+            companion.close()

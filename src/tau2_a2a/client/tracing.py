@@ -11,7 +11,7 @@ used as it is: never replaced, no exporter added to it.
 
 The trace context crosses every boundary as W3C Trace Context (`traceparent`,
 `tracestate`): each A2A request (HTTP headers, gRPC metadata: see
-`client.session`), the MCP tools server's requests (`client.tool_server`), Ray
+`client.session`), the MCP tools server's requests (`mcp.tool_server`), Ray
 actors (a carrier beside each simulation's arguments) and the evaluation
 service's run processes (TRACEPARENT in their environment). Span attributes
 never hold a secret: the callers put in names, ids, sizes and tau2's own

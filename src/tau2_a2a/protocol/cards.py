@@ -20,6 +20,8 @@ from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, Tran
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")  # A2A >= 0.3, and the older path
 VERSIONS = (PROTOCOL_VERSION_1_0, PROTOCOL_VERSION_0_3)
 HTTP_BINDINGS = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)
+# The URI an agent's card declares in capabilities.extensions to get its tools over MCP (docs/protocol.md).
+MCP_TOOLS_EXTENSION = "urn:tau2-a2a:extension:mcp-tools:v1"
 
 
 def interfaces(url: str, grpc_url: str | None = None,
@@ -62,3 +64,16 @@ def card_json(card: AgentCard) -> dict[str, Any]:
     from a2a.server.request_handlers.response_helpers import agent_card_to_dict  # 0.5 s of imports
 
     return agent_card_to_dict(card)
+
+
+def declares_mcp_tools(card: AgentCard) -> bool:
+    """Whether the card asks for its tools over MCP (the extension in capabilities.extensions)."""
+    return any(extension.uri == MCP_TOOLS_EXTENSION for extension in card.capabilities.extensions)
+
+
+def declare_mcp_tools(card: AgentCard) -> AgentCard:
+    """`card`, declaring that the agent takes its tools over MCP (what `--a2a-tools auto` looks for)."""
+    card.capabilities.extensions.append(AgentExtension(
+        uri=MCP_TOOLS_EXTENSION, description="Give this agent the domain's tools over MCP (docs/protocol.md).",
+        required=False))
+    return card

@@ -44,9 +44,9 @@ from google.adk.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
 from starlette.applications import Starlette
 
 from tau2_a2a.litellm_cost_map import use_bundled_cost_map
-from tau2_a2a.protocol.cards import agent_card
+from tau2_a2a.mcp.invitation import invitation_from_entry
+from tau2_a2a.protocol.cards import agent_card, declare_mcp_tools
 from tau2_a2a.protocol.hosting import a2a_app
-from tau2_a2a.protocol.mcp_tools import declare_mcp_tools, invitation_from_entry
 
 INSTRUCTION = """\
 You are a customer service agent evaluated by tau2-bench. Its messages are laid out as follows.

@@ -14,7 +14,7 @@ part's object carries every number as a double, and tau2 hashes the database
 with the type a tool stored, so 2 and 2.0 must reach it as the model wrote them.
 
 In the MCP tools modes the first message names an MCP server instead of the
-tools (`protocol.mcp_tools`): the agent lists the tools there and calls them
+tools (`mcp.invitation`): the agent lists the tools there and calls them
 with the official MCP client in its own loop, and answers with its words for
 the user. In the agent-driven mode its words go to the user through the
 `send_message_to_user` tool, whose result is the user's reply. Either way the
@@ -42,14 +42,14 @@ from a2a.types import AgentCard, AgentSkill, Part
 from a2a.utils.errors import InternalError, InvalidParamsError
 
 from tau2_a2a.litellm_cost_map import import_litellm
-from tau2_a2a.protocol.hosting import agent_card
-from tau2_a2a.protocol.mcp_tools import (
+from tau2_a2a.mcp.invitation import (
     CONVERSATION_ENDED,
     SEND_TO_USER,
     McpInvitation,
-    declare_mcp_tools,
     read_mcp_invitation,
 )
+from tau2_a2a.protocol.cards import declare_mcp_tools
+from tau2_a2a.protocol.hosting import agent_card
 from tau2_a2a.protocol.messages import IncomingTurn, read_turn, sent_message, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.protocol.usage import USAGE_EXTENSION_URI, ReportedUsage, usage_extension

@@ -15,7 +15,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tau2_a2a.protocol.mcp_tools import McpServer
+from tau2_a2a.mcp.invitation import McpServer
 
 
 @asynccontextmanager

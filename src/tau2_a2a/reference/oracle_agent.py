@@ -23,15 +23,14 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import AgentCard, AgentSkill, Part
 
-from tau2_a2a.protocol.hosting import agent_card
-from tau2_a2a.protocol.mcp_tools import (
+from tau2_a2a.mcp.invitation import (
     CONVERSATION_ENDED,
-    MCP_TOOLS_EXTENSION,
     SEND_TO_USER,
     McpInvitation,
-    declare_mcp_tools,
     read_mcp_invitation,
 )
+from tau2_a2a.protocol.cards import MCP_TOOLS_EXTENSION, declare_mcp_tools
+from tau2_a2a.protocol.hosting import agent_card
 from tau2_a2a.protocol.messages import read_turn, sent_message, tool_calls_reply
 from tau2_a2a.protocol.toolcalls import ToolCallRequest
 from tau2_a2a.reference.mcp_client import call, mcp_session

@@ -26,7 +26,7 @@ from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.client.sending import Exchange
 from tau2_a2a.client.session import A2ASession
 from tau2_a2a.client.turn_usage import tau2_usage_and_cost
-from tau2_a2a.protocol.mcp_tools import McpServer, mcp_conversation_start
+from tau2_a2a.mcp.invitation import McpServer, mcp_conversation_start
 from tau2_a2a.protocol.messages import (
     ToolResult,
     conversation_start,

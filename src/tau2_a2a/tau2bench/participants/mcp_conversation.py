@@ -24,7 +24,13 @@ from typing import TypeVar
 from a2a.types import Part
 
 from tau2_a2a.client import tracing
-from tau2_a2a.client.agent_actions import (
+from tau2_a2a.client.config import DRIVEN, redact
+from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit, AgentTimeout
+from tau2_a2a.client.limits import SimulationBudget, check_tool_calls
+from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
+from tau2_a2a.client.sending import Exchange, InFlight
+from tau2_a2a.client.session import A2ASession
+from tau2_a2a.mcp.agent_actions import (
     Action,
     ActionQueue,
     FailureAction,
@@ -33,14 +39,8 @@ from tau2_a2a.client.agent_actions import (
     ToolOutcome,
     UserMessageAction,
 )
-from tau2_a2a.client.config import DRIVEN, redact
-from tau2_a2a.client.errors import AgentMalformedReply, AgentOverLimit, AgentTimeout
-from tau2_a2a.client.limits import SimulationBudget, check_tool_calls
-from tau2_a2a.client.records import RAW_DATA_KEY, RequestRecord
-from tau2_a2a.client.sending import Exchange, InFlight
-from tau2_a2a.client.session import A2ASession
-from tau2_a2a.client.tool_server import SimulationTools
-from tau2_a2a.protocol.mcp_tools import CONVERSATION_ENDED, SIMULATION_ENDED, McpServer
+from tau2_a2a.mcp.invitation import CONVERSATION_ENDED, SIMULATION_ENDED, McpServer
+from tau2_a2a.mcp.tool_server import SimulationTools, tool_server_of
 from tau2_a2a.protocol.messages import reply_parts, user_turn
 from tau2_a2a.tau2bench.seam.distribution import (
     AssistantMessage,
@@ -87,9 +87,9 @@ class McpConversation:
     @classmethod
     def open(cls, session: A2ASession, tool_schemas: list[dict[str, object]]) -> McpConversation:
         actions = ActionQueue()
-        server = session.tool_server.open(tool_schemas, actions, session.tools_mode == DRIVEN,
-                                          SimulationBudget(session.config))
-        return cls(session, server, actions, session.tool_server.simulation(server))
+        tool_server = tool_server_of(session)
+        server = tool_server.open(tool_schemas, actions, session.tools_mode == DRIVEN, SimulationBudget(session.config))
+        return cls(session, server, actions, tool_server.simulation(server))
 
     @property
     def driven(self) -> bool:
@@ -269,7 +269,7 @@ class McpConversation:
                 self._charge_last(None, None)  # no reply said what the turn's LLM calls cost: unknown
         if self.driven and self.task_id:
             late.extend(self.session.cancel_task(self.task_id, self.turn))
-        self.session.tool_server.close_simulation(self.server)
+        tool_server_of(self.session).close_simulation(self.server)
         late_mcp = self.tools.take_records()
         if self.messages:  # what came after the last message was made is the simulation's too
             raw = self.messages[-1].raw_data[RAW_DATA_KEY]

@@ -22,7 +22,7 @@ version the client speaks.
 
 Bounds: each simulation's MCP requests and the bytes they carry are spent
 from its budget (client/limits.py), and the server's connections are capped
-and must send their requests promptly (client/connection_guard.py).
+and must send their requests promptly (mcp/connection_guard.py).
 """
 
 from __future__ import annotations
@@ -47,17 +47,20 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tau2_a2a.client import tracing
-from tau2_a2a.client.agent_actions import ActionQueue, FailureAction, ToolCallAction, UserMessageAction
 from tau2_a2a.client.config import McpServing
-from tau2_a2a.client.connection_guard import ConnectionGuard, effective_cap
 from tau2_a2a.client.errors import AgentMalformedReply
 from tau2_a2a.client.limits import SimulationBudget
 from tau2_a2a.client.records import RequestRecord
+from tau2_a2a.mcp.agent_actions import ActionQueue, FailureAction, ToolCallAction, UserMessageAction
+from tau2_a2a.mcp.connection_guard import ConnectionGuard, effective_cap
+from tau2_a2a.mcp.invitation import SEND_TO_USER, SEND_TO_USER_DESCRIPTION, McpServer
 from tau2_a2a.protocol.hosting import BackgroundServer
-from tau2_a2a.protocol.mcp_tools import SEND_TO_USER, SEND_TO_USER_DESCRIPTION, McpServer
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
+
+    from tau2_a2a.client.config import A2AConfig
+    from tau2_a2a.client.session import A2ASession
 
 log = logging.getLogger("tau2_a2a.mcp")
 
@@ -419,3 +422,12 @@ def advertised_host(host: str) -> str:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+def tool_server_of(session: A2ASession) -> ToolServer:
+    """The run's MCP tools server in this process: started at its first use, closed with the session."""
+    return session.companion(_start)
+
+
+def _start(config: A2AConfig) -> ToolServer:
+    return ToolServer(config.mcp).start()

@@ -9,8 +9,8 @@ A2A task, and the user is one more MCP tool, `send_message_to_user`.
 The first message names the server twice: in a data part shaped like the
 `mcpServers` entry MCP clients are configured with (name, transport, URL,
 headers), and in its text, for agents that read text only. An agent declares
-that it takes its tools over MCP with the extension `MCP_TOOLS_EXTENSION` in
-its card (`capabilities.extensions`); `--a2a-tools auto` looks for it.
+that it takes its tools over MCP in its card (`protocol.cards.MCP_TOOLS_EXTENSION`);
+`--a2a-tools auto` looks for it.
 """
 
 from __future__ import annotations
@@ -19,13 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from a2a.helpers import new_data_part, new_text_part
-from a2a.types import AgentCard, AgentExtension, Message, Part
+from a2a.types import Message, Part
 from google.protobuf.json_format import MessageToDict
 
 from tau2_a2a.protocol.messages import HISTORY, KIND, SEED, SYSTEM, TOOLS, mark
 
-# The URI an agent's card declares in capabilities.extensions to get its tools over MCP (docs/protocol.md).
-MCP_TOOLS_EXTENSION = "urn:tau2-a2a:extension:mcp-tools:v1"
 SERVER_NAME = "tau2"  # the server's name in the mcpServers entry
 SEND_TO_USER = "send_message_to_user"  # the agent-driven mode's tool that reaches the user
 MODE_KEY = "tau2_tools"  # beside mcpServers: "mcp", or "agent_driven"
@@ -120,15 +118,3 @@ def invitation_from_entry(data: Mapping[str, object]) -> McpInvitation | None:
     token = bearer[len("Bearer "):] if bearer.startswith("Bearer ") else None
     return McpInvitation(McpServer(server["url"], token), data.get(MODE_KEY) == AGENT_DRIVEN)
 
-
-def declares_mcp_tools(card: AgentCard) -> bool:
-    """Whether the card asks for its tools over MCP (the extension in capabilities.extensions)."""
-    return any(extension.uri == MCP_TOOLS_EXTENSION for extension in card.capabilities.extensions)
-
-
-def declare_mcp_tools(card: AgentCard) -> AgentCard:
-    """`card`, declaring that the agent takes its tools over MCP (what `--a2a-tools auto` looks for)."""
-    card.capabilities.extensions.append(AgentExtension(
-        uri=MCP_TOOLS_EXTENSION, description="Give this agent the domain's tools over MCP (docs/protocol.md).",
-        required=False))
-    return card
