@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from a2a.types import Part
 
@@ -40,7 +40,6 @@ from tau2_a2a.mcp.agent_actions import (
     UserMessageAction,
 )
 from tau2_a2a.mcp.invitation import CONVERSATION_ENDED, SIMULATION_ENDED, McpServer
-from tau2_a2a.mcp.tool_server import SimulationTools, tool_server_of
 from tau2_a2a.protocol.messages import reply_parts, user_turn
 from tau2_a2a.tau2bench.seam.distribution import (
     AssistantMessage,
@@ -49,6 +48,9 @@ from tau2_a2a.tau2bench.seam.distribution import (
     UserMessage,
     ValidAgentInputMessage,
 )
+
+if TYPE_CHECKING:  # the server (the `mcp` SDK's, a second of imports) is imported when a simulation opens it
+    from tau2_a2a.mcp.tool_server import SimulationTools
 
 log = logging.getLogger("tau2_a2a.client")
 
@@ -86,6 +88,8 @@ class McpConversation:
 
     @classmethod
     def open(cls, session: A2ASession, tool_schemas: list[dict[str, object]]) -> McpConversation:
+        from tau2_a2a.mcp.tool_server import tool_server_of
+
         actions = ActionQueue()
         tool_server = tool_server_of(session)
         server = tool_server.open(tool_schemas, actions, session.tools_mode == DRIVEN, SimulationBudget(session.config))
@@ -269,6 +273,8 @@ class McpConversation:
                 self._charge_last(None, None)  # no reply said what the turn's LLM calls cost: unknown
         if self.driven and self.task_id:
             late.extend(self.session.cancel_task(self.task_id, self.turn))
+        from tau2_a2a.mcp.tool_server import tool_server_of
+
         tool_server_of(self.session).close_simulation(self.server)
         late_mcp = self.tools.take_records()
         if self.messages:  # what came after the last message was made is the simulation's too
