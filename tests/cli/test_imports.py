@@ -55,7 +55,12 @@ def _environment() -> dict[str, str]:
 
 def culprits(argv: list[str], package: str) -> str:
     """The tau2-a2a modules on the way to `package`'s first import, from -X importtime's tree (outermost last)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", PROBE, json.dumps(HEAVY), "/dev/null", *argv],
+    return chain_to(package, "-c", PROBE, json.dumps(HEAVY), "/dev/null", *argv)
+
+
+def chain_to(package: str, *args: str) -> str:
+    """The tau2-a2a modules on the way to `package`'s first import by `python ARGS` (outermost last)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *args],
                           capture_output=True, text=True, timeout=600, env=_environment())
     lines = [line.split("|")[-1] for line in done.stderr.splitlines() if line.startswith("import time:")]
     for index, line in enumerate(lines):
@@ -116,3 +121,20 @@ def test_the_probe_sees_a_command_that_imports_tau2(tmp_path: Path) -> None:
     imported, code = imported_by(["run", "--help"], tmp_path)  # it lists the flags of tau2's own parser
     assert ("tau2" in imported, code) == (True, 0)
     assert culprits(["run", "--help"], "tau2").startswith("tau2_a2a.tau2bench.seam.imports <- ")
+
+
+# A request's schema, bounds, defaults and AgentBeats keys need no tau2: the service reads tau2 when it checks
+# a request's domain and tasks, and when it runs one.
+REQUEST_MODULES = ("tau2_a2a.service.request", "tau2_a2a.service.assessment", "tau2_a2a.service.tool_specs",
+                   "tau2_a2a.service.arguments")
+
+
+@pytest.mark.parametrize("module", REQUEST_MODULES)
+def test_the_requests_modules_import_nothing_heavy(module: str) -> None:
+    code = f"import json, sys, {module}; print(json.dumps([n for n in {list(HEAVY)!r} if n in sys.modules]))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                          env=_environment())
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = json.loads(done.stdout.splitlines()[-1])
+    said = [f"{name} (by {chain_to(name, '-c', f'import {module}')})" for name in imported]
+    assert said == [], f"import {module} imported " + "; ".join(said)

@@ -18,11 +18,13 @@ from a2a.types import TaskState
 from tau2.data_model.simulation import Results
 from tau2.metrics.agent_metrics import compute_metrics
 
+from tau2_a2a.client.targets import TargetPolicy
 from tau2_a2a.protocol.hosting import BackgroundServer, free_port
 from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import AssessmentRejected, Shard, parse
 from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.service.jobs.limits import Limits
+from tau2_a2a.service.request import RequestPolicy, check_request
 from tau2_a2a.service.result import ARTIFACT_NAME, schema
 from tau2_a2a.tau2bench.run.layout import metrics_path, results_path, shown
 from tau2_a2a.tau2bench.run.provenance import task_set_sha256
@@ -236,9 +238,10 @@ def test_merge_refuses_files_of_other_settings_naming_what_differs(sharded: dict
 def test_defaults_are_tau2s_own() -> None:
     assessment = parse({"participants": {"purple": "http://127.0.0.1:9100"}, "config": {"domain": "retail"}})
     assert assessment.role == "purple" and assessment.shard == Shard(0, 1) and assessment.ignored == ()
-    assert assessment.arguments == {"domain": "retail", "agent_endpoint": "http://127.0.0.1:9100",
-                                    "user": "user_simulator", "user_llm": None,
-                                    "user_llm_args": {"temperature": 0.0}, "num_trials": 1, "max_steps": 200}
+    assert assessment.arguments == {"domain": "retail", "agent_endpoint": "http://127.0.0.1:9100"}
+    checked = check_request(assessment.arguments, RequestPolicy(targets=TargetPolicy.from_entries(("loopback",))))
+    assert (checked.user, checked.user_llm, checked.user_llm_args, checked.num_trials, checked.max_steps,
+            checked.max_concurrency) == ("user_simulator", DEFAULT_USER_LLM, {"temperature": 0.0}, 1, 200, 3)
 
 
 @pytest.mark.parametrize("tasks, count", [(list("abcdefg"), 1), (list("abcdefg"), 3), (list("ab"), 2),

@@ -31,7 +31,7 @@ from typing import TypeGuard
 
 from tau2_a2a.client.config import has_query_or_fragment, origin, without_userinfo
 from tau2_a2a.service.wire import JsonObject
-from tau2_a2a.tau2bench.seam.distribution import DEFAULT_LLM_USER
+from tau2_a2a.tau2bench.seam.defaults import DEFAULT_LLM_USER
 
 REMOVED = "<removed>"  # what a scrubbed value becomes in every stored copy of the request
 NO_LLM_USERS = frozenset({"scripted_user"})  # users that call no LLM: user_llm is not used

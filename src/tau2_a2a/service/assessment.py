@@ -6,70 +6,57 @@ to assess under a role name, and a config. The platform's runner adds
 `shard_index` and `num_shards` (and sometimes `num_instances`) to the config
 to spread one assessment over parallel requests.
 
-Every check here refuses with one line that names the key and the accepted
-values; the tool-level checks (domain, target policy, limits) then run as for
-any `run_tau2_evaluation` request. Defaults are tau2's own.
+The config's keys are run_tau2_evaluation's arguments, as EvaluationRequest
+declares them (all but the agent's endpoint: that is the participant), and
+the sharding keys. Each value's JSON shape is checked here by its argument's
+kind, refused in one line that names the key and the accepted values; the
+tool-level checks (domain, target policy, limits) and defaults (tau2's own)
+then come from check_request, as for any `run_tau2_evaluation` request.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
+from typing import Any
 
+from tau2_a2a.service.arguments import SHAPE_MAX, Kind, Misshapen, Whole, declared
+from tau2_a2a.service.request import arguments as request_arguments
+from tau2_a2a.service.shard import Shard
 from tau2_a2a.service.wire import JsonObject
-from tau2_a2a.tau2bench.seam.distribution import (
-    DEFAULT_LLM_TEMPERATURE_USER,
-    DEFAULT_LLM_USER,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_NUM_TRIALS,
-    DEFAULT_USER_IMPLEMENTATION,
-)
+
+__all__ = ["CONFIG_KEYS", "Assessment", "AssessmentRejected", "Shard", "from_text", "is_assessment", "parse"]
 
 PARTICIPANTS = "participants"
 CONFIG = "config"
 IGNORED_KEYS = ("num_instances",)
-_WHOLE = "a whole number"
-CONFIG_KEYS: dict[str, str] = {  # key -> the values it accepts, as the refusal names them
-    "domain": "a tau2 domain name (required)",
-    "task_ids": "a non-empty list of task ids",
-    "num_tasks": f"{_WHOLE} >= 1",
-    "task_split": "a task split name of the domain",
-    "num_trials": f"{_WHOLE} >= 1 (default {DEFAULT_NUM_TRIALS})",
-    "max_steps": f"{_WHOLE} >= 1 (default {DEFAULT_MAX_STEPS})",
-    "max_concurrency": f"{_WHOLE} >= 1",
-    "user_llm": "a LiteLLM model name the service allows (default: the service's, usually "
-                f"{DEFAULT_LLM_USER})",
-    "user_llm_args": "a JSON object of the user LLM's sampling parameters (temperature, top_p, ...)",
-    "user": f"a tau2 user: {DEFAULT_USER_IMPLEMENTATION} or scripted_user",
-    "retrieval_config": "a retrieval config name of banking_knowledge, e.g. bm25_grep (default: tau2's)",
-    "agent_tools": "how the agent gets its tools: message, mcp or auto (default message)",
-    "agent_driven": "true or false: the agent drives the conversation over MCP (default false)",
-    "agent_price_model": "a LiteLLM model name that prices tokens the agent reports without a cost",
-    "shard_index": f"{_WHOLE} >= 0, below num_shards",
-    "num_shards": f"{_WHOLE} >= 1",
-    "num_instances": f"{_WHOLE} >= 1 (accepted and ignored)",
+# The config's keys that pick the tasks and size the run, listed first in refusals (as they always were); the
+# other arguments follow in the card's order, then the platform's sharding keys.
+_LISTED_FIRST = ("domain", "task_ids", "num_tasks", "task_split", "num_trials", "max_steps", "max_concurrency")
+_SHARDING: dict[str, tuple[Kind, str]] = {
+    "shard_index": (Whole(0, SHAPE_MAX), "a whole number >= 0, below num_shards"),
+    "num_shards": (Whole(1, SHAPE_MAX), "a whole number >= 1"),
+    "num_instances": (Whole(1, SHAPE_MAX), "a whole number >= 1 (accepted and ignored)"),
 }
-_WHOLE_KEYS = {"num_tasks": 1, "num_trials": 1, "max_steps": 1, "max_concurrency": 1, "shard_index": 0,
-               "num_shards": 1, "num_instances": 1}
-_WHOLE_MAX = 1_000_000  # beyond any sensible request; the tool's checks set the service's own limits
-_TEXT_KEYS = ("domain", "task_split", "user_llm", "user", "retrieval_config", "agent_tools", "agent_price_model")
+
+
+def _config_keys() -> dict[str, tuple[Kind, str]]:
+    """Each config key's kind and what its refusal says it accepts: every argument of run_tau2_evaluation that
+    a config may give (all but the agent's endpoint, which is the participant's), then the sharding keys."""
+    given = {item.name: (spec.kind, spec.accepts) for item in request_arguments()
+             if (spec := declared(item)).accepts}
+    ordered = sorted(given, key=lambda name: _LISTED_FIRST.index(name) if name in _LISTED_FIRST
+                     else len(_LISTED_FIRST))
+    return {**{name: given[name] for name in ordered}, **_SHARDING}
+
+
+_KEYS = _config_keys()
+CONFIG_KEYS: dict[str, str] = {key: accepts for key, (_, accepts) in _KEYS.items()}  # key -> its refusal's words
+_ARGUMENT_KEYS = frozenset(_KEYS) - frozenset(_SHARDING)
 
 
 class AssessmentRejected(ValueError):
     """An assessment request the service will not run; the one-line message says why."""
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Shard `index` of `count`: every `count`-th task of the selection, from the `index`-th."""
-
-    index: int = 0
-    count: int = 1
-
-    def take(self, task_ids: list[str]) -> list[str]:
-        """This shard's tasks, in selection order; the shards of a selection are disjoint and cover it."""
-        return task_ids[self.index::self.count]
 
 
 @dataclass(frozen=True)
@@ -78,7 +65,7 @@ class Assessment:
 
     role: str
     endpoint: str
-    arguments: JsonObject  # run_tau2_evaluation arguments, tau2's defaults filled in
+    arguments: JsonObject  # run_tau2_evaluation arguments, as the config gave them (check_request fills defaults)
     shard: Shard = field(default_factory=Shard)
     ignored: tuple[str, ...] = ()
 
@@ -118,20 +105,10 @@ def parse(request: object) -> Assessment:
         raise AssessmentRejected(f"Unknown config key {unknown[0]!r}. Accepted keys: {', '.join(CONFIG_KEYS)}.")
     if "domain" not in config:
         raise AssessmentRejected(f"config.domain is required: {CONFIG_KEYS['domain']}.")
-    values: JsonObject = {key: _checked(key, value) for key, value in config.items()}
+    values: JsonObject = {key: _shaped(key, value) for key, value in config.items()}
     shard = _shard(values.get("shard_index"), values.get("num_shards"))
-    arguments: JsonObject = {
-        "domain": values["domain"],
-        "agent_endpoint": endpoint,
-        "user": values.get("user", DEFAULT_USER_IMPLEMENTATION),
-        "user_llm": values.get("user_llm"),  # None: the service's default user LLM
-        "user_llm_args": values.get("user_llm_args", {"temperature": DEFAULT_LLM_TEMPERATURE_USER}),
-        "num_trials": values.get("num_trials", DEFAULT_NUM_TRIALS),
-        "max_steps": values.get("max_steps", DEFAULT_MAX_STEPS),
-        **{key: values[key] for key in ("task_ids", "num_tasks", "task_split", "max_concurrency",
-                                              "retrieval_config", "agent_tools", "agent_driven", "agent_price_model")
-                                        if key in values},
-    }
+    arguments: JsonObject = {"agent_endpoint": endpoint,
+                             **{key: value for key, value in values.items() if key in _ARGUMENT_KEYS}}
     return Assessment(role=role, endpoint=endpoint, arguments=arguments, shard=shard,
                       ignored=tuple(key for key in IGNORED_KEYS if key in config))
 
@@ -152,41 +129,13 @@ def _participant(participants: object) -> tuple[str, str]:
     return role, endpoint.strip()
 
 
-def _checked(key: str, value: object) -> int | str | bool | list[str] | JsonObject:
-    """The config value with its JSON type checked (whole doubles count as whole numbers)."""
-    wrong = AssessmentRejected(f"config.{key} must be {CONFIG_KEYS[key]}; got {json.dumps(value)}.")
-    if key in _WHOLE_KEYS:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or float(value) != int(value) or int(value) < _WHOLE_KEYS[key]:
-            raise wrong
-        if int(value) > _WHOLE_MAX:
-            raise AssessmentRejected(f"config.{key} must be at most {_WHOLE_MAX}; got {json.dumps(value)}.")
-        return int(value)
-    if key in _TEXT_KEYS:
-        if not isinstance(value, str) or not value.strip():
-            raise wrong
-        return value.strip()
-    if key == "user_llm_args":
-        if not isinstance(value, dict):
-            raise wrong
-        return value
-    if key == "agent_driven":
-        if not isinstance(value, bool):
-            raise wrong
-        return value
-    if key == "task_ids":
-        if not isinstance(value, list) or not value or not all(_is_task_id(t) for t in value):
-            raise wrong
-        return [str(int(t)) if isinstance(t, float) else str(t) for t in value]
-    raise AssertionError(f"no check for config key {key}")
-
-
-def _is_task_id(value: object) -> bool:
-    if isinstance(value, str):
-        return bool(value)
-    if isinstance(value, float):
-        return value.is_integer()
-    return isinstance(value, int) and not isinstance(value, bool)
+def _shaped(key: str, value: object) -> Any:
+    """The config value with its JSON shape checked by its argument's kind (whole doubles count as whole)."""
+    kind, accepts = _KEYS[key]
+    try:
+        return kind.shape(value)
+    except Misshapen as error:
+        raise AssessmentRejected(f"config.{key} must be {str(error) or accepts}; got {json.dumps(value)}.") from None
 
 
 def _shard(index: int | None, count: int | None) -> Shard:

