@@ -23,6 +23,7 @@ from tau2_a2a.client.transport import Wire
 from testbed.hostile_agent import HostileAgent, Hostility
 from tests.support.records import records_of
 from tests.support.runs import run_a2a
+from tests.support.waiting import wait_until
 
 ONCE = RetryPolicy(max_attempts=1)
 GENEROUS = 120.0  # seconds a run cut off after a few may take on a busy 2-core machine
@@ -210,10 +211,11 @@ def test_a_request_in_flight_is_aborted_from_another_thread(hostile: list[Hostil
 
         sender = threading.Thread(target=send)
         sender.start()
-        deadline = time.monotonic() + GENEROUS
-        while agent.executor.messages < 1:  # the agent holds the message: the request is in flight
-            assert time.monotonic() < deadline and sender.is_alive()
-            time.sleep(0.05)
+        def in_flight() -> bool:  # the agent holds the message
+            assert sender.is_alive()
+            return agent.executor.messages >= 1
+
+        wait_until(in_flight, "the request in flight", GENEROUS, 0.05)
         [wire] = wires
         wire.abort()
         sender.join(GENEROUS)

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -33,6 +32,7 @@ from tau2_a2a.mcp.tool_server import ToolServer
 from tau2_a2a.protocol.hosting import free_port
 from tau2_a2a.reference.mcp_client import call, mcp_session
 from tests.client.test_tool_server import INITIALIZE, LOOKUP, answer_calls, open_waiting
+from tests.support.waiting import wait_until
 
 CAP = 16  # connections the flooded server holds
 FLOOD = 3 * CAP  # slow connections opened against it
@@ -167,12 +167,9 @@ def test_an_unknown_tool_is_counted_with_its_error_on_every_protocol_version(ver
                 return "no error"
 
         assert asyncio.run(unknown()).startswith("Unknown tool 'cancel_reservation'")
-        records: list = []
-        deadline = time.monotonic() + GENEROUS  # a request's record is kept once its response has gone out
-        while not records and time.monotonic() < deadline:
-            records += [r for r in server.simulation(mcp).take_records() if r.method == "tools/call"]
-            time.sleep(0.05)
-        [record] = records
+        [record] = wait_until(  # a request's record is kept once its response has gone out
+            lambda: [r for r in server.simulation(mcp).take_records() if r.method == "tools/call"],
+            "the tools/call's record", GENEROUS, 0.05)
     finally:
         server.close()
     assert record.unknown_tool_calls == 1

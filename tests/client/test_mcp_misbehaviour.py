@@ -23,6 +23,7 @@ from tau2_a2a.reference.mcp_client import call, mcp_session
 from tau2_a2a.runner.outcome import format_summary
 from testbed.hostile_agent import HostileAgent, Hostility
 from tests.support.runs import FAST, run_a2a
+from tests.support.waiting import wait_until
 
 TIMEOUT = 2.0  # --a2a-timeout of these runs: how long an agent may take for each action
 
@@ -75,10 +76,11 @@ def test_a_misbehaving_agent_fails_its_own_simulations_only(how, driven, transpo
         last = simulation.messages[-1]
         assert last.content.startswith(f"[A2A {error} error]") and reason in last.content
     assert elapsed < 300  # nothing waited for the agent's hour: each simulation ended after its timeout
-    deadline = time.monotonic() + 30  # and every request left open was ended: no thread still waits on one
-    while [t for t in threading.enumerate() if t.name.startswith("a2a-send")] and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [t.name for t in threading.enumerate() if t.name.startswith("a2a-send")]
+    def senders() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("a2a-send")]
+
+    # and every request left open was ended: no thread still waits on one
+    wait_until(lambda: not senders(), lambda: f"every request left open to end (still: {senders()})", 30, 0.1)
 
 
 # -- what the agent sends in a simulation: one budget, every kind of request, every byte ----------------------------

@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from tau2_a2a.protocol.hosting import free_port
 from tests.support.paths import REPO
+from tests.support.waiting import wait_until
 
 APP = "tau2_eval"
 
@@ -35,16 +35,14 @@ def adk_serving(command: str, options: list[str], folder: Path, cwd: Path) -> It
     url = f"http://127.0.0.1:{port}"
     endpoint = f"{url}/a2a/{APP}"
     try:
-        deadline = time.monotonic() + 240
-        while True:
+        def card_answers() -> bool:
             assert process.poll() is None, log_path.read_text()[-3000:]
-            assert time.monotonic() < deadline, f"adk {command} did not serve the card in time"
             try:
-                if httpx.get(f"{endpoint}/.well-known/agent-card.json", timeout=2).status_code == 200:
-                    break
+                return httpx.get(f"{endpoint}/.well-known/agent-card.json", timeout=2).status_code == 200
             except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+                return False
+
+        wait_until(card_answers, f"adk {command} to serve the card", 240, interval=0.5)
         yield url, endpoint
     finally:
         process.terminate()

@@ -22,7 +22,8 @@ from tau2_a2a.service.caller import connect, request_message
 from tau2_a2a.service.jobs.directory import results_file
 from tau2_a2a.service.jobs.limits import Limits
 from tests.support.distributions import DOMAIN_LIST, DOMAINS
-from tests.support.service import ask, call_tool, result_data, result_text, start_service, stream, until, wait_for_task
+from tests.support.service import ask, call_tool, result_data, result_text, start_service, stream, wait_for_task
+from tests.support.waiting import until
 
 RUN = "run_tau2_evaluation"
 

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from testbed.hostile_agent import HostileAgent, Hostility
-from tests.support.service import Service, ask, call_tool, result_data, until
+from tests.support.service import Service, ask, call_tool, result_data
+from tests.support.waiting import until
 
 RUN = "run_tau2_evaluation"
 GENEROUS = 600.0  # seconds for a few evaluations of one task each on a busy 2-core machine

@@ -25,9 +25,10 @@ from tau2_a2a.protocol.hosting import BackgroundServer
 from tau2_a2a.reference.oracle_agent import OracleExecutor
 from tau2_a2a.service.jobs.directory import results_file
 from tests.support.executors import OracleLike, Seen, agent_app
-from tests.support.processes import gone, wait_until
+from tests.support.processes import gone
 from tests.support.runs import saved_simulations
 from tests.support.service import STARTUP_SECONDS, Service, ask, call_tool, done_so_far, result_data, wait_for_task
+from tests.support.waiting import wait_until
 
 SHORT_LEASE = "3"
 LONG_LEASE = "60"

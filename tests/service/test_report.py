@@ -18,7 +18,8 @@ from tau2_a2a.service import summary
 from tau2_a2a.service.assessment import parse
 from tau2_a2a.service.result import build_result, schema
 from tests.support.executors import FailsTask, SlowOnTask, agent_app
-from tests.support.service import call_tool, start_service, until
+from tests.support.service import call_tool, start_service
+from tests.support.waiting import until
 
 TOKEN = "report-token-5e1f"
 

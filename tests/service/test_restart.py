@@ -29,9 +29,10 @@ from tau2_a2a.service.jobs.scheduler import TOKEN_LOST
 from tau2_a2a.service.request_limit import too_large_message
 from tests.support.executors import agent_app
 from tests.support.middleware import RequireBearer
-from tests.support.processes import gone, wait_until
+from tests.support.processes import gone
 from tests.support.runs import saved_simulations
 from tests.support.service import Service, ask, call_tool, done_so_far, result_data, wait_for_task
+from tests.support.waiting import wait_until
 
 CLI = str(Path(sys.executable).parent / "tau2-a2a")
 TASKS = [str(task) for task in range(6)]

@@ -10,7 +10,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from tau2_a2a.cli import main
 from tau2_a2a.protocol.hosting import free_port
 from tests.support.service import CLI, STARTUP_SECONDS, call_tool, served_card
+from tests.support.waiting import wait_until
 
 ENV_TOKEN, FLAG_TOKEN = "env-token-4d1c", "flag-token-9b27"
 
@@ -90,13 +90,13 @@ class Serving:
             self.process = subprocess.Popen([CLI, "serve", "--port", str(self.port), *args], cwd=folder,
                                             env={**base, **env}, stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while not self.card_answers():
-            assert self.process.poll() is None, self.log.read_text()[-3000:]
-            assert time.monotonic() < deadline, f"the service did not serve its card within {STARTUP_SECONDS} s"
-            time.sleep(0.5)
+        wait_until(self.serving, "the service to serve its card", STARTUP_SECONDS, interval=0.5)
         self.lines = self.log.read_text().splitlines()
         self.card = httpx.get(f"{self.url}/.well-known/agent-card.json").json()
+
+    def serving(self) -> bool:
+        assert self.process.poll() is None, self.log.read_text()[-3000:]
+        return self.card_answers()
 
     def card_answers(self) -> bool:
         try:

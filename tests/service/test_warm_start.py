@@ -31,9 +31,10 @@ from tau2_a2a.service.tools import EvaluationTools
 from testbed.hostile_agent import HostileAgent, Hostility
 from tests.support.executors import agent_app
 from tests.support.middleware import RequireBearer
-from tests.support.processes import descendants, gone, wait_until
+from tests.support.processes import descendants, gone
 from tests.support.runs import saved_simulations
 from tests.support.service import LOOPBACK_TARGETS
+from tests.support.waiting import wait_until
 
 GENEROUS = 600.0  # seconds: an evaluation of a few tasks on a busy 2-core machine
 TOKENS = ("warm-token-a-51f0", "warm-token-b-9c2e")

@@ -1,10 +1,10 @@
-"""Processes on this machine (Linux /proc), and waiting for something to happen."""
+"""Processes on this machine (Linux /proc). `wait_until` is waiting.py's, kept here for its many callers."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from tests.support.waiting import wait_until as wait_until
 
 
 def descendants(pid: int) -> set[int]:
@@ -27,13 +27,6 @@ def descendants(pid: int) -> set[int]:
 def running() -> set[int]:
     """Every process id on the machine (Linux /proc)."""
     return {int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()}
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout} s"
-        time.sleep(0.2)
 
 
 def gone(pids: set[int]) -> bool:

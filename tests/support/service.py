@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.request import EvaluationRequest
 from tau2_a2a.service.settings import ServiceSettings
 from tests.support.processes import descendants
+from tests.support.waiting import until, wait_until
 
 __all__ = [
     "SERVICE_TOKEN",
@@ -51,6 +51,7 @@ STARTUP_SECONDS = 300
 
 # The agents under test listen on loopback, which the service's default policy (public) refuses.
 LOOPBACK_TARGETS = ("public", "loopback")
+GOOD = {"domain": "airline", "agent_endpoint": "http://127.0.0.1:9100", "user": "scripted_user"}  # passes every check
 
 TERMINAL_STATES = (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED,
                    TaskState.TASK_STATE_REJECTED)
@@ -129,27 +130,10 @@ async def wait_for_task(url: str, task_id: str, token: str | None = None, timeou
     """Poll GetTask until the task ends."""
     client, http = await connect(url, token)
     try:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            task = await client.get_task(GetTaskRequest(id=task_id))
-            if task.status.state in TERMINAL_STATES:
-                return task
-            assert asyncio.get_running_loop().time() < deadline, f"task {task_id} still {task.status.state}"
-            await asyncio.sleep(0.2)
+        return await until(lambda: client.get_task(GetTaskRequest(id=task_id)),
+                           lambda task: task.status.state in TERMINAL_STATES, f"task {task_id} to end", timeout)
     finally:
         await http.aclose()
-
-
-async def until(poll: Any, done: Any, what: str, timeout: float = 240.0, interval: float = 0.2) -> Any:
-    """Await `poll()` every `interval` seconds until `done(value)`; that value. Fails naming `what` at the deadline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await poll()
-        if done(value):
-            return value
-        assert loop.time() < deadline, f"still waiting for {what} after {timeout:g} s: last saw {value!r}"
-        await asyncio.sleep(interval)
 
 
 async def call_tool(url: str, tool: str, arguments: dict[str, Any] | None = None, **kwargs: Any) -> Any:
@@ -299,16 +283,16 @@ class Service:
              "--max-running", "2", "--allowed-targets", "public,loopback", *self.extra],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={"TAU2_EVAL_EVALUATION_NICE": "0", **os.environ, "TAU2_EVAL_LOG_LEVEL": "warning"})  # see start_service
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            assert self.process.poll() is None, (self.results_dir.parent / f"serve-{self.port}.log").read_text()
-            try:
-                if httpx.get(f"{self.url}/.well-known/agent-card.json", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, f"the service did not start within {STARTUP_SECONDS} s"
-            time.sleep(0.2)
+        wait_until(self._card_answers, "the service to start", STARTUP_SECONDS)
+        return self
+
+    def _card_answers(self) -> bool:
+        assert self.process is not None
+        assert self.process.poll() is None, (self.results_dir.parent / f"serve-{self.port}.log").read_text()
+        try:
+            return httpx.get(f"{self.url}/.well-known/agent-card.json", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def kill(self) -> set[int]:
         """SIGKILL the service alone (not its children); the pids of the children it had."""

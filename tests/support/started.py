@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.service import STARTUP_SECONDS
+from tests.support.waiting import wait_until
 
 CARD_PATH = "/.well-known/agent-card.json"
 
@@ -30,17 +31,15 @@ class Started:
 
     def card(self, url: str, timeout: float = STARTUP_SECONDS) -> dict:
         """The card served at `url` once the command answers there (its log if it exits first)."""
-        deadline = time.monotonic() + timeout
-        while True:
+        def served() -> dict | None:
             assert self.process.poll() is None, f"{shlex.join(self.command)} exited:\n{self.log.read_text()}"
             try:
                 reply = httpx.get(url.rstrip("/") + CARD_PATH, timeout=5)
-                if reply.status_code == 200:
-                    return reply.json()
             except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, f"no card at {url} within {timeout:g} s:\n{self.log.read_text()}"
-            time.sleep(0.3)
+                return None
+            return reply.json() if reply.status_code == 200 else None
+
+        return wait_until(served, lambda: f"a card at {url}; its log:\n{self.log.read_text()}", timeout, 0.3)
 
     def stop(self) -> None:
         """SIGTERM the command and what it started (its process group), SIGKILL after 30 s."""

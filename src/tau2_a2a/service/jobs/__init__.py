@@ -10,9 +10,11 @@
     warm.py        the service's side of it: started, ready or not, a forked child as the supervisor sees it
     outcome.py     how an evaluation ended, from its run's outcome file, in the service's words
     progress.py    progress and the final result, from tau2's results file
+    interfaces.py  the parts as small interfaces: RecordStore, JobQueue, Clock, ChildStarter (and ChildProcess)
     store.py       the records in the database: written, read, listed (only stored)
     queue.py       the queue and the leases on the same table: claims, renewals, cancel requests, A2A followers
     database.py    the SQL database (SQLite, or PostgreSQL for replicas) and its one table
+    memory.py      the records and the queue in memory, with the SQL versions' contract (tests, trials)
     directory.py   an evaluation's private directory; the records of the earlier file layout, imported
     limits.py      what one service accepts at once
     errors.py      EvaluationError

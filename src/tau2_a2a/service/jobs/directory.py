@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tau2_a2a.runner.outcome_file import OUTCOME_SUFFIX
 from tau2_a2a.service.jobs.evaluation import ID_PATTERN, TERMINAL, EvaluationRecord
-from tau2_a2a.service.jobs.store import EvaluationStore
+from tau2_a2a.service.jobs.interfaces import RecordStore
 from tau2_a2a.tau2bench.run.layout import results_path
 
 log = logging.getLogger("tau2_a2a.service")
@@ -46,7 +46,7 @@ def make_private(root: Path) -> None:
         log.warning("results directory %s keeps its mode (%s)", root, error.strerror)
 
 
-def import_file_records(root: Path, store: EvaluationStore) -> None:
+def import_file_records(root: Path, store: RecordStore) -> None:
     """Records of the earlier file layout (ev-*/evaluation.json), imported once."""
     known = store.ids()
     for path in sorted(root.glob(f"ev-*/{RECORD_NAME}")):

@@ -4,6 +4,9 @@ Made without I/O. `start()` makes the results directory private, opens the
 database (an injected Database; by default a SQLite file in the results
 directory), imports the records of the earlier file layout, and starts the
 scheduler, which takes up what a stopped service left. `close()` stops it.
+The job core's parts (interfaces.py) can be given instead of the SQL ones:
+a store and a queue (memory.py's share one table in memory, and then no
+database is opened), a clock, a starter of children.
 Progress is read on demand from each running evaluation's results file
 (progress.py).
 """
@@ -27,6 +30,7 @@ from tau2_a2a.service.jobs.evaluation import (
     Status,
     new_evaluation_id,
 )
+from tau2_a2a.service.jobs.interfaces import SYSTEM_CLOCK, ChildStarter, Clock, JobQueue, RecordStore
 from tau2_a2a.service.jobs.limits import DEFAULT_LIMITS, Limits
 from tau2_a2a.service.jobs.progress import ProgressReader
 from tau2_a2a.service.jobs.queue import EvaluationQueue, FollowedTask, replica_name
@@ -37,27 +41,33 @@ from tau2_a2a.service.request import EvaluationRequest
 
 class EvaluationManager:
     """Evaluations under `root`, in `database`. `replica` names this service among the replicas of one
-    database (default: this host and process); see Scheduler for `lease_seconds`, ChildOptions for `children`.
+    database (default: this host and process); see Scheduler for `lease_seconds` and `clock`, ChildOptions for
+    `children`. `store` and `queue`, given together, take the database's place (it is then never opened).
     """
 
     def __init__(self, root: Path | str, limits: Limits = DEFAULT_LIMITS, *, database: Database | None = None,
-                 children: ChildOptions | None = None, replica: str | None = None,
-                 lease_seconds: float = 30.0) -> None:
+                 children: ChildStarter | None = None, replica: str | None = None,
+                 lease_seconds: float = 30.0, store: RecordStore | None = None, queue: JobQueue | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
+        if (store is None) != (queue is None):
+            raise ValueError("EvaluationManager takes a store and a queue together (they share one table).")
         self.root = Path(root).resolve()
         self.limits = limits
         self.children = children or ChildOptions()
         self.database = database or Database(default_database(self.root))
-        self.store = EvaluationStore(self.database)
-        self.queue = EvaluationQueue(self.database)
+        self._uses_database = store is None
+        self.store: RecordStore = store or EvaluationStore(self.database)
+        self.queue: JobQueue = queue or EvaluationQueue(self.database)
         self.replica = replica or replica_name()
         self._progress = ProgressReader()
         self.scheduler = Scheduler(self.root, self.store, self.queue, self.children, limits, self.replica,
-                                   lease_seconds, on_end=self._progress.forget)
+                                   lease_seconds, on_end=self._progress.forget, clock=clock)
 
     def start(self) -> EvaluationManager:
         """Open the database and start the scheduler; StoreError when the database cannot be used."""
         make_private(self.root)
-        self.database.open()
+        if self._uses_database:
+            self.database.open()
         import_file_records(self.root, self.store)
         self.scheduler.start()
         return self
@@ -65,7 +75,8 @@ class EvaluationManager:
     def close(self) -> None:
         """Stop this replica (its children stopped, their results kept, their evaluations released)."""
         self.scheduler.close()
-        self.database.close()
+        if self._uses_database:
+            self.database.close()
 
     @property
     def closing(self) -> bool:

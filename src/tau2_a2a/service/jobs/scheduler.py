@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,16 +27,15 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from tau2_a2a.client import tracing
 from tau2_a2a.errors import first_line
-from tau2_a2a.service.jobs.child import ChildOptions
 from tau2_a2a.service.jobs.database import database_reachable
 from tau2_a2a.service.jobs.directory import PRIVATE_DIR, results_file
 from tau2_a2a.service.jobs.errors import EvaluationError
 from tau2_a2a.service.jobs.evaluation import EvaluationRecord, Status
+from tau2_a2a.service.jobs.interfaces import SYSTEM_CLOCK, ChildStarter, Clock, JobQueue, RecordStore
 from tau2_a2a.service.jobs.limits import Limits
 from tau2_a2a.service.jobs.outcome import ending
 from tau2_a2a.service.jobs.progress import final_result
-from tau2_a2a.service.jobs.queue import EvaluationQueue, FollowedTask
-from tau2_a2a.service.jobs.store import EvaluationStore
+from tau2_a2a.service.jobs.queue import FollowedTask
 from tau2_a2a.service.jobs.supervisor import Job, Supervisor
 
 log = logging.getLogger("tau2_a2a.service")
@@ -51,18 +49,20 @@ NOT_STARTED = ("the service could not start this evaluation's process ({kind}); 
 
 class Scheduler:
     """Runs the evaluations of `store` and `queue` under `root` as replica `replica`, at most
-    `limits.max_running` at once. `lease_seconds` is how long a replica that stopped answering keeps its
-    evaluations before another takes them over. `on_end(evaluation_id)` is told when an evaluation ends."""
+    `limits.max_running` at once, their children started by `children`. `lease_seconds` (on `clock`) is how
+    long a replica that stopped answering keeps its evaluations before another takes them over; upkeep
+    (tick) runs every tenth of it. `on_end(evaluation_id)` is told when an evaluation ends."""
 
-    def __init__(self, root: Path, store: EvaluationStore, queue: EvaluationQueue, children: ChildOptions,
+    def __init__(self, root: Path, store: RecordStore, queue: JobQueue, children: ChildStarter,
                  limits: Limits, replica: str, lease_seconds: float,
-                 on_end: Callable[[str], None] = lambda evaluation_id: None) -> None:
+                 on_end: Callable[[str], None] = lambda evaluation_id: None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.root = root
         self.store = store
         self.queue = queue
         self.limits = limits
         self.replica = replica
         self.lease_seconds = lease_seconds
+        self.clock = clock
         self.supervisor = Supervisor(children, self._exited)
         self._on_end = on_end
         self._tick = max(0.2, min(2.0, lease_seconds / 10))
@@ -170,28 +170,32 @@ class Scheduler:
 
     # -- running ---------------------------------------------------------------------------
 
+    def tick(self) -> None:
+        """One round of upkeep: renew leases, stop what another replica took over or was asked to cancel,
+        take over what dead replicas left, start queued work."""
+        with self._lock:
+            if self._closing:
+                return
+            owned = self.queue.renew(self.replica, self._lease())
+            for job in self.supervisor.jobs():
+                if job.evaluation_id not in owned and job.child is not None:
+                    log.warning("evaluation %s: taken over by another replica; stopping here", job.evaluation_id)
+                    self.supervisor.stop(job, taken_over=True)
+            for evaluation_id in self.queue.cancel_requests(self.replica):
+                canceled = self.supervisor.job(evaluation_id)
+                if canceled is not None:
+                    self.supervisor.stop(canceled)
+            self._adopt_expired()
+            self._dispatch()
+
     def _lease(self) -> float:
-        return time.time() + self.lease_seconds
+        return self.clock.time() + self.lease_seconds
 
     def _maintain(self) -> None:
-        """Renew leases, pass on cancel requests, take over what dead replicas left, start queued work."""
-        while not self._stopped.wait(self._tick):
+        """Tick every so often on the clock until closed."""
+        while not self.clock.wait(self._stopped, self._tick):
             try:
-                with self._lock:
-                    if self._closing:
-                        return
-                    owned = self.queue.renew(self.replica, self._lease())
-                    for job in self.supervisor.jobs():
-                        if job.evaluation_id not in owned and job.child is not None:
-                            log.warning("evaluation %s: taken over by another replica; stopping here",
-                                        job.evaluation_id)
-                            self.supervisor.stop(job, taken_over=True)
-                    for evaluation_id in self.queue.cancel_requests(self.replica):
-                        canceled = self.supervisor.job(evaluation_id)
-                        if canceled is not None:
-                            self.supervisor.stop(canceled)
-                    self._adopt_expired()
-                    self._dispatch()
+                self.tick()
             except SQLAlchemyError as error:
                 log.warning("database unreachable (%s); evaluations keep running, retrying",
                             type(error).__name__)
@@ -201,7 +205,7 @@ class Scheduler:
 
     def _adopt_expired(self, at_start: bool = False) -> None:
         """Take over what a stopped replica left (caller holds the lock)."""
-        for record in self.queue.claim_expired(self.replica, self._lease(), time.time(), at_start=at_start):
+        for record in self.queue.claim_expired(self.replica, self._lease(), self.clock.time(), at_start=at_start):
             evaluation_id, here = record.evaluation_id, self.supervisor.job(record.evaluation_id) is not None
             if record.agent_auth and evaluation_id not in self._tokens and not here:
                 log.info("evaluation %s: its target's token is gone with the replica that held it", evaluation_id)
@@ -214,7 +218,8 @@ class Scheduler:
                 self._start(record, resumed=True)
         if self._follow is None and not at_start:
             return  # nobody here continues A2A tasks yet: leave them to a replica that does
-        for task in self.queue.claim_orphaned_tasks(self.replica, self._lease(), time.time(), at_start=at_start):
+        for task in self.queue.claim_orphaned_tasks(self.replica, self._lease(), self.clock.time(),
+                                                      at_start=at_start):
             if self._follow is None:
                 self._orphaned_tasks.append(task)
             else:

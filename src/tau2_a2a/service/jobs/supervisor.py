@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tau2_a2a.service.jobs.child import ChildOptions, ChildRun
 from tau2_a2a.service.jobs.evaluation import EvaluationRecord
+from tau2_a2a.service.jobs.interfaces import ChildProcess, ChildStarter
 
 log = logging.getLogger("tau2_a2a.service")
 
@@ -29,7 +29,7 @@ class Job:
     directory: Path
     token: str | None = field(default=None, repr=False)
     trace_parent: dict[str, str] | None = None  # with tracing on: the trace of the request that asked for it
-    child: ChildRun | None = None  # None once another replica took the evaluation over
+    child: ChildProcess | None = None  # None once another replica took the evaluation over
     canceling: bool = False
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -39,10 +39,10 @@ class Job:
 
 
 class Supervisor:
-    """Starts each job's child with `options`, and calls `on_exit(job, exit code)` from the job's own thread
-    when the child exits; `job.done` is set after that."""
+    """Starts each job's child with `options` (ChildOptions, or a test's starter), and calls
+    `on_exit(job, exit code)` from the job's own thread when the child exits; `job.done` is set after that."""
 
-    def __init__(self, options: ChildOptions, on_exit: Callable[[Job, int], None]) -> None:
+    def __init__(self, options: ChildStarter, on_exit: Callable[[Job, int], None]) -> None:
         self.options = options
         self._on_exit = on_exit
         self._jobs: dict[str, Job] = {}
