@@ -241,4 +241,6 @@ def serve_command(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,
                   log_level=os.environ.get("TAU2_EVAL_LOG_LEVEL", "warning"))
+    if app.state.resources.start_error is not None:  # the lifespan could not start it (lifespan.py)
+        raise app.state.resources.start_error
     return 0
