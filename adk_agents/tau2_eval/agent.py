@@ -16,6 +16,9 @@ from tau2_a2a.service.settings import ServiceSettings
 from tau2_a2a.service.vault import adk_plugin
 
 root_agent = build_agent(ServiceSettings.from_env())
+# ADK's server gives an agent no start and stop of its own: the evaluations' database opens, and the scheduler
+# starts, as ADK imports this module.
+root_agent.tools.manager.start()
 
 # The plugin moves a target's bearer token out of the message before ADK stores the session.
 app = App(name="tau2_eval", root_agent=root_agent, plugins=[adk_plugin()])

@@ -411,12 +411,9 @@ def test_serve_passes_its_policy_to_each_evaluation_run(tmp_path: Path, monkeypa
     for flags, entries in (([], "public"), (["--allowed-targets", "public, Loopback"], "public,loopback")):
         settings = settings_from_args(build_parser().parse_args(
             ["serve", "--results-dir", str(tmp_path / entries), *flags]))
-        tools = settings.tools()
-        try:
-            assert tools.targets.entries == tuple(entries.split(","))
-            given = child_given(tmp_path / f"child-{entries}", spec, allowed_targets=tools.manager.children.allowed_targets)
-        finally:
-            tools.manager.close()
+        tools = settings.tools()  # not started: nothing to close
+        assert tools.targets.entries == tuple(entries.split(","))
+        given = child_given(tmp_path / f"child-{entries}", spec, allowed_targets=tools.manager.children.allowed_targets)
         assert given["request"]["settings"]["a2a"]["a2a_allowed_targets"] == entries.split(",")
 
 

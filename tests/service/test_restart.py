@@ -31,7 +31,7 @@ from tests.support.executors import agent_app
 from tests.support.middleware import RequireBearer
 from tests.support.processes import gone
 from tests.support.runs import saved_simulations
-from tests.support.service import Service, ask, call_tool, done_so_far, result_data, wait_for_task
+from tests.support.service import STARTUP_SECONDS, Service, ask, call_tool, done_so_far, result_data, wait_for_task
 from tests.support.waiting import wait_until
 
 CLI = str(Path(sys.executable).parent / "tau2-a2a")
@@ -124,7 +124,7 @@ def test_a_resumed_evaluation_whose_target_needs_a_token_ends_saying_so(
 def test_a_second_service_on_one_sqlite_file_is_refused(services: Callable[..., Service]) -> None:
     first = services().start()
     second = subprocess.run([CLI, "serve", "--port", str(free_port()), "--results-dir", str(first.results_dir)],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=STARTUP_SECONDS)
     assert second.returncode == 2
     assert second.stderr.strip().splitlines()[-1] == (
         f"error: Another tau2-a2a serve uses {first.results_dir / 'service.sqlite'} already. Give this one "

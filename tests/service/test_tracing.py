@@ -63,10 +63,8 @@ def test_the_service_continues_traces_outermost_on_every_binding(traced, tmp_pat
     from tau2_a2a.service.request_limit import RequestSizeLimit
     from tau2_a2a.service.settings import ServiceSettings
 
-    app = build_app(ServiceSettings(results_dir=tmp_path, auth_token="t"), "http://127.0.0.1:1")
-    try:  # a request the token check or the size limit turns away is still served in the caller's trace
-        assert [m.cls for m in app.user_middleware][:3] == [tracing.ContinueTrace, RequestSizeLimit, BearerAuth]
-        assert [type(i).__name__ for i in app.state.grpc_interceptors][0] == "ContinueGrpcTrace"
-        assert len(app.state.grpc_interceptors) == 2
-    finally:
-        app.state.tools.manager.close()
+    app = build_app(ServiceSettings(results_dir=tmp_path, auth_token="t"), "http://127.0.0.1:1")  # starts nothing
+    # a request the token check or the size limit turns away is still served in the caller's trace
+    assert [m.cls for m in app.user_middleware][:3] == [tracing.ContinueTrace, RequestSizeLimit, BearerAuth]
+    assert [type(i).__name__ for i in app.state.grpc_interceptors][0] == "ContinueGrpcTrace"
+    assert len(app.state.grpc_interceptors) == 2

@@ -239,6 +239,12 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"  database: {redact_url(manager.database.location)}   replica: {manager.replica}"
           f"   lease: {settings.lease_seconds:g} s")
     sys.stdout.flush()
-    serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,
-                  log_level=os.environ.get("TAU2_EVAL_LOG_LEVEL", "warning"))
+    try:
+        serve_forever(app, args.host, args.port, grpc_port=args.grpc_port,
+                      log_level=os.environ.get("TAU2_EVAL_LOG_LEVEL", "warning"))
+    except SystemExit:  # uvicorn's exit when the lifespan did not start
+        if app.state.resources.start_error is None:
+            raise
+    if app.state.resources.start_error is not None:  # the lifespan could not start it (lifespan.py): why, in one line
+        raise app.state.resources.start_error
     return 0

@@ -1,12 +1,17 @@
-"""The evaluation service: tau2-bench evaluations offered as an A2A agent (Google ADK).
+"""The evaluation service: tau2-bench evaluations offered as an A2A agent (a2a-sdk; Google ADK for words).
 
-    app.py              the A2A app: ADK's A2A executor, every binding, A2A tasks in the database
+    app.py              the A2A app: the service's executor, every binding, A2A tasks in the database
+    lifespan.py         what the app opens and starts (database, scheduler, task tables), in its lifespan
     public_card.py      the agent card: one skill per tool, with its schema and examples
     auth.py             the service's bearer token on every binding (the card stays public)
-    handler.py          a2a-sdk's request handler, plus: tokens out of the task store, read-only
-                        calls answered with a Message, tasks continued after a restart
-    evaluator_agent.py  the ADK agent: structured requests -> tools; text -> LlmAgent (offered the tools'
-                        own schemas) or help
+    handler.py          a2a-sdk's request handler, plus: each message read once into a ServiceCall,
+                        read-only calls answered with a Message, tasks continued after a restart
+    call.py             ServiceCall: a tool call, an assessment, text or a refusal, read once (cut, secrets out)
+    executor.py         the a2a-sdk AgentExecutor: a ServiceCall -> the tools, through TaskUpdater (`Result`,
+                        `rejected`); text -> ADK when a model is configured, else help
+    follow.py           an evaluation followed to its end: progress updates, then its ending
+    evaluator_agent.py  the ADK agent: text -> LlmAgent (offered the tools' own schemas); under
+                        `adk web|api_server --a2a`, the whole front
     tool_specs.py       the five tools as the card shows them: names, schemas, examples
     tools.py            the five tools as plain functions (JSON in, JSON out)
     request.py          EvaluationRequest: run_tau2_evaluation's arguments, declared once (schema, checks,
@@ -14,7 +19,6 @@
     reads.py            read-only tool calls answered at once (no task, no write)
     assessment.py       AgentBeats assessment requests: checks, tau2's defaults, shards
     result.py           an assessment's machine-readable result (result_schema.json)
-    executor.py         ADK's A2A executor configured: the `Result` artifact, `rejected`
     jobs/               an evaluation's life: its typed record, the store and the queue in one database,
                         the scheduler, the supervisor of its child process, the run's outcome (jobs/__init__.py)
     summary.py          metrics and text from tau2's results file

@@ -173,8 +173,8 @@ class ServiceSettings:
                           max_connections=self.mcp_max_connections, read_timeout=self.mcp_read_timeout)
 
     def tools(self, replica: str | None = None) -> EvaluationTools:
-        """The tools over an evaluation manager for these settings, started (its database open, its
-        scheduler running); ConfigError naming the setting that is wrong."""
+        """The tools over an evaluation manager for these settings, not started: nothing is opened or run
+        until `manager.start()` (the app's lifespan calls it). ConfigError naming the setting that is wrong."""
         from tau2_a2a.client.targets import SERVICE_FLAG, TargetPolicy
         from tau2_a2a.service.tools import EvaluationTools
 
@@ -189,7 +189,6 @@ class ServiceSettings:
             database = Database(self.database) if self.database else None  # None: SQLite in results_dir
             manager = EvaluationManager(self.results_dir, self.limits, database=database, children=children,
                                         replica=replica or self.replica, lease_seconds=self.lease_seconds)
-            manager.start()
         except (StoreError, EvaluationError) as error:
             raise ConfigError(str(error)) from None
         return EvaluationTools(manager, targets, user_llms=user_llms)

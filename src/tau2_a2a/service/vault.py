@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING
 
 from tau2_a2a.service.request import TOKEN_ARGUMENT
 from tau2_a2a.service.tool_specs import REFERENCE_ARGUMENT
+from tau2_a2a.service.wire import JsonObject
 
 if TYPE_CHECKING:
-    from a2a.types import Message
+    from a2a.types import Message, Part
     from google.adk.agents.invocation_context import InvocationContext
     from google.adk.plugins.base_plugin import BasePlugin
     from google.genai import types
@@ -84,49 +85,66 @@ def scrub_request(request: object, store: TokenVault = vault) -> bool:
     return scrub_arguments(arguments, accepted_arguments(request.get("tool"))) or changed
 
 
-def _scrub_text(text: str, store: TokenVault) -> str | None:
-    """The text of an assessment sent as JSON text, scrubbed; None when it is not one or needs nothing."""
+def _scrub_text(text: str, store: TokenVault) -> tuple[JsonObject | None, str | None]:
+    """The assessment a text holds as JSON, scrubbed, and the text to keep when scrubbing changed it."""
     from tau2_a2a.service.assessment import from_text
 
     request = from_text(text)
-    return json.dumps(request) if request is not None and scrub_request(request, store) else None
+    if request is None:
+        return None, None
+    return request, json.dumps(request) if scrub_request(request, store) else None
+
+
+def scrub_a2a_part(part: Part, store: TokenVault = vault) -> object | None:
+    """In place, for one part of an a2a-sdk Message: its secrets moved out (a data part's token becomes a
+    reference). The structured request the part holds, read once: a data part's value, an assessment sent as
+    JSON text, or None. ValueError for a data part that has no JSON form (Infinity, NaN)."""
+    from google.protobuf.json_format import MessageToDict, ParseDict
+
+    if part.HasField("text"):
+        request, scrubbed = _scrub_text(part.text, store)
+        if scrubbed is not None:
+            part.text = scrubbed
+        return request
+    if not part.HasField("data"):
+        return None
+    data = MessageToDict(part.data)
+    if scrub_request(data, store):
+        part.data.Clear()
+        ParseDict(data, part.data)
+    return data
 
 
 def scrub_a2a_message(message: Message, store: TokenVault = vault) -> None:
-    """In place, for an a2a-sdk Message: every data part's token becomes a reference."""
-    from google.protobuf.json_format import MessageToDict, ParseDict
-
+    """In place, for an a2a-sdk Message: every part's secrets moved out (see scrub_a2a_part)."""
     for part in message.parts:
-        if part.HasField("text"):
-            scrubbed = _scrub_text(part.text, store)
-            if scrubbed is not None:
-                part.text = scrubbed
-        if not part.HasField("data"):
-            continue
-        data = MessageToDict(part.data)
-        if scrub_request(data, store):
-            part.data.Clear()
-            ParseDict(data, part.data)
+        scrub_a2a_part(part, store)
+
+
+def genai_request(part: types.Part) -> object | None:
+    """The structured request an ADK part holds as a tagged inline blob (ADK's form of an A2A data part);
+    None for any other part; ValueError for a blob that is not JSON."""
+    blob = part.inline_data
+    data = blob.data if blob is not None else None
+    if not data or not data.startswith(DATA_PART_START) or not data.endswith(DATA_PART_END):
+        return None
+    return json.loads(data[len(DATA_PART_START):-len(DATA_PART_END)])
 
 
 def scrub_genai_content(content: types.Content | None, store: TokenVault = vault) -> bool:
-    """In place, for ADK content: data parts arrive as tagged inline blobs."""
+    """In place, for ADK content (under `adk web|api_server`): data parts arrive as tagged inline blobs."""
     changed = False
     for part in (content.parts if content is not None else None) or []:
-        scrubbed = _scrub_text(part.text, store) if part.text else None
+        scrubbed = _scrub_text(part.text, store)[1] if part.text else None
         if scrubbed is not None:
             part.text = scrubbed
             changed = True
-        blob = part.inline_data
-        data = blob.data if blob is not None else None
-        if blob is None or not data or not data.startswith(DATA_PART_START) or not data.endswith(DATA_PART_END):
-            continue
         try:
-            request = json.loads(data[len(DATA_PART_START):-len(DATA_PART_END)])
+            request = genai_request(part)
         except ValueError:
             continue
-        if scrub_request(request, store):
-            blob.data = DATA_PART_START + json.dumps(request).encode() + DATA_PART_END
+        if part.inline_data is not None and request is not None and scrub_request(request, store):
+            part.inline_data.data = DATA_PART_START + json.dumps(request).encode() + DATA_PART_END
             changed = True
     return changed
 
