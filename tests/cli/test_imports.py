@@ -138,3 +138,18 @@ def test_the_requests_modules_import_nothing_heavy(module: str) -> None:
     imported = json.loads(done.stdout.splitlines()[-1])
     said = [f"{name} (by {chain_to(name, '-c', f'import {module}')})" for name in imported]
     assert said == [], f"import {module} imported " + "; ".join(said)
+
+
+# A program that imports the package, its Python API or the service's app pays for tau2 when it runs something.
+LIBRARY_MODULES = ("tau2_a2a", "tau2_a2a.api", "tau2_a2a.service", "tau2_a2a.service.app")
+
+
+@pytest.mark.parametrize("module", LIBRARY_MODULES)
+def test_importing_the_library_or_the_service_imports_no_tau2(module: str) -> None:
+    code = f"import json, sys, {module}; print(json.dumps([n for n in ('tau2', 'litellm') if n in sys.modules]))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                          env=_environment())
+    assert done.returncode == 0 and "Exception ignored" not in done.stderr, done.stderr[-2000:]
+    imported = json.loads(done.stdout.splitlines()[-1])
+    said = [f"{name} (by {chain_to(name, '-c', f'import {module}')})" for name in imported]
+    assert said == [], f"import {module} imported " + "; ".join(said)

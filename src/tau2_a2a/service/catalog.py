@@ -3,7 +3,8 @@
 Loading a domain builds its environment (banking_knowledge's tools are read
 from its toolkit instead: see `domain_tool_names`) and reads its task files
 (seconds for telecom), so everything here is computed once per process and
-cached.
+cached. tau2 itself is imported by the first call, not by importing this module:
+the service's app imports it, and starts before any domain is asked for.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from dataclasses import dataclass
 from functools import cache
 
 from tau2_a2a.service.wire import JsonObject
-from tau2_a2a.tau2bench.seam.distribution import domain_tool_names, load_task_splits, load_tasks, registry
-from tau2_a2a.tau2bench.seam.hooks import register
 
 DEFAULT_SPLIT = "base"  # what `tau2 run` uses when no split is named
 
@@ -45,22 +44,31 @@ _lock = threading.Lock()
 
 
 def domain_names() -> list[str]:
+    from tau2_a2a.tau2bench.seam.distribution import registry
+
     return list(registry.get_domains())
 
 
 def user_names() -> list[str]:
     """tau2's users and tau2-a2a's scripted user (registered first), less those an A2A agent cannot meet."""
+    from tau2_a2a.tau2bench.seam.distribution import registry
+    from tau2_a2a.tau2bench.seam.hooks import register
+
     register()
     return [u for u in registry.get_users() if u not in _UNUSABLE_USERS]
 
 
 @cache
 def _splits(domain: str) -> dict[str, list[str]]:
+    from tau2_a2a.tau2bench.seam.distribution import load_task_splits
+
     return load_task_splits(domain) or {}
 
 
 @cache
 def _task_ids(domain: str, split: str | None) -> tuple[str, ...]:
+    from tau2_a2a.tau2bench.seam.distribution import load_tasks
+
     return tuple(task.id for task in load_tasks(domain, task_split_name=split))
 
 
@@ -79,6 +87,8 @@ def task_ids(domain: str, split: str | None) -> tuple[str, ...]:
 
 @cache
 def _domain_info(domain: str) -> DomainInfo:
+    from tau2_a2a.tau2bench.seam.distribution import domain_tool_names
+
     tools, user_tools = domain_tool_names(domain)
     split_map = _splits(domain)
     default = DEFAULT_SPLIT if DEFAULT_SPLIT in split_map else None

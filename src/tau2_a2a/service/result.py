@@ -23,7 +23,7 @@ from tau2_a2a.service import catalog, summary
 from tau2_a2a.service.assessment import Assessment
 from tau2_a2a.service.wire import JsonObject
 from tau2_a2a.tau2bench.run.provenance import PROVENANCE_KEY
-from tau2_a2a.tau2bench.seam.distribution import DEFAULT_RETRIEVAL_CONFIG, DISTRIBUTION, KNOWLEDGE_DOMAIN, VERSION
+from tau2_a2a.tau2bench.seam.installed import DISTRIBUTION, VERSION
 
 SCHEMA_PATH = Path(__file__).with_name("result_schema.json")
 ARTIFACT_NAME = "Result"
@@ -147,6 +147,8 @@ def build_result(record: JsonObject, results: JsonObject | None, assessment: Ass
 
 def retrieval_config_used(spec: JsonObject) -> str | None:
     """The retrieval config banking_knowledge ran with (the one asked for, or tau2's default); None elsewhere."""
+    from tau2_a2a.tau2bench.seam.distribution import DEFAULT_RETRIEVAL_CONFIG, KNOWLEDGE_DOMAIN  # imports tau2
+
     if spec["domain"] != KNOWLEDGE_DOMAIN:
         return None
     return spec.get("retrieval_config") or DEFAULT_RETRIEVAL_CONFIG
