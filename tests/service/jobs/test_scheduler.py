@@ -3,12 +3,16 @@ when told; time is a ManualClock that moves when told, and upkeep runs when a te
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tau2_a2a.runner.outcome_file import RunStatus
+from tau2_a2a.service.jobs.database import Database
 from tau2_a2a.service.jobs.errors import EvaluationError
 from tau2_a2a.service.jobs.evaluation import Status
 from tau2_a2a.service.jobs.limits import Limits
+from tau2_a2a.service.jobs.manager import EvaluationManager
 from tau2_a2a.service.jobs.queue import FollowedTask
 from tau2_a2a.service.jobs.scheduler import NOT_STARTED, TOKEN_LOST
 from tests.service.jobs.conftest import Replicas, end
@@ -212,3 +216,9 @@ def test_followed_tasks_found_at_start_wait_for_their_follower(replicas: Replica
     handed: list[FollowedTask] = []
     again.follow_tasks_with(handed.append)
     assert handed == [FollowedTask(evaluation_id, "task-1", "context-1")]
+
+
+def test_a_manager_never_started_closes_without_touching_its_database(tmp_path: Path) -> None:
+    manager = EvaluationManager(tmp_path / "results", database=Database(f"sqlite:///{tmp_path / 'never.sqlite'}"))
+    manager.close()  # an app built and never served closes its manager so
+    assert not (tmp_path / "never.sqlite").exists()

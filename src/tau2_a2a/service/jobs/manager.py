@@ -60,11 +60,13 @@ class EvaluationManager:
         self.queue: JobQueue = queue or EvaluationQueue(self.database)
         self.replica = replica or replica_name()
         self._progress = ProgressReader()
+        self._started = False
         self.scheduler = Scheduler(self.root, self.store, self.queue, self.children, limits, self.replica,
                                    lease_seconds, on_end=self._progress.forget, clock=clock)
 
     def start(self) -> EvaluationManager:
         """Open the database and start the scheduler; StoreError when the database cannot be used."""
+        self._started = True
         make_private(self.root)
         if self._uses_database:
             self.database.open()
@@ -73,7 +75,10 @@ class EvaluationManager:
         return self
 
     def close(self) -> None:
-        """Stop this replica (its children stopped, their results kept, their evaluations released)."""
+        """Stop this replica (its children stopped, their results kept, their evaluations released); nothing to
+        do for a manager never started (an app built and not served)."""
+        if not self._started:
+            return
         self.scheduler.close()
         if self._uses_database:
             self.database.close()
