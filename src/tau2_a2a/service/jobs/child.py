@@ -62,7 +62,7 @@ from tau2_a2a.service.jobs.directory import (
     results_file,
 )
 from tau2_a2a.service.jobs.errors import EvaluationError
-from tau2_a2a.service.jobs.warm import ForkServer, ForkServerError, WarmProcess
+from tau2_a2a.service.jobs.warm import ForkServer, ForkServerError, StartingProcess, WarmProcess
 from tau2_a2a.service.request import EvaluationRequest
 
 log = logging.getLogger("tau2_a2a.service")
@@ -96,7 +96,9 @@ class ChildOptions:
 
     def start(self, request: EvaluationRequest, directory: Path, token: str | None,
               trace_parent: dict[str, str] | None = None, forkserver: ForkServer | None = None) -> ChildRun:
-        """Start the evaluation's child (see ChildRun): forked from `forkserver` when it is ready, else cold."""
+        """Start the evaluation's child (see ChildRun): forked from `forkserver` when it is ready; when it is
+        not ready yet (launched now, or still importing), on a thread that waits for it (warm.StartingProcess);
+        else cold."""
         launch = prepare_child(request, directory, token, ray_address=self.ray_address,
                                user_llm_api_base=self.user_llm_api_base, allowed_targets=self.allowed_targets,
                                agent_limits=self.agent_limits, mcp=self.mcp, trace_parent=trace_parent)
@@ -105,11 +107,15 @@ class ChildOptions:
                 return ChildRun(forkserver.fork(launch.warm(self.nice)), directory)
             except ForkServerError as error:
                 log.warning("evaluation in %s starts cold: %s", directory.name, error)
-        elif forkserver is not None:
-            log.info("evaluation in %s starts cold: the fork server is not ready", directory.name)
-        run = ChildRun(popen_child(launch, self.python), directory)
-        run.lower_priority(self.nice)
-        return run
+        elif forkserver is not None and forkserver.available:
+            return ChildRun(StartingProcess(forkserver, launch.warm(self.nice), lambda: self._cold(launch),
+                                            directory.name), directory)
+        return ChildRun(self._cold(launch), directory)
+
+    def _cold(self, launch: Launch) -> subprocess.Popen[bytes]:
+        process = popen_child(launch, self.python)
+        lower_priority(process.pid, self.nice)
+        return process
 
     def forkserver(self) -> ForkServer | None:
         """The fork server these options ask for (not started), or None for cold starts."""
@@ -201,40 +207,46 @@ def popen_child(launch: Launch, python: str) -> subprocess.Popen[bytes]:
     return process
 
 
+def lower_priority(pid: int, nice: int) -> None:
+    """Run the cold child `pid` `nice` steps below this process. Popen returns once the child has exec'd,
+    before its interpreter starts any thread; the threads and processes it starts later inherit the value."""
+    if not nice:
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + nice))
+    except OSError as error:  # the child already ended, or the platform refuses: it runs as it is
+        log.debug("could not lower the priority of pid %d: %s", pid, error)
+    autogroup = Path(f"/proc/{pid}/autogroup")  # Linux with autogroup scheduling: the child's session
+    try:
+        autogroup.write_text(str(nice))
+    except OSError:  # no autogroup here (another OS, or the service runs in a cgroup): nice suffices
+        pass
+
+
 class ChildRun:
     """One run of an evaluation's child, from its start at a lower priority to its exit."""
 
-    def __init__(self, process: subprocess.Popen[bytes] | WarmProcess, directory: Path) -> None:
+    def __init__(self, process: subprocess.Popen[bytes] | WarmProcess | StartingProcess, directory: Path) -> None:
         self.process = process
         self.directory = directory
 
     @property
     def pid(self) -> int:
+        """The child's pid (a child still starting is waited for: StartingProcess)."""
         return self.process.pid
-
-    def lower_priority(self, nice: int) -> None:
-        """Run the child `nice` steps below this process. Popen returns once the child has exec'd, before
-        its interpreter starts any thread; the threads and processes it starts later inherit the value."""
-        if not nice:
-            return
-        pid = self.process.pid
-        try:
-            os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + nice))
-        except OSError as error:  # the child already ended, or the platform refuses: it runs as it is
-            log.debug("could not lower the priority of pid %d: %s", pid, error)
-        autogroup = Path(f"/proc/{pid}/autogroup")  # Linux with autogroup scheduling: the child's session
-        try:
-            autogroup.write_text(str(nice))
-        except OSError:  # no autogroup here (another OS, or the service runs in a cgroup): nice suffices
-            pass
 
     def wait(self) -> int:
         """Block until the child exits; its exit code."""
         return self.process.wait()
 
     def stop(self) -> None:
-        """Kill the child (with its session) at a moment its results file is complete (or not yet written)."""
+        """Kill the child (with its session) at a moment its results file is complete (or not yet written);
+        one still waiting for the fork server never starts."""
         process, path = self.process, results_file(self.directory)
+        if isinstance(process, StartingProcess):
+            if process.cancel():
+                return
+            process = process.wait_started() or process
         deadline = time.monotonic() + 10.0
         while process.poll() is None:
             try:
