@@ -247,7 +247,9 @@ class Scheduler:
             return
         self.store.save(job.record, self.replica)
         assert job.child is not None
-        log.info("evaluation %s %s (pid %d)", job.evaluation_id, "resumed" if resumed else "running", job.child.pid)
+        # No pid here: a child waiting for the fork server has none yet, and asking would wait with the lock held.
+        # The child logs its pid once it has started (warm.StartingProcess).
+        log.info("evaluation %s %s", job.evaluation_id, "resumed" if resumed else "running")
 
     def _exited(self, job: Job, code: int) -> None:
         """A child of this replica exited: record how its evaluation ended, and start the next."""

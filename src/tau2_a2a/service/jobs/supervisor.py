@@ -4,7 +4,8 @@ Each running evaluation of this replica is a Job: its record, its directory,
 the target's token (in memory only, dropped when the child ends) and its
 child. A thread per job waits for the child's exit and reports it to
 `on_exit`, the scheduler's; what the exit means is the scheduler's to record.
-The supervisor also runs the fork server its children are forked from (warm.py), from open() to close().
+The supervisor also holds the fork server its children are forked from (warm.py): allowed from open(),
+launched by the first evaluation that needs it, stopped at close().
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class Supervisor:
         self.forkserver = options.forkserver()
 
     def open(self) -> None:
-        """Start the fork server (it gets ready in the background; children start cold until then)."""
+        """Allow the fork server: the first evaluation launches it and waits for it (warm.StartingProcess)."""
         if self.forkserver is not None:
             self.forkserver.start()
 
