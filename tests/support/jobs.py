@@ -63,6 +63,7 @@ class FakeChild:
     trace_parent: dict[str, str] | None
     code: int | None = None
     stops: int = 0
+    not_started: str | None = None  # as a child whose start failed on its own thread says why
     _exited: threading.Event = field(default_factory=threading.Event)
 
     @property

@@ -94,6 +94,19 @@ def test_a_child_that_cannot_start_fails_its_evaluation_and_the_queue_goes_on(re
     assert manager.submit(request()).status == Status.RUNNING
 
 
+def test_a_child_whose_start_failed_on_its_own_thread_fails_its_evaluation_the_same_way(replicas: Replicas) -> None:
+    """A child waiting for the fork server starts on a thread of its own (warm.StartingProcess); when no process
+    could start there, its evaluation ends as one whose start raised, not as a run that said nothing."""
+    manager, children = replicas.start(limits=Limits(max_running=1))
+    first, behind = (manager.submit(request()).evaluation_id for _ in range(2))
+    child = children.of(first)
+    child.not_started = "FileNotFoundError"
+    end(manager, child, 70)  # what StartingProcess.wait answers for a process that never ran
+    ended = manager.get(first)
+    assert (ended.status, ended.record.error) == (Status.FAILED, NOT_STARTED.format(kind="FileNotFoundError"))
+    assert children.running() == [behind]
+
+
 def test_the_token_reaches_the_child_only_and_is_dropped_when_it_ends(replicas: Replicas) -> None:
     manager, children = replicas.start()
     evaluation_id = manager.submit(request(), token="s3cret-target-token").evaluation_id

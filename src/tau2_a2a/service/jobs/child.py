@@ -235,6 +235,11 @@ class ChildRun:
         """The child's pid (a child still starting is waited for: StartingProcess)."""
         return self.process.pid
 
+    @property
+    def not_started(self) -> str | None:
+        """The kind of error that kept a child starting on its own thread from starting (None: it started)."""
+        return self.process.not_started if isinstance(self.process, StartingProcess) else None
+
     def wait(self) -> int:
         """Block until the child exits; its exit code."""
         return self.process.wait()

@@ -116,6 +116,11 @@ class ChildProcess(Protocol):
     @property
     def pid(self) -> int: ...
 
+    @property
+    def not_started(self) -> str | None:
+        """For a child whose process never started (its start ran on a thread of its own): the kind of
+        error that stopped it; None for one that started."""
+
     def wait(self) -> int:
         """Block until the child exits; its exit code (negative: the signal that killed it)."""
 

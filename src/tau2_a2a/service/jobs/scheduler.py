@@ -257,10 +257,14 @@ class Scheduler:
             self.supervisor.forget(job)
             try:
                 if not self._closing and job.child is not None:
-                    end = ending(job.directory, code, job.canceling, job.token)
-                    self.store.save(self._ended(job.record, end.status, end.error, end.ran_every_simulation),
-                                    self.replica)
-                    log.info("evaluation %s %s", job.evaluation_id, end.status.value)
+                    kind = job.child.not_started
+                    if kind is not None and not job.canceling:  # no process ran: as a start that raised
+                        ended = self._ended(job.record, Status.FAILED, NOT_STARTED.format(kind=kind), False)
+                    else:
+                        end = ending(job.directory, code, job.canceling, job.token)
+                        ended = self._ended(job.record, end.status, end.error, end.ran_every_simulation)
+                    self.store.save(ended, self.replica)
+                    log.info("evaluation %s %s", job.evaluation_id, ended.status.value)
                     self._dispatch()
             except SQLAlchemyError as error:
                 log.warning("evaluation %s ended but the database is unreachable (%s); another start resumes it",

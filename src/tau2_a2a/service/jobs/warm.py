@@ -99,6 +99,7 @@ class StartingProcess:
         self._forkserver, self._launch, self._cold, self._name = forkserver, launch, cold, name
         self._process: subprocess.Popen[bytes] | WarmProcess | None = None
         self._failure: str | None = None  # why no process started, if none did
+        self.not_started: str | None = None  # the kind of error that kept it from starting
         self._begun = False  # a process is being started: too late to cancel
         self._canceled = False
         self._settled = threading.Event()  # started, failed to, or canceled
@@ -169,6 +170,7 @@ class StartingProcess:
                      "warm" if isinstance(process, WarmProcess) else "cold", process.pid)
         except Exception as error:  # nothing ran: the evaluation fails, saying so in the service's log
             self._failure = f"{type(error).__name__}: {error}"
+            self.not_started = type(error).__name__
             log.warning("evaluation in %s: its process could not start: %s", self._name, self._failure)
         finally:
             self._process = process
