@@ -96,11 +96,8 @@ OPEN_REQUEST_SECONDS = MAX_TIMEOUT_SECONDS
 
 
 class A2ASession:
-    """The A2A side of one run in one process: its card, its connections, and its discovery records.
-
-    A run makes one session from its A2AConfig and closes it at the end; the
-    token lives only in the config the session holds.
-    """
+    """The A2A side of one run in one process: its card, its connections, and its discovery records. A run
+    makes one session from its A2AConfig and closes it at the end; the token lives only in the config it holds."""
 
     def __init__(self, config: A2AConfig) -> None:
         self.config = config
@@ -350,7 +347,8 @@ class A2ASession:
     async def _with_retries(self, method: str, turn: int, context_id: str | None, input_tokens: int,
                             make_call: Callable[[], Coroutine[Any, Any, T]], records: list[RequestRecord],
                             options: SendOptions) -> T:
-        """One request, retried with backoff while it fails in a way that may pass (and the options allow)."""
+        """One request, retried with backoff while it fails in a way that may pass and the options allow; never
+        once the session is closed (a stopped run closed it under the request: the agent did nothing wrong)."""
         attempt = 0
         while True:
             attempt += 1
@@ -362,7 +360,8 @@ class A2ASession:
             except Failed as failed:
                 records.append(failed.record)
                 failure = failed.failure
-                if failure.retryable and attempt < self.config.retry.max_attempts and options.may_retry():
+                if failure.retryable and not self._closed and attempt < self.config.retry.max_attempts \
+                        and options.may_retry():
                     delay = self.config.retry.delay(attempt)
                     log.warning("A2A request to %s failed (%s); retry %d in %.2fs",
                                 self.config.endpoint, failure, attempt, delay)

@@ -32,6 +32,7 @@ from tau2_a2a.client.errors import A2AFailure, AgentAuthError
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.tau2bench.run import accounting, traces
+from tau2_a2a.tau2bench.run.stopping import stopping
 from tau2_a2a.tau2bench.seam.distribution import (
     AssistantMessage,
     Orchestrator,
@@ -90,7 +91,8 @@ class A2AOrchestrator(Orchestrator):
         except AgentAuthError:
             raise
         except A2AFailure as failure:
-            log.error("Simulation of task %s ends with an agent error: %s", self.task.id, failure)
+            if not stopping.is_set():  # a stopped run keeps no simulation in flight: nothing to report of it
+                log.error("Simulation of task %s ends with an agent error: %s", self.task.id, failure)
             self.trajectory.append(
                 AssistantMessage(
                     role="assistant",
