@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -91,4 +92,18 @@ def test_a_flag_it_cannot_describe_leaves_the_parser_to_tau2(monkeypatch: pytest
     monkeypatch.setattr(tau2_flags_cache, "add_live", tau2_with_a_new_kind_of_flag)
     args = command_parser("run").parse_args(["--weights", "1,2.5"])
     assert args.weights == [1.0, 2.5]
+    assert not tau2_flags_cache.cache_path().exists()
+
+
+def test_a_default_from_the_environment_is_not_written_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It may be a secret, and would be stale once the environment changes."""
+    stock = tau2_flags_cache.add_live
+    monkeypatch.setenv("TAU2_TEST_SECRET", "sk-test-0123456789")
+
+    def tau2_with_a_default_from_the_environment(parser: argparse.ArgumentParser) -> None:
+        stock(parser)
+        parser.add_argument("--api-key", default=os.environ["TAU2_TEST_SECRET"])
+
+    monkeypatch.setattr(tau2_flags_cache, "add_live", tau2_with_a_default_from_the_environment)
+    assert command_parser("run").parse_args([]).api_key is None  # a flag tau2-a2a does not know: no default
     assert not tau2_flags_cache.cache_path().exists()

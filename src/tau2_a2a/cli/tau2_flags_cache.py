@@ -5,7 +5,8 @@ The description is made on first need from tau2's own parser (tau2-a2a's agents 
 them), kept under $XDG_CACHE_HOME/tau2-a2a (~/.cache/tau2-a2a) per tau2 distribution and version, and used
 only while both, and the code that shapes those flags (the seam, this module), are those that made it. It is
 kept only if the parser it rebuilds prints tau2's help, word for word; a flag it cannot describe (a type or an
-action of tau2's it does not know) leaves every parser to tau2's own, uncached.
+action of tau2's it does not know, a default read from the environment) leaves every parser to tau2's own,
+uncached.
 """
 
 from __future__ import annotations
@@ -102,7 +103,17 @@ def describe(parser: argparse.ArgumentParser) -> dict[str, Any]:
         flags.append({"kind": kind, "option_strings": action.option_strings, "type": names[0] if names else None,
                       "group": groups.get(id(action)), **{name: getattr(action, name) for name in _FIELDS}})
     exclusive = [group.required for group in parser._mutually_exclusive_groups]
-    return {"key": key(), "flags": flags, "exclusive": exclusive, "defaults": parser._defaults}
+    description = {"key": key(), "flags": flags, "exclusive": exclusive, "defaults": parser._defaults}
+    _refuse_environment(json.dumps(description))
+    return description
+
+
+def _refuse_environment(text: str) -> None:
+    """A value of the environment in the description (a default tau2 read from it) may be a secret, and would be
+    stale once the environment changes: such flags are left to tau2's parser."""
+    for name, value in os.environ.items():
+        if len(value) >= 8 and json.dumps(value)[1:-1] in text:
+            raise Undescribable(f"a default is ${name}'s value")
 
 
 def rebuild(parser: argparse.ArgumentParser, description: dict[str, Any]) -> None:
