@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -63,7 +64,9 @@ def test_a_description_of_another_tau2_or_tau2_a2a_is_made_again(monkeypatch: py
     command_parser("run")
     path = tau2_flags_cache.cache_path()
     kept = json.loads(path.read_text())
-    for stale in ({**kept["key"], "version": "0.0.1"}, {**kept["key"], "code": "another tau2-a2a"}):
+    # another version; tau2's own files edited in place (its registry of domains, its parser); another tau2-a2a
+    for stale in ({**kept["key"], "version": "0.0.1"}, {**kept["key"], "tau2": "an edited tau2"},
+                  {**kept["key"], "code": "another tau2-a2a"}):
         path.write_text(json.dumps({**kept, "key": stale, "flags": []}))  # would have no flag of tau2's
         help_text = command_parser("run").format_help()
         assert "--num-trials" in help_text
@@ -71,6 +74,18 @@ def test_a_description_of_another_tau2_or_tau2_a2a_is_made_again(monkeypatch: py
     path.write_text("{not json")
     assert "--num-trials" in command_parser("run").format_help()
     assert json.loads(path.read_text()) == kept
+
+
+def test_editing_tau2_in_place_changes_the_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A checkout of tau2 edited in place (a domain added to its registry) keeps its version, not its key."""
+    registry = tmp_path / "registry.py"
+    registry.write_text("DOMAINS = ['airline']\n")
+    found = SimpleNamespace(submodule_search_locations=[str(tmp_path)])
+    monkeypatch.setattr(tau2_flags_cache.importlib.util, "find_spec", lambda name: found if name == "tau2" else None)
+    before = tau2_flags_cache.key()
+    registry.write_text("DOMAINS = ['airline', 'hotel']\n")
+    assert tau2_flags_cache.key()["tau2"] != before["tau2"]
+    assert {**tau2_flags_cache.key(), "tau2": before["tau2"]} == before
 
 
 def test_a_cache_that_cannot_be_written_leaves_tau2s_flags(monkeypatch: pytest.MonkeyPatch, empty_cache: Path) -> None:

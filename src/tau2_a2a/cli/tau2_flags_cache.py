@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -134,12 +135,24 @@ def rebuild(parser: argparse.ArgumentParser, description: dict[str, Any]) -> Non
 
 
 def key() -> dict[str, str]:
-    """What the description depends on: the installed tau2, and tau2-a2a's code that adds to or reads its flags."""
+    """What the description depends on: the installed tau2 (its version, and the files at the top of its package,
+    where its parser and its registry of domains live: a checkout of tau2 edited in place keeps its version), and
+    tau2-a2a's code that adds to or reads its flags."""
     digest = hashlib.sha256()
     package = Path(tau2_a2a.__file__).parent
     for path in sorted((package / "tau2bench").rglob("*.py")) + [Path(__file__)]:
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
-    return {"distribution": DISTRIBUTION, "version": VERSION, "code": digest.hexdigest()}
+    return {"distribution": DISTRIBUTION, "version": VERSION, "code": digest.hexdigest(), "tau2": tau2_files()}
+
+
+def tau2_files() -> str:
+    """Each top-level module of the installed tau2 by name, size and modification time (found, not imported)."""
+    spec = importlib.util.find_spec("tau2")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    stamps = sorted(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"
+                    for location in locations for path in Path(location).glob("*.py")
+                    for stat in [path.stat()])
+    return hashlib.sha256("\n".join(stamps).encode()).hexdigest()
 
 
 def cache_path() -> Path:
