@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from tau2.data_model.simulation import Results
 
-from tau2_a2a.protocol.hosting import a2a_app, free_port, wait_for_card
+from tau2_a2a.protocol.hosting import BackgroundServer, a2a_app, free_port
 from tau2_a2a.reference.oracle_agent import OracleExecutor, oracle_card
 from tau2_a2a.tau2bench.run.layout import metrics_path, results_path
 from tau2_a2a.tau2bench.seam.distribution import DEFAULT_LLM_USER, DISTRIBUTION, NVIDIA
@@ -35,15 +35,13 @@ ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 def test_killed_run_resumes_without_redoing_finishedsaved_simulations(tmp_path):
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    oracle = subprocess.Popen([*CLI, "agent", "oracle", "--delay", "0.3", "--port", str(port)],
-                              env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"  # the agent in this process: the run is the process killed
+    oracle = BackgroundServer(a2a_app(OracleExecutor(delay=0.3), oracle_card(url)), port=port).start()
     run = [*CLI, "run", "airline", "--agent", "a2a_agent", "--a2a-endpoint", url,
            "--user", "scripted_user", "--task-ids", *TASKS, "--max-concurrency", "1",
            "--save-to", "killed", "--results-dir", str(tmp_path)]
     killed = results_path("killed", tmp_path)
     try:
-        wait_for_card(url, oracle, timeout=180)
         first = subprocess.Popen(run, env=ENV, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 180
@@ -62,8 +60,7 @@ def test_killed_run_resumes_without_redoing_finishedsaved_simulations(tmp_path):
                                 text=True, timeout=300)
         assert second.returncode == 0, second.stderr[-3000:]
     finally:
-        oracle.kill()
-        oracle.wait(timeout=30)
+        oracle.stop()
 
     simulations = saved_simulations(killed)
     assert sorted(s["task_id"] for s in simulations) == sorted(TASKS)  # each task once: none redone
