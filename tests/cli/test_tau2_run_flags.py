@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 import tau2.cli
 
-from tau2_a2a.cli import build_parser, tau2_flags
+from tau2_a2a.cli import build_parser
 from tau2_a2a.cli.run import settings_from_args
 from tau2_a2a.cli.tau2_flags import ACCEPTED, REFUSED, SETTINGS
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.tau2bench.run.runs import plan_run
+from tau2_a2a.tau2bench.seam import distribution
 from tau2_a2a.tau2bench.seam.distribution import DISTRIBUTION, NVIDIA
 
 BASE = ["--domain", "airline", "--agent", "llm_agent"]
@@ -119,13 +120,15 @@ def test_tau2_run_and_tau2_a2a_run_make_the_same_config_from_the_same_flags(monk
         assert ours.llm_log_mode == "all"  # upstream's main sets it for its process; ours carries it in the config
 
 
-def test_a_flag_a_later_tau2_adds_is_refused_until_tau2_a2a_knows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_flag_a_later_tau2_adds_is_refused_until_tau2_a2a_knows_it(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
     def later_tau2(parser: argparse.ArgumentParser) -> None:  # the installed tau2's flags, and one more
         tau2_flags_of_installed_tau2(parser)
         parser.add_argument("--brand-new-flag", type=int, default=5)
 
-    tau2_flags_of_installed_tau2 = tau2_flags.add_run_args
-    monkeypatch.setattr(tau2_flags, "add_run_args", later_tau2)
+    tau2_flags_of_installed_tau2 = distribution.add_run_args
+    monkeypatch.setattr(distribution, "add_run_args", later_tau2)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no description of the installed tau2's flags yet
     parser = build_parser()
     assert settings_from_args(parser.parse_args(["run", *BASE])).domain == "airline"  # not given: nothing to say
     with pytest.raises(ConfigError) as refused:

@@ -86,6 +86,38 @@ def test_a_flood_of_slow_connections_is_cut_and_an_mcp_client_is_served_meanwhil
     assert not [r for r in caplog.records if r.exc_info]
 
 
+def http_exchange(sock: socket.socket) -> bytes:
+    """One request on a kept-alive connection and the status line of its answer (b"" if the server closed it). The
+    tools server answers a request without its bearer token with a chunked JSON-RPC error."""
+    sock.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    received = b""
+    while not received.endswith(b"\r\n0\r\n\r\n"):
+        chunk = sock.recv(4096)
+        if not chunk:
+            return b""
+        received += chunk
+    return received.split(b"\r\n", 1)[0]
+
+
+def test_a_flood_of_new_connections_does_not_close_a_client_s_idle_kept_alive_one():
+    """A client served before, idle between two calls, keeps its connection however many slow ones arrive: they
+    evict each other (the failure this guards against: an agent's MCP call cut mid-run by a neighbour's flood)."""
+    server = ToolServer(McpServing(max_connections=CAP, read_timeout=GENEROUS)).start()
+    port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+    client = socket.create_connection(("127.0.0.1", port), timeout=GENEROUS)
+    flood: list[socket.socket] = []
+    try:
+        answered = http_exchange(client)
+        assert answered.startswith(b"HTTP/1.1 ")
+        flood = [slow_connection(port) for _ in range(FLOOD)]
+        wait_until(lambda: server.guard.counts.evicted >= FLOOD - CAP, "the flood evicting its own", GENEROUS)
+        assert http_exchange(client) == answered
+    finally:
+        for sock in [client, *flood]:
+            sock.close()
+        server.close()
+
+
 def test_the_cap_leaves_three_quarters_of_the_descriptors_to_the_run():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (800, hard))

@@ -34,11 +34,7 @@ from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.interrupt import RunInterrupted, stop_on_sigint
 from tau2_a2a.runner.outcome import print_outcome
 from tau2_a2a.runner.parent import exit_with_parent
-from tau2_a2a.runner.run import evaluate
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
-from tau2_a2a.tau2bench.run.layout import run_name
-from tau2_a2a.tau2bench.run.runs import domains
-from tau2_a2a.tau2bench.seam.distribution import DEFAULT_AGENT_IMPLEMENTATION
 
 T = TypeVar("T")
 
@@ -64,6 +60,8 @@ def add_run_command(commands: argparse._SubParsersAction[OneLineParser]) -> None
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from tau2_a2a.runner.run import evaluate  # tau2: imported when a run starts, not for --help or a bad flag
+
     exit_with_parent()
     settings = settings_from_args(args)
     with stop_on_sigint():
@@ -212,6 +210,8 @@ def resolve_domain(args: argparse.Namespace) -> None:
     args.domain = args.domain or args.domain_positional
     if not args.domain:
         raise ConfigError(f"Name a domain: tau2-a2a {args.command} airline (or --domain airline).")
+    from tau2_a2a.tau2bench.run.runs import domains
+
     known = domains()
     if args.domain not in known:
         raise ConfigError(f"Unknown domain {args.domain!r}: tau2 knows {', '.join(known)}.")
@@ -227,6 +227,8 @@ def resolve_agent(args: argparse.Namespace) -> None:
     """Which agent runs: --agent's; without it the A2A agent when an --a2a-* flag is given (they describe it),
     else tau2's default. An --a2a-* flag beside another --agent is refused: it would be ignored, and the run
     would score an agent other than the one it names."""
+    from tau2_a2a.tau2bench.seam.distribution import DEFAULT_AGENT_IMPLEMENTATION
+
     given = a2a_flags_given(args)
     if args.agent is None:
         args.agent = A2A_AGENT if given else DEFAULT_AGENT_IMPLEMENTATION
@@ -263,6 +265,8 @@ def resume_command(argv: list[str], interrupted: RunInterrupted) -> str:
     The token becomes `<token>`, and in `--agent-llm-args` / `--user-llm-args` every value whose
     key names a credential (api_key, extra_headers, ...) becomes `<secret>`.
     """
+    from tau2_a2a.tau2bench.run.layout import run_name
+
     words = list(argv)
     for index, word in enumerate(words):
         flag, equals, value = word.partition("=")

@@ -16,10 +16,9 @@ import argparse
 from dataclasses import fields
 from typing import Any
 
+from tau2_a2a.cli.tau2_flags_cache import add_tau2_flags
 from tau2_a2a.errors import ConfigError
 from tau2_a2a.runner.settings import RunSettings
-from tau2_a2a.tau2bench.seam.distribution import add_run_args
-from tau2_a2a.tau2bench.seam.hooks import register
 
 # RunSettings' fields a flag of the same name sets; `a2a` is made from the --a2a-* flags (see cli/run.py).
 SETTINGS = tuple(item.name for item in fields(RunSettings) if item.name != "a2a")
@@ -54,12 +53,11 @@ _NOT_SETTINGS = "not_settings"  # where the parser keeps the destinations of tau
 
 
 def add_tau2_run_args(parser: argparse.ArgumentParser) -> None:
-    """The installed tau2's `run` flags (through the seam, with tau2-a2a's --results-dir on upstream). Those
-    that are no setting get no default, so that `refuse_unsupported` knows when one is given, and say so in
-    --help. tau2-a2a's agents and user are registered with tau2 first: its --agent and --user offer them."""
+    """The installed tau2's `run` flags (through the seam, with tau2-a2a's --results-dir on upstream; described
+    once and cached: `tau2_flags_cache`). Those that are no setting get no default, so that `refuse_unsupported`
+    knows when one is given, and say so in --help. Its --agent and --user offer tau2-a2a's agents and user."""
     before = {action.dest for action in parser._actions}
-    register()
-    add_run_args(parser)
+    add_tau2_flags(parser)
     not_settings = []
     for action in parser._actions:
         if action.dest in before or action.dest in SETTINGS or action.dest in ACCEPTED:

@@ -13,9 +13,11 @@ protocol (uvicorn's h11 one, subclassed) enforces two bounds:
   the connection is closed. A request being answered (a tool call waiting for
   tau2) is never cut: the agent's own deadline, `--a2a-timeout`, bounds that.
 - **a connection cap**: over `max_connections` open connections, a new one
-  closes the oldest connection still sending its request or idle, if any,
-  else it is closed at once. A flood of slow connections so evicts itself,
-  and an MCP client that sends its request promptly keeps being served. The
+  closes the oldest connection still sending its first request, if any, else
+  the oldest idle one between requests, else it is closed at once. A flood of
+  slow connections so evicts itself, and an MCP client that sends its request
+  promptly keeps being served: its keep-alive connection, idle between two
+  calls, is not what a flood of new connections takes. The
   listen backlog is the cap too: asyncio accepts that many at once, before
   the protocol sees any, so the server holds at most twice the cap.
 
@@ -69,8 +71,10 @@ class ConnectionGuard:
     max_connections: int
     read_timeout: float
     counts: GuardCounts = field(default_factory=GuardCounts)
-    # connections with no request being answered (sending one, or idle), oldest first
-    _reading: OrderedDict[GuardedH11, None] = field(default_factory=OrderedDict)
+    # connections with no request being answered, oldest first: those still sending their first request, and
+    # those served before, idle or sending their next one (evicted only when no first-timer is left)
+    _first: OrderedDict[GuardedH11, None] = field(default_factory=OrderedDict)
+    _served: OrderedDict[GuardedH11, None] = field(default_factory=OrderedDict)
     _open: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -119,9 +123,10 @@ class GuardedH11(H11Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
         super().connection_made(transport)  # type: ignore[arg-type]
         self._deadline: asyncio.TimerHandle | None = None
+        self._was_served = False
         guard = self.guard
         if len(self.connections) > guard.max_connections:
-            victim = next(iter(guard._reading), None)
+            victim = next(iter(guard._first), None) or next(iter(guard._served), None)
             if victim is None:
                 guard.note("refused", f"a connection over the cap of {guard.max_connections} open ones was closed "
                                       "at once: every open one has a request being answered")
@@ -135,11 +140,12 @@ class GuardedH11(H11Protocol):
     def _start_reading(self) -> None:
         """The connection now owes a request: it has `read_timeout` seconds to send it whole."""
         self._stop_reading()
-        self.guard._reading[self] = None
+        (self.guard._served if self._was_served else self.guard._first)[self] = None
         self._deadline = self.loop.call_later(self.guard.read_timeout, self._too_slow)
 
     def _stop_reading(self) -> None:
-        self.guard._reading.pop(self, None)
+        self.guard._first.pop(self, None)
+        self.guard._served.pop(self, None)
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
@@ -162,6 +168,7 @@ class GuardedH11(H11Protocol):
             self._stop_reading()  # the request is in whole: answering it is the app's, however long it takes
 
     def on_response_complete(self) -> None:
+        self._was_served = True
         if not self.transport.is_closing():
             self._start_reading()  # before uvicorn takes a pipelined request, which stops the clock again
         super().on_response_complete()

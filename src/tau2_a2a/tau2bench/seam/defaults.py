@@ -1,4 +1,4 @@
-"""tau2's run defaults (max steps, trials, user LLM, ...), read from its `config.py` without importing tau2.
+"""tau2's run defaults (max steps, trials, the LLMs, ...), read from its `config.py` without importing tau2.
 
 Importing tau2 takes seconds and pulls in LiteLLM; the service's request
 schema needs only these constants, which both distributions write in
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from tau2_a2a.tau2bench.seam.installed import DISTRIBUTION
 
-NAMES = ("DEFAULT_LLM_TEMPERATURE_USER", "DEFAULT_LLM_USER", "DEFAULT_MAX_CONCURRENCY", "DEFAULT_MAX_STEPS",
-         "DEFAULT_NUM_TRIALS", "DEFAULT_USER_IMPLEMENTATION")
+NAMES = ("DEFAULT_LLM_AGENT", "DEFAULT_LLM_TEMPERATURE_USER", "DEFAULT_LLM_USER", "DEFAULT_MAX_CONCURRENCY",
+         "DEFAULT_MAX_STEPS", "DEFAULT_NUM_TRIALS", "DEFAULT_USER_IMPLEMENTATION")
 
 
 @cache
@@ -63,6 +63,7 @@ def _text(name: str) -> str:
     raise _wrong(name, value, "string")
 
 
+DEFAULT_LLM_AGENT = _text("DEFAULT_LLM_AGENT")
 DEFAULT_LLM_TEMPERATURE_USER = _number("DEFAULT_LLM_TEMPERATURE_USER")
 DEFAULT_LLM_USER = _text("DEFAULT_LLM_USER")
 DEFAULT_MAX_CONCURRENCY = _whole("DEFAULT_MAX_CONCURRENCY")
