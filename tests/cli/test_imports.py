@@ -118,15 +118,18 @@ def test_report_imports_nothing_heavy(tmp_path: Path) -> None:
 
 def test_the_probe_sees_a_command_that_imports_tau2(tmp_path: Path) -> None:
     """A command that runs simulations does import tau2: the probe would see a light command that did."""
-    argv = ["run", "--domain", "airline", "--num-trials", "0"]  # checked once tau2 names its default agent
+    argv = ["run", "--domain", "airline", "--task-ids", "none-such", "--results-dir", str(tmp_path / "results")]
     imported, code = imported_by(argv, tmp_path)
     assert ("tau2" in imported, code) == (True, 2)
     assert culprits(argv, "tau2").startswith("tau2_a2a.tau2bench.seam.imports <- ")
 
 
 # tau2's own `run` flags, which run and ab share, are described once and cached (cli/tau2_flags_cache.py): the
-# first command that needs them imports tau2 to describe them, the next ones read the description.
-TAU2_FLAGS = [["run", "--help"], ["ab", "--help"], ["ab", "--domain", "airline"], ["run", "--max-steps", "x"]]
+# first command that needs them imports tau2 to describe them, the next ones read the description. A run's own
+# checks (counts, its domain, the A2A flags) are made before it imports tau2.
+TAU2_FLAGS = [["run", "--help"], ["ab", "--help"], ["ab", "--domain", "airline"], ["run", "--max-steps", "x"],
+              ["run", "airline", "--num-trials", "0"], ["run", "banking"],
+              ["run", "airline", "--a2a-endpoint", "http://127.0.0.1:9", "--a2a-timeout", "nan"]]
 
 
 @pytest.mark.parametrize("argv", TAU2_FLAGS, ids=" ".join)

@@ -14,7 +14,7 @@ import re
 import shlex
 from typing import TypeVar
 
-from tau2_a2a.cli import imports_for_life
+from tau2_a2a.cli import imports_for_life, tau2_flags_cache
 from tau2_a2a.cli.common import OneLineParser, add_transport_args, auth_token
 from tau2_a2a.cli.tau2_flags import add_tau2_run_args, refuse_unsupported, settings_given
 from tau2_a2a.client.config import (
@@ -36,6 +36,7 @@ from tau2_a2a.runner.interrupt import RunInterrupted, stop_on_sigint
 from tau2_a2a.runner.outcome import print_outcome
 from tau2_a2a.runner.parent import exit_with_parent
 from tau2_a2a.runner.settings import A2A_AGENT, RunSettings
+from tau2_a2a.tau2bench.seam.defaults import DEFAULT_AGENT_IMPLEMENTATION
 
 T = TypeVar("T")
 
@@ -62,10 +63,9 @@ def add_run_command(commands: argparse._SubParsersAction[OneLineParser]) -> None
 
 def run_command(args: argparse.Namespace) -> int:
     exit_with_parent()
-    with imports_for_life():  # tau2 and LiteLLM, imported when a run starts, not for --help or a bad flag
+    settings = settings_from_args(args)
+    with imports_for_life():  # tau2 and LiteLLM: imported when a run starts, not for --help or a bad flag
         from tau2_a2a.runner.run import evaluate
-
-        settings = settings_from_args(args)
     with stop_on_sigint():
         return print_outcome(evaluate(settings))
 
@@ -212,9 +212,11 @@ def resolve_domain(args: argparse.Namespace) -> None:
     args.domain = args.domain or args.domain_positional
     if not args.domain:
         raise ConfigError(f"Name a domain: tau2-a2a {args.command} airline (or --domain airline).")
-    from tau2_a2a.tau2bench.run.runs import domains
+    known = tau2_flags_cache.domains()
+    if known is None:
+        from tau2_a2a.tau2bench.run.runs import domains
 
-    known = domains()
+        known = domains()
     if args.domain not in known:
         raise ConfigError(f"Unknown domain {args.domain!r}: tau2 knows {', '.join(known)}.")
 
@@ -229,8 +231,6 @@ def resolve_agent(args: argparse.Namespace) -> None:
     """Which agent runs: --agent's; without it the A2A agent when an --a2a-* flag is given (they describe it),
     else tau2's default. An --a2a-* flag beside another --agent is refused: it would be ignored, and the run
     would score an agent other than the one it names."""
-    from tau2_a2a.tau2bench.seam.distribution import DEFAULT_AGENT_IMPLEMENTATION
-
     given = a2a_flags_given(args)
     if args.agent is None:
         args.agent = A2A_AGENT if given else DEFAULT_AGENT_IMPLEMENTATION

@@ -56,11 +56,22 @@ def add_live(parser: argparse.ArgumentParser) -> None:
 
 def cached() -> dict[str, Any] | None:
     """The description kept for the installed tau2 and this code, or None."""
+    current = key()
     try:
-        description: dict[str, Any] = json.loads(cache_path().read_text(encoding="utf-8"))
+        description: dict[str, Any] = json.loads(cache_path(current).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return description if isinstance(description, dict) and description.get("key") == key() else None
+    return description if isinstance(description, dict) and description.get("key") == current else None
+
+
+def domains() -> list[str] | None:
+    """The domains tau2's --domain offers, as described (None with no description kept): a run's domain is
+    checked before tau2 is imported."""
+    description = cached()
+    if description is None:
+        return None
+    return next((list(flag["choices"]) for flag in description["flags"]
+                 if "--domain" in flag["option_strings"] and flag["choices"]), None)
 
 
 def make() -> dict[str, Any] | None:
@@ -155,15 +166,18 @@ def tau2_files() -> str:
     return hashlib.sha256("\n".join(stamps).encode()).hexdigest()
 
 
-def cache_path() -> Path:
+def cache_path(current: dict[str, str] | None = None) -> Path:
+    """One file per key: two checkouts of tau2-a2a (or two tau2s) side by side keep a description each, instead
+    of making theirs again each time the other ran."""
+    digest = hashlib.sha256(json.dumps(current or key(), sort_keys=True).encode()).hexdigest()[:16]
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base, "tau2-a2a", f"run-flags-{DISTRIBUTION}-{VERSION}.json")
+    return Path(base, "tau2-a2a", f"run-flags-{DISTRIBUTION}-{VERSION}-{digest}.json")
 
 
 def _write(description: dict[str, Any]) -> None:
     """Kept whole or not at all (another process may read it meanwhile); a cache that cannot be written is
     skipped: the next command describes the flags again."""
-    path = cache_path()
+    path = cache_path(description["key"])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
