@@ -9,7 +9,12 @@ of start-up (until the first simulation began: imports, loading tau2,
 starting the pool) comes out apart from the CPU per simulation. For each: the
 wall time against the delay-bound ideal (each simulation waits its replies x
 --delay, handed out to --concurrency workers in order, no local work), the
-run process's CPU (user + system, its children included) and its peak RSS.
+run process's CPU (user + system, its children included) and its peak RSS;
+and where the wall time beyond the ideal went: start-up, the time after the
+last simulation ended, the agent's first reply of a simulation against its
+others (the first carries the policy and the tool schemas), the LLM user
+simulator's time, and the CPU the oracle and the stand-in took meanwhile, on
+the same cores.
 
     python bench/high_concurrency.py                         # 100 simulations (50 tasks x 2 trials) at c64, 1 s
     python bench/high_concurrency.py --trials 1 --small 5
@@ -21,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,7 +42,7 @@ from _common import cli, oracle_process, standin_process  # noqa: E402
 from scale_slow_agent import list_schedule  # noqa: E402
 
 from tau2_a2a.protocol.hosting import free_port  # noqa: E402
-from tau2_a2a.tau2bench.run.layout import results_path  # noqa: E402
+from tau2_a2a.tau2bench.run.layout import metrics_path, results_path  # noqa: E402
 
 USER_LLM = "openai/standin"
 
@@ -53,6 +60,11 @@ class Arm:
     peak_rss_mb: float
     ideal_s: float
     requests: int
+    tail_s: float  # from the last simulation's end to the process's exit
+    first_reply_s: float  # the agent's first reply of a simulation (the policy and tool schemas), p50
+    later_reply_s: float  # its other replies, p50
+    user_s: float  # the LLM user simulator's time per simulation, mean
+    servers_cpu_s: float  # the oracle's and the stand-in's CPU while the run ran
 
 
 def run_arm(label: str, url: str, api_base: str, num_tasks: int | None, trials: int, concurrency: int,
@@ -72,6 +84,7 @@ def run_arm(label: str, url: str, api_base: str, num_tasks: int | None, trials: 
     env = {**os.environ, "OPENAI_API_BASE": api_base, "OPENAI_API_KEY": "standin-user-key"}
     if source is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(source / "src"), env.get("PYTHONPATH", "")])
+    servers_cpu = children_cpu()
     started_at = datetime.now()
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as stderr:
@@ -83,16 +96,40 @@ def run_arm(label: str, url: str, api_base: str, num_tasks: int | None, trials: 
             stderr.seek(0)
             raise RuntimeError(f"{label}: tau2-a2a run exited with {process.returncode}: {stderr.read()[-2000:]}")
     cpu_s, peak_rss_mb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # ru_maxrss: KiB on Linux
-    results = json.loads(results_path(save_to, results_dir).read_text())
+    servers_cpu = children_cpu() - servers_cpu
+    ended_at = started_at.timestamp() + wall
+    path = results_path(save_to, results_dir)
+    results = json.loads(path.read_text())
     simulations = sorted(results["simulations"], key=lambda s: s["start_time"])  # in the order handed out
     first = datetime.fromisoformat(simulations[0]["start_time"])
+    last_end = max(datetime.fromisoformat(s["end_time"]).timestamp() for s in simulations)
     # the agent's replies: every assistant message but tau2's own greeting, which opens each conversation
     requests = [sum(1 for m in s["messages"][1:] if m["role"] == "assistant") for s in simulations]
+    metrics = json.loads(metrics_path(path).read_text())["simulations"]
+    latencies = [(r["turn"], r["latency_ms"] / 1000) for s in metrics for r in s["requests"]]
     return Arm(label=label, simulations=len(simulations),
                rewards_1=sum(1 for s in simulations if (s.get("reward_info") or {}).get("reward") == 1.0),
                wall_s=wall, startup_s=first.timestamp() - started_at.timestamp(),
                cpu_s=cpu_s, peak_rss_mb=peak_rss_mb,
-               ideal_s=list_schedule([n * delay for n in requests], concurrency), requests=sum(requests))
+               ideal_s=list_schedule([n * delay for n in requests], concurrency), requests=sum(requests),
+               tail_s=ended_at - last_end,
+               first_reply_s=statistics.median(t for turn, t in latencies if turn == 0),
+               later_reply_s=statistics.median([t for turn, t in latencies if turn > 0] or [math.nan]),
+               user_s=statistics.mean(s["time_s"]["user"] for s in metrics), servers_cpu_s=servers_cpu)
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's live children so far: the oracle and the stand-in LLM
+    between runs (Linux's /proc; nan elsewhere)."""
+    try:
+        pids = {pid for children in Path("/proc/self/task").glob("*/children") for pid in children.read_text().split()}
+        ticks = 0
+        for pid in pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime: the stat file's 14th and 15th fields
+    except OSError:
+        return math.nan
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def report(arms: list[Arm], concurrency: int, delay: float) -> str:
@@ -110,7 +147,12 @@ def report(arms: list[Arm], concurrency: int, delay: float) -> str:
     row("share of the ideal, start-up included", [f"{a.ideal_s / a.wall_s:.0%}" for a in arms])
     row("start-up: until the first simulation (s)", [f"{a.startup_s:.1f}" for a in arms])
     row("share of the ideal, start-up apart", [f"{a.ideal_s / (a.wall_s - a.startup_s):.0%}" for a in arms])
+    row("after the last simulation (s)", [f"{a.tail_s:.1f}" for a in arms])
+    row("agent's first reply of a simulation, p50 (s)", [f"{a.first_reply_s:.2f}" for a in arms])
+    row("agent's other replies, p50 (s)", [f"{a.later_reply_s:.2f}" for a in arms])
+    row("LLM user simulator per simulation, mean (s)", [f"{a.user_s:.2f}" for a in arms])
     row("CPU of the run's process (s)", [f"{a.cpu_s:.1f}" for a in arms])
+    row("CPU of the oracle and the stand-in meanwhile (s)", [f"{a.servers_cpu_s:.1f}" for a in arms])
     row("peak RSS of the run's process (MiB)", [f"{a.peak_rss_mb:.0f}" for a in arms])
     if len(arms) >= 2 and arms[-2].simulations != arms[-1].simulations:
         big, small = arms[-2:]

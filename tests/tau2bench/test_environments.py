@@ -146,6 +146,30 @@ def test_the_fast_hash_is_taus_after_any_change() -> None:
     assert template.hash(db) is None
 
 
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # a float in an int field, on purpose
+def test_records_only_read_keep_the_templates_text_and_an_equal_value_of_another_type_does_not() -> None:
+    template = template_for(FlightDB, AIRLINE_DB_PATH)
+    pristine = get_dict_hash(FlightDB.load(AIRLINE_DB_PATH).model_dump())
+    db = template.copy()
+    for flight in db.flights.values():  # what a search reads: every flight and date, deep inside
+        for status in flight.dates.values():
+            dict(getattr(status, "prices", {}))
+    for user in db.users.values():
+        user.reservations = list(user.reservations)  # an equal list of the same strings: the same text
+        user.name.first_name = "".join(user.name.first_name)
+    assert template.hash(db) == pristine
+
+    status = next(s for f in db.flights.values() for s in f.dates.values() if hasattr(s, "prices"))
+    status.prices["economy"] = float(status.prices["economy"])  # equal to the int, but "100.0" in tau2's text
+    user = next(iter(db.users.values()))
+    user.membership, user.saved_passengers = user.membership, [*user.saved_passengers]
+    changed = get_dict_hash(db.model_dump())
+    assert template.hash(db) == changed != pristine
+
+    status.prices["economy"] = True  # equal to 1, "true" in tau2's text
+    assert template.hash(db) == get_dict_hash(db.model_dump()) not in (changed, pristine)
+
+
 def test_a_copy_never_changes_the_template_or_another_copy() -> None:
     template = template_for(RetailDB, RETAIL_DB_PATH)
     stock_hash = get_dict_hash(RetailDB.load(RETAIL_DB_PATH).model_dump())

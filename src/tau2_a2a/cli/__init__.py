@@ -12,9 +12,11 @@ which only the commands that run simulations or serve need.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from tau2_a2a.cli.common import OneLineParser
@@ -80,18 +82,47 @@ class LazyCommands(argparse._SubParsersAction):  # type: ignore[type-arg]
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`tau2-a2a ARGV`; without `argv`, this process's own command line (the `tau2-a2a` script, `python -m`)."""
+    if argv is None:
+        _whole_process[:] = [True]
     argv = sys.argv[1:] if argv is None else argv
     use_bundled_cost_map()  # before any command imports LiteLLM, and for the processes a command starts
     from tau2_a2a.tau2bench.seam.mending import own_this_process
 
     own_this_process()  # what importing tau2 does to a process is undone here, if a command imports it
     parser = build_parser()
-    args = parser.parse_args(argv)
+    with imports_for_life():  # parsing imports the chosen command's module
+        args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
     return run_as_command(lambda: args.func(args), debug=getattr(args, "a2a_debug", False),
                           resume_hint=lambda interrupted: _resume_command(argv, interrupted))
+
+
+_whole_process: list[bool] = []  # [True] once main() runs this process's own command line
+
+
+@contextmanager
+def imports_for_life() -> Iterator[None]:
+    """Inside, modules are imported without the cyclic garbage collector; what they made is then frozen out of
+    its scans (`gc.freeze`, as the service's fork server does).
+
+    A command's imports (for a run: tau2, LiteLLM, pydantic's models, some 350,000 objects) live as long as the
+    process. Collecting while they are made finds almost nothing, and every full collection after them, the
+    interpreter's at exit included, would walk them all again: about 1 s of a run's CPU. Only in the process's
+    own command line (main() without argv: the `tau2-a2a` script, `python -m`); a program that calls
+    main(argv) keeps its collector as it was.
+    """
+    if not _whole_process or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def _resume_command(argv: list[str], interrupted: RunInterrupted) -> str:

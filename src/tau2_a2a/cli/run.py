@@ -14,7 +14,7 @@ import re
 import shlex
 from typing import TypeVar
 
-from tau2_a2a.cli import tau2_flags_cache
+from tau2_a2a.cli import imports_for_life, tau2_flags_cache
 from tau2_a2a.cli.common import OneLineParser, add_transport_args, auth_token
 from tau2_a2a.cli.tau2_flags import add_tau2_run_args, refuse_unsupported, settings_given
 from tau2_a2a.client.config import (
@@ -64,8 +64,8 @@ def add_run_command(commands: argparse._SubParsersAction[OneLineParser]) -> None
 def run_command(args: argparse.Namespace) -> int:
     exit_with_parent()
     settings = settings_from_args(args)
-    from tau2_a2a.runner.run import evaluate  # tau2: imported when a run starts, not for --help or a bad flag
-
+    with imports_for_life():  # tau2 and LiteLLM: imported when a run starts, not for --help or a bad flag
+        from tau2_a2a.runner.run import evaluate
     with stop_on_sigint():
         return print_outcome(evaluate(settings))
 

@@ -144,3 +144,44 @@ def private_copy(value: object) -> object:
             continue
         state[name] = CopyOnAccess(field) if kind is dict else private_copy(field)
     return model
+
+
+_SAME_WHEN_EQUAL = frozenset({str, int, bool})  # types whose equal values always have the same JSON text
+
+
+def unchanged(value: object, original: object) -> bool:
+    """Whether `value`, a `private_copy` of `original` (or a part of one), still holds the original's very values.
+
+    True only when every leaf is the original's object, or an equal str, int or bool, in containers of the same
+    types, keys and lengths: then any serializer gives both the same output. Anything else it cannot tell
+    apart this way (a float or a date copied anew, a model with extra fields) counts as changed.
+    """
+    if value is original:
+        return True
+    if type(value) is CopyOnAccess:
+        return type(original) is dict and value._template is original and _owned_unchanged(value, original)
+    kind = type(value)
+    if kind is not type(original):
+        return False
+    if kind in _SAME_WHEN_EQUAL:
+        return value == original
+    if isinstance(value, BaseModel) and isinstance(original, BaseModel):
+        if value.__pydantic_extra__ or value.__pydantic_private__ or original.__pydantic_extra__:
+            return False
+        return _dict_unchanged(value.__dict__, original.__dict__)
+    if isinstance(value, list | tuple) and isinstance(original, list | tuple):
+        return len(value) == len(original) and all(map(unchanged, value, original))
+    if isinstance(value, dict) and isinstance(original, dict):
+        return _dict_unchanged(value, original)
+    return False
+
+
+def _dict_unchanged(value: dict, original: dict) -> bool:
+    return len(value) == len(original) and all(
+        key in original and unchanged(item, original[key]) for key, item in dict.items(value))
+
+
+def _owned_unchanged(value: CopyOnAccess, original: dict) -> bool:
+    """A CopyOnAccess view of `original`: only the values it owns can differ."""
+    return len(value) == len(original) and all(
+        key in original and unchanged(dict.__getitem__(value, key), original[key]) for key in value.owned_keys())

